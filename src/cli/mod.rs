@@ -1,0 +1,82 @@
+//! Argument parsing and exit codes; every command is a thin shell over the
+//! library.
+//!
+//! Exit codes: 0 success; 1 the answer is "no"; 2 bad input or usage; 3 an
+//! internal error.
+
+mod resolve;
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Will this build variant of a compute kernel actually run here?
+#[derive(Parser)]
+#[command(name = "preflight", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Declared, name-level check: which variants the hub loader would accept
+    /// here, in its preference order.
+    Resolve(resolve::Args),
+}
+
+/// A failure the user can fix: printed as one line, exit code 2.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl<E: std::error::Error> From<E> for BadInput {
+    fn from(e: E) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+/// What a command decided.
+pub enum Answer {
+    /// Exit 0.
+    Yes,
+    /// Exit 1: the question was answered "no".
+    No,
+}
+
+/// Run the command line and map the result to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = std::panic::catch_unwind(|| match cli.command {
+        Command::Resolve(args) => resolve::run(args),
+    });
+    match result {
+        Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,
+        Ok(Ok(Answer::No)) => ExitCode::from(1),
+        Ok(Err(BadInput(message))) => {
+            eprintln!("preflight: error: {message}");
+            ExitCode::from(2)
+        }
+        Err(_) => {
+            eprintln!("preflight: internal error (this is a bug in preflight, please report it)");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// Print to stdout; a closed pipe (`preflight … | head`) is not an error.
+pub fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
+/// Print a value as pretty JSON.
+pub fn emit_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => emit(&text),
+        Err(e) => panic!("cannot serialize output: {e}"),
+    }
+}

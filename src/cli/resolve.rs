@@ -1,0 +1,100 @@
+//! `preflight resolve`
+
+use super::{Answer, BadInput, emit, emit_json};
+use kernel_preflight::declared::{self, System};
+use kernel_preflight::discover;
+use kernel_preflight::report;
+use kernel_preflight::variant::VariantName;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `preflight resolve`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Kernel repo, variant directory, or hub cache folder.
+    #[arg(conflicts_with_all = ["variants", "repo"])]
+    target: Option<PathBuf>,
+    /// Judge these variant names instead of a directory.
+    #[arg(long, value_delimiter = ',', conflicts_with = "repo")]
+    variants: Option<Vec<String>>,
+    /// A kernel in the hub cache, as ORG/NAME.
+    #[arg(long)]
+    repo: Option<String>,
+    /// Override detected facts: backend, cuda, rocm, xpu, cann, cpu, os,
+    /// torch, cxx11, tvm-ffi, macos (e.g. backend=cuda,cuda=12.8,torch=2.9).
+    #[arg(long, value_name = "K=V,…")]
+    system: Option<String>,
+    /// Python interpreter to ask about torch (default: python3 on PATH).
+    #[arg(long, default_value = "python3")]
+    python: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<Answer, BadInput> {
+    let discovery = match (&args.target, &args.variants, &args.repo) {
+        (Some(path), _, _) => Some(discover::discover(path)?),
+        (_, _, Some(repo)) => Some(discover::discover_repo(repo)?),
+        (None, Some(_), None) => None,
+        (None, None, None) => {
+            return Err(BadInput(
+                "resolve needs a TARGET directory, --variants A,B,… or --repo ORG/NAME".into(),
+            ));
+        }
+    };
+    let names: Vec<VariantName> = match (&discovery, &args.variants) {
+        (Some(d), _) => d.variants.iter().map(|v| v.name.clone()).collect(),
+        (None, Some(list)) => list
+            .iter()
+            .map(|s| VariantName::parse(s.trim()))
+            .collect::<Result<_, _>>()?,
+        (None, None) => Vec::new(),
+    };
+    let system = system(&args)?;
+    let decisions = declared::resolve(&names, &system);
+    let accepted = decisions.iter().any(|d| d.accepted());
+    if let Some(d) = &discovery {
+        for warning in &d.warnings {
+            eprintln!("preflight: warning: {warning}");
+        }
+    }
+    if args.json {
+        emit_json(&report::resolve::json(
+            &decisions,
+            discovery.as_ref(),
+            &system,
+        ));
+    } else {
+        emit(&report::resolve::table(
+            &decisions,
+            discovery.as_ref(),
+            &system,
+        ));
+    }
+    Ok(if accepted { Answer::Yes } else { Answer::No })
+}
+
+fn system(args: &Args) -> Result<System, BadInput> {
+    let spec = args.system.as_deref().unwrap_or("");
+    // Parse first, so that a bad --system is reported before Python is started.
+    System::bare_host().with_overrides(spec)?;
+    let detected = if covers_python_facts(spec) {
+        System::bare_host()
+    } else {
+        declared::detect::detect(&args.python, Duration::from_secs(60))
+    };
+    Ok(detected.with_overrides(spec)?)
+}
+
+/// Whether `--system` pins every fact that only Python can tell, so that
+/// starting Python would be wasted time.
+fn covers_python_facts(spec: &str) -> bool {
+    let keys: Vec<&str> = spec
+        .split(',')
+        .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.trim()))
+        .collect();
+    ["backend", "torch", "cxx11", "tvm-ffi"]
+        .iter()
+        .all(|k| keys.contains(k))
+}

@@ -1,0 +1,8 @@
+//! Declared checks: what a variant claims, judged without running it.
+
+pub mod detect;
+pub mod resolve;
+pub mod system;
+
+pub use resolve::{Decision, Rejection, resolve};
+pub use system::{System, SystemError};

@@ -1,0 +1,201 @@
+//! The facts about a machine that name-level resolution needs, and the
+//! `--system k=v,…` overrides that turn `resolve` into a what-if tool.
+
+use crate::variant::{Backend, Cpu, Os, Version};
+use serde::Serialize;
+
+/// What the hub's resolver looks at on a machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct System {
+    /// The selected compute backend, with its version where it has one.
+    pub backend: Backend,
+    /// CPU architecture as the variant names spell it (`x86_64`, `aarch64`).
+    pub cpu: String,
+    /// Operating system as the variant names spell it (`linux`, `darwin`, …).
+    pub os: String,
+    /// Installed torch major.minor, if any.
+    pub torch: Option<Version>,
+    /// Whether torch was built with the C++11 ABI (Linux only; `None` elsewhere).
+    pub cxx11_abi: Option<bool>,
+    /// Installed tvm-ffi major.minor, if any.
+    pub tvm_ffi: Option<Version>,
+    /// macOS version, on macOS.
+    pub macos: Option<Version>,
+}
+
+/// A `--system` override that could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SystemError {
+    /// A key that is not one of [`SYSTEM_KEYS`].
+    #[error("unknown --system key {key:?}; known keys: {}", SYSTEM_KEYS.join(", "))]
+    UnknownKey {
+        /// The key as given.
+        key: String,
+    },
+    /// A value that does not fit its key.
+    #[error("invalid --system value {key}={value:?}: {why}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// What was expected.
+        why: String,
+    },
+    /// An item without `=`.
+    #[error("invalid --system item {item:?}: expected key=value")]
+    NotKeyValue {
+        /// The item as given.
+        item: String,
+    },
+    /// A versioned backend whose version is known from nowhere.
+    #[error("backend {backend} needs a version: add --system {backend}=X.Y")]
+    MissingVersion {
+        /// The backend's name.
+        backend: &'static str,
+    },
+}
+
+/// Keys that `--system` accepts.
+pub const SYSTEM_KEYS: [&str; 11] = [
+    "backend", "cuda", "rocm", "xpu", "cann", "cpu", "os", "torch", "cxx11", "tvm-ffi", "macos",
+];
+
+/// The backends `--system backend=…` accepts.
+const BACKENDS: &str = "cuda, rocm, xpu, metal, cpu, cann, neuron, tpu";
+
+impl System {
+    /// The host's CPU and OS with nothing installed: backend `cpu`, no torch.
+    pub fn bare_host() -> System {
+        let cpu = match std::env::consts::ARCH {
+            "x86_64" => "x86_64",
+            "aarch64" => "aarch64",
+            other => other,
+        };
+        let os = match std::env::consts::OS {
+            "macos" => "darwin",
+            other => other,
+        };
+        System {
+            backend: Backend::Cpu,
+            cpu: cpu.to_string(),
+            os: os.to_string(),
+            torch: None,
+            cxx11_abi: None,
+            tvm_ffi: None,
+            macos: None,
+        }
+    }
+
+    /// The system's backend as a noarch variant names it (`cann` is `npu`).
+    pub fn noarch_backend(&self) -> &'static str {
+        match self.backend {
+            Backend::Cann(_) => "npu",
+            other => other.kind(),
+        }
+    }
+
+    /// Apply `k=v,…` overrides on top of detected facts.
+    ///
+    /// A version key (`cuda=12.8`) sets that backend's version, and selects
+    /// the backend too unless `backend=` says otherwise; `backend=cuda` keeps
+    /// the detected CUDA version, or needs `cuda=X.Y`.
+    pub fn with_overrides(mut self, spec: &str) -> Result<System, SystemError> {
+        let mut backend_kind: Option<String> = None;
+        let mut versions: Vec<(&'static str, Version)> = Vec::new();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| SystemError::NotKeyValue {
+                    item: item.to_string(),
+                })?;
+            let (key, value) = (key.trim(), value.trim());
+            let bad = |why: &str| SystemError::BadValue {
+                key: key.to_string(),
+                value: value.to_string(),
+                why: why.to_string(),
+            };
+            let version = || value.parse::<Version>().map_err(|e| bad(&e));
+            let optional_version = || {
+                if value == "none" {
+                    Ok(None)
+                } else {
+                    version().map(Some)
+                }
+            };
+            match key {
+                "backend" => {
+                    if !BACKENDS.split(", ").any(|b| b == value) {
+                        return Err(bad(&format!("expected one of {BACKENDS}")));
+                    }
+                    backend_kind = Some(value.to_string());
+                }
+                "cuda" => versions.push(("cuda", version()?)),
+                "rocm" => versions.push(("rocm", version()?)),
+                "xpu" => versions.push(("xpu", version()?)),
+                "cann" => versions.push(("cann", version()?)),
+                "cpu" => {
+                    self.cpu = value
+                        .parse::<Cpu>()
+                        .map_err(|e| bad(&e))?
+                        .as_str()
+                        .to_string();
+                }
+                "os" => {
+                    self.os = value
+                        .parse::<Os>()
+                        .map_err(|e| bad(&e))?
+                        .as_str()
+                        .to_string();
+                }
+                "torch" => self.torch = optional_version()?,
+                "tvm-ffi" => self.tvm_ffi = optional_version()?,
+                "macos" => self.macos = optional_version()?,
+                "cxx11" => {
+                    self.cxx11_abi = match value {
+                        "true" => Some(true),
+                        "false" => Some(false),
+                        "none" => None,
+                        _ => return Err(bad("expected true, false or none")),
+                    }
+                }
+                _ => {
+                    return Err(SystemError::UnknownKey {
+                        key: key.to_string(),
+                    });
+                }
+            }
+        }
+        let kind = match backend_kind {
+            Some(kind) => kind,
+            None => match versions.last() {
+                Some((kind, _)) => kind.to_string(),
+                None => return Ok(self),
+            },
+        };
+        let version_of = |kind: &'static str| {
+            versions
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == kind)
+                .map(|(_, v)| *v)
+                .or_else(|| {
+                    (self.backend.kind() == kind)
+                        .then(|| self.backend.version())
+                        .flatten()
+                })
+                .ok_or(SystemError::MissingVersion { backend: kind })
+        };
+        self.backend = match kind.as_str() {
+            "cuda" => Backend::Cuda(version_of("cuda")?),
+            "rocm" => Backend::Rocm(version_of("rocm")?),
+            "xpu" => Backend::Xpu(version_of("xpu")?),
+            "cann" => Backend::Cann(version_of("cann")?),
+            "metal" => Backend::Metal,
+            "neuron" => Backend::Neuron,
+            "tpu" => Backend::Tpu,
+            _ => Backend::Cpu,
+        };
+        Ok(self)
+    }
+}

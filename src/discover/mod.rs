@@ -1,0 +1,231 @@
+//! Discover: find the build variants behind a target — a kernel repo
+//! directory, a directory of variants, one variant, or a hub cache entry.
+
+pub mod hub_cache;
+pub mod metadata;
+
+pub use metadata::{Metadata, MetadataStatus};
+
+use crate::variant::VariantName;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A target that cannot be read as variants.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoverError {
+    /// The path does not exist.
+    #[error("{}: no such file or directory", .0.display())]
+    NotFound(PathBuf),
+    /// The path is a file, not a directory.
+    #[error("{}: is a file, not a directory (expected a kernel repo, a variant directory or a hub cache folder)", .0.display())]
+    NotADirectory(PathBuf),
+    /// The directory cannot be listed.
+    #[error("{}: cannot read directory: {source}", path.display())]
+    Unreadable {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Nothing in it looks like a variant.
+    #[error("{}: no build variants found (expected build/<variant>/, variant directories such as torch29-cxx11-cu128-x86_64-linux, or a hub cache folder kernels--ORG--NAME)", .0.display())]
+    NoVariants(PathBuf),
+    /// A hub cache folder without a usable snapshot.
+    #[error("{}: hub cache folder has no snapshot (expected snapshots/<revision>/)", .0.display())]
+    NoSnapshot(PathBuf),
+    /// `--repo ORG/NAME` that is not in the hub cache.
+    #[error("kernel {repo} is not in the hub cache at {} (looked for kernels--{org_name} and models--{org_name}; download it first, e.g. with get_kernel or `hf download {repo} --repo-type kernel`)", root.display(), org_name = repo.replace('/', "--"))]
+    NotCached {
+        /// `ORG/NAME`.
+        repo: String,
+        /// The cache root searched.
+        root: PathBuf,
+    },
+    /// `--repo` that is not `ORG/NAME`.
+    #[error("invalid repo id {0:?}: expected ORG/NAME")]
+    BadRepoId(String),
+}
+
+/// How a target was understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A directory with `build/<variant>/`.
+    KernelRepo,
+    /// A directory whose children are variants.
+    VariantsDir,
+    /// One variant directory.
+    Variant,
+    /// A hub cache folder `kernels--ORG--NAME` (or one of its snapshots).
+    HubCache,
+}
+
+/// One build variant found on disk.
+#[derive(Debug, Clone, Serialize)]
+pub struct FoundVariant {
+    /// Its parsed name.
+    pub name: VariantName,
+    /// Its directory (symlinks not resolved).
+    pub path: PathBuf,
+    /// What its `metadata.json` said.
+    pub metadata: MetadataStatus,
+}
+
+/// Everything a target holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Discovery {
+    /// The target as given (or the cache folder a `--repo` named).
+    pub target: PathBuf,
+    /// How it was understood.
+    pub kind: TargetKind,
+    /// The kernel's name, when the layout tells it (`ORG/NAME` for the hub cache).
+    pub kernel: Option<String>,
+    /// The directory whose children are the variants.
+    pub root: PathBuf,
+    /// Variants, sorted by directory name.
+    pub variants: Vec<FoundVariant>,
+    /// Entries that are not variants, and similar non-fatal findings.
+    pub warnings: Vec<String>,
+}
+
+/// Find the variants behind a path.
+pub fn discover(target: &Path) -> Result<Discovery, DiscoverError> {
+    let meta = std::fs::metadata(target).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => DiscoverError::NotFound(target.to_path_buf()),
+        _ => DiscoverError::Unreadable {
+            path: target.to_path_buf(),
+            source: e,
+        },
+    })?;
+    if !meta.is_dir() {
+        return Err(DiscoverError::NotADirectory(target.to_path_buf()));
+    }
+    let file_name = dir_name(target);
+    if let Ok(name) = VariantName::parse(&file_name) {
+        let variant = FoundVariant {
+            name,
+            metadata: MetadataStatus::read(target),
+            path: target.to_path_buf(),
+        };
+        return Ok(Discovery {
+            target: target.to_path_buf(),
+            kind: TargetKind::Variant,
+            kernel: target.parent().and_then(kernel_name_above),
+            root: target.parent().unwrap_or(target).to_path_buf(),
+            variants: vec![variant],
+            warnings: Vec::new(),
+        });
+    }
+    if let Some(repo) = hub_cache::repo_id(&file_name) {
+        let snapshot = hub_cache::pick_snapshot(target)?;
+        return from_repo_dir(target, &snapshot, TargetKind::HubCache, Some(repo));
+    }
+    if let Some(repo) = hub_cache::snapshot_repo_id(target) {
+        return from_repo_dir(target, target, TargetKind::HubCache, Some(repo));
+    }
+    if target.join("build").is_dir() {
+        return from_repo_dir(target, target, TargetKind::KernelRepo, Some(file_name));
+    }
+    let (variants, warnings) = list_variants(target)?;
+    if variants.is_empty() {
+        return Err(DiscoverError::NoVariants(target.to_path_buf()));
+    }
+    Ok(Discovery {
+        target: target.to_path_buf(),
+        kind: TargetKind::VariantsDir,
+        kernel: kernel_name_above(target),
+        root: target.to_path_buf(),
+        variants,
+        warnings,
+    })
+}
+
+/// Find the variants of `ORG/NAME` in the hub cache.
+pub fn discover_repo(repo: &str) -> Result<Discovery, DiscoverError> {
+    let root = hub_cache::cache_root();
+    let folder = hub_cache::repo_folder(&root, repo)?;
+    discover(&folder)
+}
+
+fn from_repo_dir(
+    target: &Path,
+    repo_dir: &Path,
+    kind: TargetKind,
+    kernel: Option<String>,
+) -> Result<Discovery, DiscoverError> {
+    let root = repo_dir.join("build");
+    if !root.is_dir() {
+        return Err(DiscoverError::NoVariants(repo_dir.to_path_buf()));
+    }
+    let (variants, warnings) = list_variants(&root)?;
+    if variants.is_empty() {
+        return Err(DiscoverError::NoVariants(root));
+    }
+    Ok(Discovery {
+        target: target.to_path_buf(),
+        kind,
+        kernel,
+        root,
+        variants,
+        warnings,
+    })
+}
+
+/// Variant directories under `dir`, and a warning for each other entry.
+fn list_variants(dir: &Path) -> Result<(Vec<FoundVariant>, Vec<String>), DiscoverError> {
+    let unreadable = |source| DiscoverError::Unreadable {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(unreadable)?
+        .collect::<Result<_, _>>()
+        .map_err(unreadable)?;
+    entries.sort_by_key(|e| e.file_name());
+    let mut variants = Vec::new();
+    let mut warnings = Vec::new();
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !path.is_dir() {
+            if !name.starts_with('.') {
+                warnings.push(format!("{}: not a directory, ignored", path.display()));
+            }
+            continue;
+        }
+        match VariantName::parse(&name) {
+            Ok(parsed) => variants.push(FoundVariant {
+                name: parsed,
+                metadata: MetadataStatus::read(&path),
+                path,
+            }),
+            Err(e) => warnings.push(format!(
+                "{}: not a variant, ignored ({})",
+                path.display(),
+                e.why
+            )),
+        }
+    }
+    Ok((variants, warnings))
+}
+
+fn dir_name(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    absolute
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .next_back()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The kernel's name for a directory of variants: `build/`'s parent, or a
+/// hub cache snapshot's repo id.
+fn kernel_name_above(dir: &Path) -> Option<String> {
+    let dir = std::path::absolute(dir).ok()?;
+    if dir_name(&dir) == "build" {
+        let repo = dir.parent()?;
+        return hub_cache::snapshot_repo_id(repo).or_else(|| Some(dir_name(repo)));
+    }
+    None
+}

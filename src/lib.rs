@@ -1,0 +1,14 @@
+//! kernel-preflight: will this build variant of a compute kernel actually run
+//! here, and how fast?
+//!
+//! The library follows the layers of the design, top to bottom; a lower layer
+//! never imports a higher one:
+//! [`variant`] (names) → [`discover`] (variants on disk) → [`declared`]
+//! (name-level and metadata checks) → … The `preflight` binary is a thin shell
+//! over this API.
+#![warn(missing_docs)]
+
+pub mod declared;
+pub mod discover;
+pub mod report;
+pub mod variant;
