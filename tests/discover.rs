@@ -31,7 +31,10 @@ fn kernel_repo(root: &Path) -> PathBuf {
     let build = repo.join("build");
     for (variant, metadata) in [
         ("torch29-cxx11-cu128-x86_64-linux", Some(METADATA)),
-        ("torch29-cxx11-cu126-x86_64-linux", Some("{\"name\": \"relu-kernel\",\n  \"id\": 5,\n}")),
+        (
+            "torch29-cxx11-cu126-x86_64-linux",
+            Some("{\"name\": \"relu-kernel\",\n  \"id\": 5,\n}"),
+        ),
         ("torch-cuda", None),
     ] {
         let dir = build.join(variant);
@@ -65,12 +68,19 @@ fn hub_cache(root: &Path, source: &Path) -> PathBuf {
         fs::copy(&entry, &blob).unwrap();
         // Like the hub: a relative link from snapshots/<rev>/<rel> to blobs/.
         let up = rel.components().count() - 1 + 2;
-        let target = Path::new(&"../".repeat(up)).join("blobs").join(format!("blob{n}"));
+        let target = Path::new(&"../".repeat(up))
+            .join("blobs")
+            .join(format!("blob{n}"));
         symlink(&target, &link).unwrap();
-        assert!(fs::metadata(&link).is_ok(), "dangling link {}", link.display());
+        assert!(
+            fs::metadata(&link).is_ok(),
+            "dangling link {}",
+            link.display()
+        );
     }
     // An older snapshot that refs/main does not name.
-    fs::create_dir_all(folder.join("snapshots/oldrev/build/torch28-cxx11-cu126-x86_64-linux")).unwrap();
+    fs::create_dir_all(folder.join("snapshots/oldrev/build/torch28-cxx11-cu126-x86_64-linux"))
+        .unwrap();
     folder
 }
 
@@ -97,7 +107,11 @@ fn kernel_repo_directory() {
     let names: Vec<String> = d.variants.iter().map(|v| v.name.to_string()).collect();
     assert_eq!(
         names,
-        ["torch-cuda", "torch29-cxx11-cu126-x86_64-linux", "torch29-cxx11-cu128-x86_64-linux"]
+        [
+            "torch-cuda",
+            "torch29-cxx11-cu126-x86_64-linux",
+            "torch29-cxx11-cu128-x86_64-linux"
+        ]
     );
     assert_eq!(d.variants[0].metadata, MetadataStatus::Missing);
     match &d.variants[1].metadata {
@@ -106,7 +120,10 @@ fn kernel_repo_directory() {
     }
     let m = d.variants[2].metadata.metadata().expect("valid metadata");
     assert_eq!(m.python_name(), "relu_kernel");
-    assert_eq!(m.backend.archs.as_deref().unwrap(), ["8.0", "9.0a", "10.0+PTX"]);
+    assert_eq!(
+        m.backend.archs.as_deref().unwrap(),
+        ["8.0", "9.0a", "10.0+PTX"]
+    );
     assert_eq!(d.warnings.len(), 2, "{:?}", d.warnings);
     assert!(d.warnings.iter().any(|w| w.contains("not-a-variant")));
 }
@@ -147,7 +164,10 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
             .file_type()
             .is_symlink()
     );
-    assert!(d.variants[2].metadata.metadata().is_some(), "symlinked metadata is read");
+    assert!(
+        d.variants[2].metadata.metadata().is_some(),
+        "symlinked metadata is read"
+    );
 
     let snapshot = folder.join("snapshots/0123456789abcdef0123456789abcdef01234567");
     let d = discover::discover(&snapshot).unwrap();
@@ -161,7 +181,14 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
         ("HF_HOME", tmp.path().to_path_buf()),
     ] {
         let out = preflight_cmd()
-            .args(["resolve", "--repo", "acme/relu-kernel", "--system", SYSTEM, "--json"])
+            .args([
+                "resolve",
+                "--repo",
+                "acme/relu-kernel",
+                "--system",
+                SYSTEM,
+                "--json",
+            ])
             .env_remove("KERNELS_CACHE")
             .env_remove("HF_HUB_CACHE")
             .env_remove("HF_HOME")
@@ -184,14 +211,23 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
 fn resolve_on_a_directory_shows_metadata_beside_decisions() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = kernel_repo(tmp.path());
-    let out = preflight(&["resolve", repo.to_str().unwrap(), "--system", SYSTEM, "--json"]);
+    let out = preflight(&[
+        "resolve",
+        repo.to_str().unwrap(),
+        "--system",
+        SYSTEM,
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let decisions = doc["decisions"].as_array().unwrap();
     assert_eq!(decisions[0]["variant"], "torch29-cxx11-cu128-x86_64-linux");
     assert_eq!(decisions[0]["accepted"], true);
     assert_eq!(decisions[0]["reason"], Value::Null);
-    assert_eq!(decisions[0]["metadata"]["metadata"]["backend"]["archs"][1], "9.0a");
+    assert_eq!(
+        decisions[0]["metadata"]["metadata"]["backend"]["archs"][1],
+        "9.0a"
+    );
     assert_eq!(decisions[1]["metadata"]["status"], "invalid");
     assert_eq!(decisions[2]["variant"], "torch-cuda");
     assert_eq!(decisions[2]["metadata"]["status"], "missing");
@@ -204,7 +240,10 @@ fn resolve_on_a_directory_shows_metadata_beside_decisions() {
     assert!(table.contains("metadata missing"), "{table}");
     assert!(table.contains("metadata invalid"), "{table}");
     assert!(table.contains("einops"), "{table}");
-    assert!(table.contains("would pick torch29-cxx11-cu128-x86_64-linux"), "{table}");
+    assert!(
+        table.contains("would pick torch29-cxx11-cu128-x86_64-linux"),
+        "{table}"
+    );
 }
 
 #[test]
@@ -230,7 +269,10 @@ fn bad_targets_are_precise_errors_with_exit_2() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         assert!(stdout(&out).is_empty());
     }
-    assert!(matches!(discover::discover(&missing), Err(DiscoverError::NotFound(_))));
+    assert!(matches!(
+        discover::discover(&missing),
+        Err(DiscoverError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -256,7 +298,11 @@ fn unreadable_directory_is_exit_2() {
         .unwrap();
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot read directory"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot read directory"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 fn nix_is_root() -> bool {
@@ -269,12 +315,60 @@ fn nix_is_root() -> bool {
 #[test]
 fn bad_command_line_input_is_exit_2() {
     let cases: &[(&[&str], &str)] = &[
-        (&["resolve", "--variants", "torch29-cu128-x86_64-linux,bogus", "--system", SYSTEM], "invalid variant name \"bogus\""),
-        (&["resolve", "--variants", "torch29-cu128-x86_64-linux", "--system", "gpu=h100"], "unknown --system key \"gpu\""),
-        (&["resolve", "--variants", "torch29-cu128-x86_64-linux", "--system", "cuda=twelve"], "invalid --system value cuda="),
-        (&["resolve", "--variants", "torch29-cu128-x86_64-linux", "--system", "cxx11=maybe"], "expected true, false or none"),
-        (&["resolve", "--variants", "torch29-cu128-x86_64-linux", "--system", "backend=cuda,torch=2.9,cxx11=true,tvm-ffi=none"], "needs a version"),
-        (&["resolve", "--repo", "no-slash", "--system", SYSTEM], "expected ORG/NAME"),
+        (
+            &[
+                "resolve",
+                "--variants",
+                "torch29-cu128-x86_64-linux,bogus",
+                "--system",
+                SYSTEM,
+            ],
+            "invalid variant name \"bogus\"",
+        ),
+        (
+            &[
+                "resolve",
+                "--variants",
+                "torch29-cu128-x86_64-linux",
+                "--system",
+                "gpu=h100",
+            ],
+            "unknown --system key \"gpu\"",
+        ),
+        (
+            &[
+                "resolve",
+                "--variants",
+                "torch29-cu128-x86_64-linux",
+                "--system",
+                "cuda=twelve",
+            ],
+            "invalid --system value cuda=",
+        ),
+        (
+            &[
+                "resolve",
+                "--variants",
+                "torch29-cu128-x86_64-linux",
+                "--system",
+                "cxx11=maybe",
+            ],
+            "expected true, false or none",
+        ),
+        (
+            &[
+                "resolve",
+                "--variants",
+                "torch29-cu128-x86_64-linux",
+                "--system",
+                "backend=cuda,torch=2.9,cxx11=true,tvm-ffi=none",
+            ],
+            "needs a version",
+        ),
+        (
+            &["resolve", "--repo", "no-slash", "--system", SYSTEM],
+            "expected ORG/NAME",
+        ),
         (&["resolve"], "needs a TARGET"),
         (&["resolve", "--bogus-flag"], "unexpected argument"),
     ];
@@ -315,7 +409,12 @@ fn detects_the_system_through_python_without_overrides() {
     // No torch in the test environment: torch variants are rejected for
     // lack of torch, the noarch cpu variant (backend cpu) is accepted.
     let out = preflight_cmd()
-        .args(["resolve", "--variants", "torch29-cpu-x86_64-linux,torch-cpu", "--json"])
+        .args([
+            "resolve",
+            "--variants",
+            "torch29-cpu-x86_64-linux,torch-cpu",
+            "--json",
+        ])
         .args(["--python", common::venv_python().to_str().unwrap()])
         .output()
         .unwrap();
@@ -325,6 +424,12 @@ fn detects_the_system_through_python_without_overrides() {
     assert_eq!(doc["decisions"][0]["variant"], "torch-cpu");
     assert_eq!(doc["decisions"][1]["accepted"], false);
     // A Python that does not exist is a plain fact: no torch, backend cpu.
-    let out = preflight(&["resolve", "--variants", "torch-cpu", "--python", "/nonexistent/python3"]);
+    let out = preflight(&[
+        "resolve",
+        "--variants",
+        "torch-cpu",
+        "--python",
+        "/nonexistent/python3",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -101,7 +101,9 @@ fn spec(s: &Value) -> String {
     if let Some(v) = s["version"].as_str() {
         spec += &format!(",{}={v}", text("backend"));
     }
-    let cxx11 = s["cxx11"].as_bool().map_or("none".to_string(), |b| b.to_string());
+    let cxx11 = s["cxx11"]
+        .as_bool()
+        .map_or("none".to_string(), |b| b.to_string());
     spec += &format!(
         ",cpu={},os={},torch={},cxx11={cxx11},tvm-ffi={},macos={}",
         text("cpu"),
@@ -115,7 +117,10 @@ fn spec(s: &Value) -> String {
 
 fn oracle(cases: &[Value]) -> Vec<Value> {
     let mut child = Command::new(common::venv_python())
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle/hub_resolve.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/oracle/hub_resolve.py"
+        ))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -149,7 +154,11 @@ fn library_agrees_with_the_hub_on_the_cross_product() {
     // Reversed input order checks that ties are broken exactly as the hub's
     // stable sort breaks them.
     let reversed: Vec<&str> = VARIANTS.iter().rev().copied().collect();
-    cases.extend(systems.iter().map(|s| json!({"variants": reversed, "system": s})));
+    cases.extend(
+        systems
+            .iter()
+            .map(|s| json!({"variants": reversed, "system": s})),
+    );
     let expected = oracle(&cases);
     let mut mismatches = 0;
     for (case, expected) in cases.iter().zip(&expected) {
@@ -172,7 +181,12 @@ fn library_agrees_with_the_hub_on_the_cross_product() {
             }
         }
     }
-    assert_eq!(mismatches, 0, "{mismatches} of {} cases differ", cases.len());
+    assert_eq!(
+        mismatches,
+        0,
+        "{mismatches} of {} cases differ",
+        cases.len()
+    );
     assert!(cases.len() > 2000);
 }
 
@@ -187,7 +201,14 @@ fn command_line_agrees_with_the_hub() {
     let expected = oracle(&cases);
     let list = VARIANTS.join(",");
     for (s, expected) in systems.iter().zip(&expected) {
-        let out = common::preflight(&["resolve", "--variants", &list, "--system", &spec(s), "--json"]);
+        let out = common::preflight(&[
+            "resolve",
+            "--variants",
+            &list,
+            "--system",
+            &spec(s),
+            "--json",
+        ]);
         let code = out.status.code();
         let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
         let got: Vec<Value> = doc["decisions"]
@@ -197,7 +218,11 @@ fn command_line_agrees_with_the_hub() {
             .map(|d| json!({"variant": d["variant"], "accepted": d["accepted"], "reason": d["reason"]}))
             .collect();
         assert_eq!(&Value::Array(got), expected, "system {s}");
-        let any = expected.as_array().unwrap().iter().any(|d| d["accepted"] == true);
+        let any = expected
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["accepted"] == true);
         assert_eq!(code, Some(if any { 0 } else { 1 }), "exit code for {s}");
     }
 }

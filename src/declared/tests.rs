@@ -134,10 +134,15 @@ fn cann_uses_npu_noarch_and_metal_needs_macos_26() {
     );
     let metal = |macos: &str| {
         let s = System::bare_host()
-            .with_overrides(&format!("backend=metal,cpu=aarch64,os=darwin,torch=2.9,macos={macos}"))
+            .with_overrides(&format!(
+                "backend=metal,cpu=aarch64,os=darwin,torch=2.9,macos={macos}"
+            ))
             .unwrap();
         let v: VariantName = "torch29-metal-aarch64-darwin".parse().unwrap();
-        resolve([&v], &s)[0].rejection.as_ref().map(|r| r.to_string())
+        resolve([&v], &s)[0]
+            .rejection
+            .as_ref()
+            .map(|r| r.to_string())
     };
     assert_eq!(metal("26.0"), None);
     assert_eq!(
@@ -173,10 +178,24 @@ fn system_overrides() {
     // A detected CUDA version is kept when only the backend is named.
     let detected = System::bare_host().with_overrides("cuda=13.0").unwrap();
     assert_eq!(
-        detected.with_overrides("backend=cuda").unwrap().backend.to_string(),
+        detected
+            .with_overrides("backend=cuda")
+            .unwrap()
+            .backend
+            .to_string(),
         "cu130"
     );
-    for bad in ["gpu=1", "cuda=12", "cuda=x.y", "torch=2", "cxx11=yes", "os=plan9", "cpu=ppc64le", "backend=opencl", "torch"] {
+    for bad in [
+        "gpu=1",
+        "cuda=12",
+        "cuda=x.y",
+        "torch=2",
+        "cxx11=yes",
+        "os=plan9",
+        "cpu=ppc64le",
+        "backend=opencl",
+        "torch",
+    ] {
         assert!(System::bare_host().with_overrides(bad).is_err(), "{bad}");
     }
     let s = System::bare_host()

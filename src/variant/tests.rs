@@ -115,7 +115,10 @@ fn parses_every_form() {
 #[test]
 fn splits_digits_like_the_hub() {
     // `cu(\d+)(\d+)` is greedy: the last digit is the minor.
-    assert_eq!("cu1210".parse::<Backend>(), Ok(Backend::Cuda(Version::new(121, 0))));
+    assert_eq!(
+        "cu1210".parse::<Backend>(),
+        Ok(Backend::Cuda(Version::new(121, 0)))
+    );
     // `torch(\d)(\d+)`: the first digit is the major.
     let v = VariantName::parse("torch210-cpu-x86_64-linux").unwrap();
     assert!(v.to_string().starts_with("torch210-"));
@@ -166,7 +169,9 @@ fn arch_name() -> impl Strategy<Value = VariantName> {
     let framework = prop_oneof![
         (small.clone(), prop::option::of(any::<bool>()))
             .prop_map(|(version, cxx11_abi)| Framework::Torch { version, cxx11_abi }),
-        small.clone().prop_map(|version| Framework::TorchStableAbi { version }),
+        small
+            .clone()
+            .prop_map(|version| Framework::TorchStableAbi { version }),
         small.prop_map(|version| Framework::TvmFfi { version }),
     ];
     let backend = prop_oneof![
@@ -174,10 +179,18 @@ fn arch_name() -> impl Strategy<Value = VariantName> {
         Just(Backend::Metal),
         Just(Backend::Neuron),
         Just(Backend::Tpu),
-        version().prop_filter("two digits", |v| v.major > 0).prop_map(Backend::Cuda),
-        version().prop_filter("two digits", |v| v.major > 0).prop_map(Backend::Rocm),
-        version().prop_filter("two digits", |v| v.major > 0).prop_map(Backend::Xpu),
-        version().prop_filter("two digits", |v| v.major > 0).prop_map(Backend::Cann),
+        version()
+            .prop_filter("two digits", |v| v.major > 0)
+            .prop_map(Backend::Cuda),
+        version()
+            .prop_filter("two digits", |v| v.major > 0)
+            .prop_map(Backend::Rocm),
+        version()
+            .prop_filter("two digits", |v| v.major > 0)
+            .prop_map(Backend::Xpu),
+        version()
+            .prop_filter("two digits", |v| v.major > 0)
+            .prop_map(Backend::Cann),
     ];
     let cpu = prop_oneof![Just(Cpu::X86_64), Just(Cpu::Aarch64)];
     let os = prop_oneof![Just(Os::Linux), Just(Os::Darwin), Just(Os::Windows)];
