@@ -4,6 +4,7 @@
 
 pub mod identity;
 pub mod key;
+pub mod ops;
 pub mod store;
 
 pub use identity::Identities;

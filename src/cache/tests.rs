@@ -198,3 +198,63 @@ fn identity_uses_a_matching_metadata_digest() {
     let (id, _) = ids.identify(&v, Some(&stale)).unwrap();
     assert!(id.starts_with("content:"), "{id}");
 }
+
+#[test]
+fn export_import_round_trip_never_replaces_newer_local() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Store::at(tmp.path().join("a"));
+    let b = Store::at(tmp.path().join("b"));
+    let mut old = Entry::new(parts("x"), "old".to_string());
+    old.created = 100;
+    a.put(&old).unwrap();
+    a.put(&Entry::new(parts("y"), "y".to_string())).unwrap();
+    let mut bundle = Vec::new();
+    assert_eq!(ops::export::<String>(&a, &mut bundle).unwrap(), 2);
+
+    // b has a newer entry for x.
+    let mut newer = Entry::new(parts("x"), "newer".to_string());
+    newer.created = 200;
+    b.put(&newer).unwrap();
+    let mut input = bundle.clone();
+    input.extend_from_slice(b"not json\n\n");
+    let mut forged = Entry::new(parts("z"), "z".to_string());
+    forged.parts.smoke = "changed".into();
+    input.extend_from_slice(serde_json::to_string(&forged).unwrap().as_bytes());
+    input.push(b'\n');
+    let report = ops::import::<String>(&b, &input[..]).unwrap();
+    assert_eq!(report.imported, 1);
+    assert_eq!(report.kept_local, 1);
+    assert_eq!(report.rejected.len(), 2, "{:?}", report.rejected);
+    assert_eq!(report.rejected[0].0, 3);
+    match b.get::<String>(&parts("x").key()) {
+        Lookup::Hit(e) => assert_eq!(e.record, "newer"),
+        other => panic!("{other:?}"),
+    }
+    // Importing again changes nothing.
+    let again = ops::import::<String>(&b, &bundle[..]).unwrap();
+    assert_eq!((again.imported, again.kept_local), (0, 2));
+}
+
+#[test]
+fn prune_removes_gone_variants_old_schemas_and_corrupt_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::at(tmp.path());
+    store
+        .put(&Entry::new(parts("live"), "live".to_string()))
+        .unwrap();
+    let gone = store
+        .put(&Entry::new(parts("gone"), "gone".to_string()))
+        .unwrap();
+    let corrupt = store
+        .put(&Entry::new(parts("bad"), "bad".to_string()))
+        .unwrap();
+    fs::write(&corrupt, "{").unwrap();
+    let old_schema = tmp.path().join("outcomes-v0/ab");
+    fs::create_dir_all(&old_schema).unwrap();
+    let report = ops::prune::<String>(&store, |e| e.record == "live").unwrap();
+    assert_eq!(report.entries, 2);
+    assert_eq!(report.schema_dirs.len(), 1);
+    assert!(!gone.exists() && !corrupt.exists());
+    assert!(!tmp.path().join("outcomes-v0").exists());
+    assert_eq!(ops::entries::<String>(&store).len(), 1);
+}
