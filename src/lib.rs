@@ -11,4 +11,5 @@
 pub mod declared;
 pub mod discover;
 pub mod report;
+pub mod sandbox;
 pub mod variant;
