@@ -411,3 +411,120 @@ fn sandbox_directory_is_removed_on_drop() {
     drop(sandbox);
     assert!(!dir.exists());
 }
+
+#[test]
+fn both_streams_flooding_at_once_do_not_deadlock() {
+    // Far more than a pipe buffer on stderr before stdout: a parent that read
+    // only one stream at a time would block forever.
+    let script = "head -c 3000000 /dev/zero >&2; head -c 3000000 /dev/zero; echo done >&2";
+    let cmd = ChildCommand::new("sh").arg("-c").arg(script);
+    let (_sandbox, report) = run(&cmd, &quick());
+    assert_eq!(report.termination, Termination::Exited { code: 0 });
+    assert_eq!(report.stdout.total_bytes, 3_000_000);
+    assert_eq!(report.stderr.total_bytes, 3_000_005);
+    assert!(report.stderr.tail.ends_with(b"\0done\n"));
+}
+
+#[test]
+fn child_that_closes_its_output_and_hangs_still_times_out() {
+    let limits = Limits {
+        timeout: Duration::from_secs(1),
+        ..quick()
+    };
+    let cmd = ChildCommand::new("sh")
+        .arg("-c")
+        .arg("echo bye; exec >&- 2>&-; exec sleep 3600");
+    let (_sandbox, report) = run(&cmd, &limits);
+    assert!(
+        matches!(report.termination, Termination::TimedOut { .. }),
+        "{:?}",
+        report.termination
+    );
+    assert_eq!(report.stdout.text(), "bye\n");
+    assert_eq!(report.leaked, None);
+}
+
+#[test]
+fn stdin_is_empty() {
+    // `cat` would wait forever on an inherited terminal or pipe.
+    let (_sandbox, report) = run(&ChildCommand::new("cat"), &quick());
+    assert_eq!(report.termination, Termination::Exited { code: 0 });
+    assert!(report.wall < Duration::from_secs(15));
+}
+
+#[test]
+fn failed_setup_step_is_reported_precisely() {
+    let sandbox = Sandbox::new().expect("sandbox");
+    std::fs::remove_dir(sandbox.dir()).expect("remove the sandbox dir");
+    let err = sandbox
+        .run(&ChildCommand::new("sh"), &quick(), &Cancel::new())
+        .expect_err("chdir must fail");
+    assert!(matches!(err, SandboxError::ChildSetup { .. }), "{err:?}");
+    assert!(
+        err.to_string().ends_with(
+            "chdir to the sandbox directory failed: No such file or directory (os error 2)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn parallel_sandboxes_do_not_hold_each_others_pipes() {
+    // Every fork on another thread briefly holds this run's pipe ends; they
+    // must be closed before exec, or runs would see late EOFs and false leaks.
+    let limits = Limits {
+        pipe_close_wait: Duration::from_secs(5),
+        ..quick()
+    };
+    std::thread::scope(|s| {
+        for worker in 0..4 {
+            let limits = &limits;
+            s.spawn(move || {
+                for round in 0..10 {
+                    let text = format!("{worker}-{round}");
+                    let cmd = ChildCommand::new("sh")
+                        .arg("-c")
+                        .arg(format!("echo {text}; sleep 0.05"));
+                    let (_sandbox, report) = run(&cmd, limits);
+                    assert_eq!(report.termination, Termination::Exited { code: 0 });
+                    assert_eq!(report.stdout.text(), format!("{text}\n"));
+                    assert_eq!(report.leaked, None);
+                    assert!(report.wall < Duration::from_secs(5), "{:?}", report.wall);
+                }
+            });
+        }
+    });
+}
+
+/// Runs the helper below in a copy of this test binary, where it closes
+/// descriptors 0 and 1 so that the sandbox's own pipes land on them (the Rust
+/// runtime reopens closed standard descriptors at start, so only an
+/// explicit close gets there).
+#[test]
+fn works_when_the_parent_has_no_stdin_or_stdout() {
+    let exe = std::env::current_exe().expect("test binary");
+    let output = std::process::Command::new(exe)
+        .args(["--exact", "closed_stdin_helper", "--test-threads=1"])
+        .env("PREFLIGHT_CLOSED_STDIN_HELPER", "1")
+        .output()
+        .expect("run the helper");
+    assert!(
+        output.status.success(),
+        "helper failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn closed_stdin_helper() {
+    if std::env::var_os("PREFLIGHT_CLOSED_STDIN_HELPER").is_none() {
+        return;
+    }
+    // SAFETY: this process runs only this test; its result travels in the
+    // exit status, and std ignores writes to a closed stdout.
+    assert_eq!(unsafe { libc::close(0) + libc::close(1) }, 0);
+    let cmd = ChildCommand::new("sh").arg("-c").arg("echo ok; cat");
+    let (_sandbox, report) = run(&cmd, &quick());
+    assert_eq!(report.termination, Termination::Exited { code: 0 });
+    assert_eq!(report.stdout.text(), "ok\n");
+}

@@ -269,14 +269,17 @@ pub(crate) fn reap(pid: Pid) {
 /// Only to be called in the child right after `fork`.
 unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd) -> ! {
     unsafe {
-        let fail_with = |step: Step| -> ! {
-            let errno = *libc::__errno_location();
-            let mut msg = [0u8; 8];
-            msg[..4].copy_from_slice(&(step as u32).to_ne_bytes());
-            msg[4..].copy_from_slice(&errno.to_ne_bytes());
-            libc::write(fail, msg.as_ptr().cast(), msg.len());
-            libc::_exit(127)
+        // A descriptor that is itself 0, 1 or 2 (a parent started with a
+        // closed stdin) would be clobbered by the dup2 calls below: move
+        // every one above 2 first, the failure pipe before anything else.
+        let fail = match move_above_stdio(fail) {
+            Some(fd) => fd,
+            None => report_failure(fail, Step::Redirect),
         };
+        let mut stdio = stdio;
+        for fd in &mut stdio {
+            *fd = move_above_stdio(*fd).unwrap_or_else(|| report_failure(fail, Step::Redirect));
+        }
 
         // Ignored signals and the mask survive exec: undo what the parent
         // set. Rust ignores SIGPIPE (a child inheriting that never dies of a
@@ -296,37 +299,24 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd) -> ! {
         }
 
         if libc::setsid() < 0 {
-            fail_with(Step::Session);
+            report_failure(fail, Step::Session);
         }
         let no_core = libc::rlimit {
             rlim_cur: 0,
             rlim_max: 0,
         };
         if libc::setrlimit(libc::RLIMIT_CORE, &no_core) < 0 {
-            fail_with(Step::CoreLimit);
+            report_failure(fail, Step::CoreLimit);
         }
         if libc::setrlimit(libc::RLIMIT_NOFILE, &p.nofile) < 0 {
-            fail_with(Step::FileLimit);
+            report_failure(fail, Step::FileLimit);
         }
         if libc::chdir(p.cwd.as_ptr()) < 0 {
-            fail_with(Step::WorkingDir);
-        }
-
-        // A source that is itself 0, 1 or 2 (a parent started with a closed
-        // stdin) would be clobbered by an earlier dup2: move it up first.
-        let mut fail = fail;
-        let mut stdio = stdio;
-        for fd in stdio.iter_mut().chain(std::iter::once(&mut fail)) {
-            if *fd < 3 {
-                *fd = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3);
-                if *fd < 0 {
-                    fail_with(Step::Redirect);
-                }
-            }
+            report_failure(fail, Step::WorkingDir);
         }
         for (target, fd) in stdio.into_iter().enumerate() {
             if libc::dup2(fd, target as libc::c_int) < 0 {
-                fail_with(Step::Redirect);
+                report_failure(fail, Step::Redirect);
             }
         }
         // Every other descriptor closes; `fail` is CLOEXEC and closes at exec.
@@ -334,7 +324,28 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd) -> ! {
         close_fds(fail + 1, libc::c_int::MAX, p.fd_scan_limit);
 
         libc::execve(p.program_c.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
-        fail_with(Step::Exec)
+        report_failure(fail, Step::Exec)
+    }
+}
+
+/// `fd` itself when above 2, else a CLOEXEC duplicate above 2.
+unsafe fn move_above_stdio(fd: RawFd) -> Option<RawFd> {
+    if fd > 2 {
+        return Some(fd);
+    }
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    (moved >= 0).then_some(moved)
+}
+
+/// Sends the failed step and `errno` to the parent, then exits the child.
+unsafe fn report_failure(fail: RawFd, step: Step) -> ! {
+    unsafe {
+        let errno = *libc::__errno_location();
+        let mut msg = [0u8; 8];
+        msg[..4].copy_from_slice(&(step as u32).to_ne_bytes());
+        msg[4..].copy_from_slice(&errno.to_ne_bytes());
+        libc::write(fail, msg.as_ptr().cast(), msg.len());
+        libc::_exit(127)
     }
 }
 

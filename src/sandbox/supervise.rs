@@ -85,11 +85,23 @@ pub(crate) fn supervise(
     cancel: &Cancel,
     start: Instant,
 ) -> Result<RunReport, SandboxError> {
+    let pidfd = pidfd_open(spawned.pid);
+    supervise_with(spawned, pidfd, limits, cancel, start)
+}
+
+/// [`supervise`] with the exit watched through `pidfd`, or by polling
+/// `waitid` on a short tick where there is none.
+fn supervise_with(
+    spawned: Spawned,
+    pidfd: Option<OwnedFd>,
+    limits: &Limits,
+    cancel: &Cancel,
+    start: Instant,
+) -> Result<RunReport, SandboxError> {
     let mut group = Group {
         pid: spawned.pid,
         reaped: false,
     };
-    let pidfd = pidfd_open(spawned.pid);
     let mut streams = [
         Stream {
             fd: Some(spawned.stdout),
@@ -281,5 +293,48 @@ fn try_wait(pid: Pid) -> Result<Option<Exit>, SandboxError> {
                 core_dumped: code == libc::CLD_DUMPED,
             },
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::spawn::{Prepared, spawn};
+    use std::collections::BTreeMap;
+
+    /// The loop without a pidfd (old kernels, seccomp): exits and timeouts
+    /// are still noticed.
+    #[test]
+    fn works_without_pidfd() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let env: BTreeMap<_, _> = crate::sandbox::scrubbed_env().into_iter().collect();
+        let run = |script: &str, timeout: Duration| {
+            let args = ["-c".into(), script.into()];
+            let prepared =
+                Prepared::new("sh".as_ref(), &args, env.clone(), dir.path(), 64).expect("prepare");
+            let spawned = spawn(&prepared).expect("spawn");
+            let limits = Limits {
+                timeout,
+                grace: Duration::from_secs(5),
+                ..Limits::default()
+            };
+            supervise_with(spawned, None, &limits, &Cancel::new(), Instant::now())
+                .expect("supervise")
+        };
+        let done = run("echo hi; exit 3", Duration::from_secs(30));
+        assert_eq!(done.termination, Termination::Exited { code: 3 });
+        assert_eq!(done.stdout.text(), "hi\n");
+        let hung = run("exec sleep 3600", Duration::from_millis(200));
+        assert!(
+            matches!(
+                hung.termination,
+                Termination::TimedOut {
+                    needed_sigkill: false,
+                    ..
+                }
+            ),
+            "{:?}",
+            hung.termination
+        );
     }
 }
