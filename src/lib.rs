@@ -12,4 +12,5 @@ pub mod cache;
 pub mod declared;
 pub mod discover;
 pub mod report;
+pub mod sandbox;
 pub mod variant;

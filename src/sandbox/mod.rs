@@ -1,0 +1,290 @@
+//! Sandbox (parent side): run one untrusted child so that whatever it does —
+//! crash, hang, `exit(1)`, flood its output, leave grandchildren behind — the
+//! caller survives and learns exactly what happened.
+//!
+//! Each [`Sandbox`] owns a fresh temporary directory, the child's working
+//! directory and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
+//! its own session and process group, with `RLIMIT_CORE=0`, a file-descriptor
+//! limit and a scrubbed environment ([`scrubbed_env`]); no address-space
+//! limit, since CUDA maps huge virtual ranges. Time is bounded instead:
+//! timeout → SIGTERM to the group → grace → SIGKILL to the group. Output is
+//! drained by one `poll` loop and kept bounded ([`Captured`]). When the child
+//! exits, its pipes get [`Limits::pipe_close_wait`] to close; a grandchild
+//! still holding them is killed with the group and reported in
+//! [`RunReport::leaked`]. The group is always SIGKILLed before `run`
+//! returns, on every path, so no process outlives its probe.
+//!
+//! Structured results do not travel through here: the caller names a file in
+//! [`Sandbox::dir`] (for example in an environment variable) and reads it
+//! after `run`.
+
+mod cancel;
+mod capture;
+mod env;
+mod spawn;
+mod supervise;
+
+pub use cancel::{Cancel, install_interrupt_handler};
+pub use capture::Captured;
+pub use env::{is_secret_name, scrubbed_env};
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Bounds on one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall time from start until SIGTERM to the group.
+    pub timeout: Duration,
+    /// Time between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Bytes kept from the start of each stream.
+    pub output_head: usize,
+    /// Bytes kept from the end of each stream.
+    pub output_tail: usize,
+    /// `RLIMIT_NOFILE` of the child (clamped to the parent's hard limit).
+    pub max_open_files: u64,
+    /// How long the pipes may stay open after the child exits before the
+    /// holder is treated as a leaked grandchild.
+    pub pipe_close_wait: Duration,
+}
+
+impl Default for Limits {
+    /// 60 s timeout, 5 s grace, 64 KiB head and tail, 4096 files, 500 ms pipe wait.
+    fn default() -> Limits {
+        Limits {
+            timeout: Duration::from_secs(60),
+            grace: Duration::from_secs(5),
+            output_head: 64 * 1024,
+            output_tail: 64 * 1024,
+            max_open_files: 4096,
+            pipe_close_wait: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What to execute in a sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildCommand {
+    /// The program: a bare name is looked up in the child's `PATH`; a
+    /// relative path with a slash is taken from the parent's working directory.
+    pub program: PathBuf,
+    /// Arguments after the program name.
+    pub args: Vec<OsString>,
+    /// Variables set on top of [`scrubbed_env`] (and override it).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl ChildCommand {
+    /// A command without arguments or extra variables.
+    pub fn new(program: impl Into<PathBuf>) -> ChildCommand {
+        ChildCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> ChildCommand {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds one environment variable.
+    pub fn env(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> ChildCommand {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Termination {
+    /// The child exited by itself with this status.
+    Exited {
+        /// The exit status (0–255).
+        code: i32,
+    },
+    /// A signal killed the child (not one sent by the sandbox).
+    Signaled {
+        /// The signal number.
+        signal: i32,
+        /// Its name, `"SIGSEGV"`, `"SIGRTMIN+2"`, or `"signal N"`.
+        name: String,
+        /// Whether the kernel reports a core dump (never written: `RLIMIT_CORE=0`).
+        core_dumped: bool,
+    },
+    /// The deadline passed; the group got SIGTERM.
+    TimedOut {
+        /// Time from start until SIGTERM.
+        after: Duration,
+        /// Whether the child outlived the grace period and needed SIGKILL.
+        needed_sigkill: bool,
+    },
+    /// The run was cancelled ([`Cancel`]); the group got SIGKILL.
+    Cancelled,
+}
+
+/// Everything known about one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    /// How it ended.
+    pub termination: Termination,
+    /// What the child wrote on stdout (bounded).
+    pub stdout: Captured,
+    /// What the child wrote on stderr (bounded).
+    pub stderr: Captured,
+    /// Set when processes outlived the child and had to be killed: what held on.
+    pub leaked: Option<String>,
+    /// Wall time from just before the fork until the group was reaped.
+    pub wall: Duration,
+    /// The child's pid, also its process group and session id; `None` when
+    /// the run was cancelled before it started.
+    pub pid: Option<i32>,
+}
+
+/// A fault of the sandbox itself (never of the child): the child could not
+/// be started, or the operating system refused a supervision call.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The temporary directory could not be created.
+    #[error("cannot create the sandbox directory: {0}")]
+    TempDir(#[source] io::Error),
+    /// A bare program name that is not in the child's `PATH`.
+    #[error("cannot execute {}: not found in PATH{}", program.display(), match path {
+        Some(path) => format!(" ({})", path.to_string_lossy()),
+        None => " (PATH is not set)".to_owned(),
+    })]
+    NotFound {
+        /// The program as given.
+        program: PathBuf,
+        /// The `PATH` searched.
+        path: Option<OsString>,
+    },
+    /// `execve` failed: no such file, permission denied, bad interpreter, ….
+    #[error("cannot execute {}: {source}", program.display())]
+    Exec {
+        /// The program as executed.
+        program: PathBuf,
+        /// The error `execve` returned.
+        source: io::Error,
+    },
+    /// A set-up step in the child before `execve` failed.
+    #[error("cannot start {}: {step} failed: {source}", program.display())]
+    ChildSetup {
+        /// The program.
+        program: PathBuf,
+        /// The step that failed.
+        step: &'static str,
+        /// Its error.
+        source: io::Error,
+    },
+    /// An argument, a variable or a path cannot be passed to `execve`.
+    #[error("cannot execute {}: {what} contains a NUL byte", program.display())]
+    NulByte {
+        /// The program.
+        program: PathBuf,
+        /// What held the NUL byte.
+        what: String,
+    },
+    /// An operating-system call of the supervisor failed.
+    #[error("{0} failed: {1}")]
+    Io(&'static str, #[source] io::Error),
+}
+
+impl SandboxError {
+    fn os(what: &'static str, errno: nix::errno::Errno) -> SandboxError {
+        SandboxError::Io(what, errno.into())
+    }
+}
+
+/// An isolated place to run one child: a fresh temporary directory, removed
+/// when the sandbox is dropped.
+#[derive(Debug)]
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// Creates the temporary directory (under `TMPDIR`).
+    pub fn new() -> Result<Sandbox, SandboxError> {
+        let dir = tempfile::Builder::new()
+            .prefix("preflight-")
+            .tempdir()
+            .map_err(SandboxError::TempDir)?;
+        Ok(Sandbox { dir })
+    }
+
+    /// The child's working directory and `TMPDIR`: write the driver script
+    /// here, and read the result file from here after [`Sandbox::run`].
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `cmd` in this sandbox under `limits` until it and every process
+    /// of its group are gone.
+    ///
+    /// Whatever the child does is reported in the [`RunReport`]; `Err` means
+    /// a fault of the sandbox itself (the program cannot be executed, a
+    /// system call failed). A `cancel` already set returns `Cancelled`
+    /// without starting anything.
+    pub fn run(
+        &self,
+        cmd: &ChildCommand,
+        limits: &Limits,
+        cancel: &Cancel,
+    ) -> Result<RunReport, SandboxError> {
+        let start = Instant::now();
+        if cancel.is_cancelled() {
+            return Ok(RunReport {
+                termination: Termination::Cancelled,
+                stdout: Captured::default(),
+                stderr: Captured::default(),
+                leaked: None,
+                wall: start.elapsed(),
+                pid: None,
+            });
+        }
+        let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
+        env.insert("TMPDIR".into(), self.dir().into());
+        env.extend(cmd.env.iter().cloned());
+        let prepared = spawn::Prepared::new(
+            &cmd.program,
+            &cmd.args,
+            env,
+            self.dir(),
+            limits.max_open_files,
+        )?;
+        let spawned = spawn::spawn(&prepared)?;
+        supervise::supervise(spawned, limits, cancel, start)
+    }
+}
+
+/// The name of a signal: `"SIGSEGV"`, `"SIGRTMIN+2"`, or `"signal N"`.
+pub fn signal_name(signal: i32) -> String {
+    if let Ok(known) = nix::sys::signal::Signal::try_from(signal) {
+        return known.as_str().to_owned();
+    }
+    let (min, max) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    if (min..=max).contains(&signal) {
+        format!("SIGRTMIN+{}", signal - min)
+    } else {
+        format!("signal {signal}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
+        assert_eq!(signal_name(libc::SIGRTMIN() + 2), "SIGRTMIN+2");
+        assert_eq!(signal_name(999), "signal 999");
+    }
+}

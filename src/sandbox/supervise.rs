@@ -1,0 +1,340 @@
+//! One supervision loop per child: drains stdout and stderr, notices the
+//! exit, enforces the deadline and the grace period, watches cancellation,
+//! and kills the process group before it returns.
+
+use super::capture::Capture;
+use super::spawn::{Spawned, pidfd_open, reap};
+use super::{Cancel, Limits, RunReport, SandboxError, Termination};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::os::fd::{AsFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// How often a waiting loop looks at the cancel flag.
+const CANCEL_TICK: Duration = Duration::from_millis(25);
+/// How often the exit is polled where pidfds are unavailable.
+const EXIT_TICK: Duration = Duration::from_millis(5);
+/// Bytes read per `read` call.
+const CHUNK: usize = 64 * 1024;
+
+/// How a child ended, as the kernel reports it.
+#[derive(Debug, Clone, Copy)]
+enum Exit {
+    Code(i32),
+    Signal { signal: i32, core_dumped: bool },
+}
+
+/// The child's process group; killed and reaped on drop, so no path out of
+/// the loop — an early return or a panic — leaves a process behind.
+struct Group {
+    pid: Pid,
+    reaped: bool,
+}
+
+impl Group {
+    fn signal(&self, signal: Signal) {
+        // ESRCH (nobody left) is the only expected failure, and harmless.
+        let _ = killpg(self.pid, signal);
+    }
+
+    /// Kills what is left of the group, then reaps the leader. Until the
+    /// leader is reaped its zombie keeps the group id reserved, so the kill
+    /// cannot hit an unrelated process that reused the number.
+    fn kill_and_reap(&mut self) {
+        if !self.reaped {
+            self.signal(Signal::SIGKILL);
+            reap(self.pid);
+            self.reaped = true;
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
+/// One output stream being drained.
+struct Stream {
+    fd: Option<OwnedFd>,
+    capture: Capture,
+    name: &'static str,
+}
+
+impl Stream {
+    /// Reads one chunk; closes the stream at end of file.
+    fn read_some(&mut self, buf: &mut [u8]) -> Result<(), SandboxError> {
+        let Some(fd) = &self.fd else { return Ok(()) };
+        match nix::unistd::read(fd, buf) {
+            Ok(0) => self.fd = None,
+            Ok(n) => self.capture.push(&buf[..n]),
+            Err(Errno::EINTR | Errno::EAGAIN) => {}
+            Err(e) => return Err(SandboxError::os("reading the child's output", e)),
+        }
+        Ok(())
+    }
+}
+
+/// Supervises a spawned child until it and its output are done.
+pub(crate) fn supervise(
+    spawned: Spawned,
+    limits: &Limits,
+    cancel: &Cancel,
+    start: Instant,
+) -> Result<RunReport, SandboxError> {
+    let pidfd = pidfd_open(spawned.pid);
+    supervise_with(spawned, pidfd, limits, cancel, start)
+}
+
+/// [`supervise`] with the exit watched through `pidfd`, or by polling
+/// `waitid` on a short tick where there is none.
+fn supervise_with(
+    spawned: Spawned,
+    pidfd: Option<OwnedFd>,
+    limits: &Limits,
+    cancel: &Cancel,
+    start: Instant,
+) -> Result<RunReport, SandboxError> {
+    let mut group = Group {
+        pid: spawned.pid,
+        reaped: false,
+    };
+    let mut streams = [
+        Stream {
+            fd: Some(spawned.stdout),
+            capture: Capture::new(limits.output_head, limits.output_tail),
+            name: "stdout",
+        },
+        Stream {
+            fd: Some(spawned.stderr),
+            capture: Capture::new(limits.output_head, limits.output_tail),
+            name: "stderr",
+        },
+    ];
+    let mut buf = vec![0u8; CHUNK];
+
+    let deadline = start + limits.timeout;
+    let mut exit: Option<(Exit, Instant)> = None;
+    let mut cancelled = false;
+    let mut sigterm_at: Option<Instant> = None;
+    let mut needed_sigkill = false;
+    // When the group was killed because the pipes stayed open after the exit.
+    let mut pipes_killed_at: Option<Instant> = None;
+    let mut leaked: Option<String> = None;
+
+    loop {
+        if exit.is_none() {
+            exit = try_wait(spawned.pid)?.map(|e| (e, Instant::now()));
+        }
+        let open: Vec<&'static str> = streams
+            .iter()
+            .filter(|s| s.fd.is_some())
+            .map(|s| s.name)
+            .collect();
+        if exit.is_some() && open.is_empty() {
+            break;
+        }
+
+        let now = Instant::now();
+        let mut wake = now + CANCEL_TICK;
+        match exit {
+            None => {
+                if cancel.is_cancelled() && !cancelled {
+                    group.signal(Signal::SIGKILL);
+                    cancelled = true;
+                }
+                if !cancelled {
+                    match sigterm_at {
+                        None if now >= deadline => {
+                            group.signal(Signal::SIGTERM);
+                            sigterm_at = Some(now);
+                        }
+                        None => wake = wake.min(deadline),
+                        Some(at) if !needed_sigkill && now >= at + limits.grace => {
+                            group.signal(Signal::SIGKILL);
+                            needed_sigkill = true;
+                        }
+                        Some(at) if !needed_sigkill => wake = wake.min(at + limits.grace),
+                        Some(_) => {}
+                    }
+                }
+                if pidfd.is_none() {
+                    wake = wake.min(now + EXIT_TICK);
+                }
+            }
+            Some((_, exited_at)) => {
+                // The child is gone but something still holds its pipes:
+                // a grandchild. Give it `pipe_close_wait`, then kill the group.
+                let pipes_deadline = if cancel.is_cancelled() {
+                    now
+                } else {
+                    exited_at + limits.pipe_close_wait
+                };
+                match pipes_killed_at {
+                    None if now >= pipes_deadline => {
+                        group.signal(Signal::SIGKILL);
+                        pipes_killed_at = Some(now);
+                        leaked = Some(format!(
+                            "a grandchild kept {} open after the child exited; process group killed",
+                            open.join(" and ")
+                        ));
+                    }
+                    None => wake = wake.min(pipes_deadline),
+                    Some(at) if now >= at + limits.pipe_close_wait => {
+                        // Only a process that left the group (setsid) can
+                        // still hold the pipes; stop waiting for it.
+                        leaked = Some(format!(
+                            "a process that left the process group still holds {} open; output cut off",
+                            open.join(" and ")
+                        ));
+                        break;
+                    }
+                    Some(at) => wake = wake.min(at + limits.pipe_close_wait),
+                }
+            }
+        }
+
+        let timeout = wake.saturating_duration_since(Instant::now());
+        let mut fds: Vec<PollFd> = streams
+            .iter()
+            .filter_map(|s| s.fd.as_ref())
+            .map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
+            .collect();
+        let watch_exit = exit.is_none() && pidfd.is_some();
+        if let (true, Some(pidfd)) = (watch_exit, &pidfd) {
+            fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+        }
+        let millis = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
+        match poll(&mut fds, PollTimeout::from(millis)) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(SandboxError::os("poll", e)),
+        }
+        let ready: Vec<bool> = fds.iter().map(|fd| fd.any().unwrap_or(false)).collect();
+        drop(fds);
+        let mut ready = ready.into_iter();
+        for stream in streams.iter_mut().filter(|s| s.fd.is_some()) {
+            if ready.next().unwrap_or(false) {
+                stream.read_some(&mut buf)?;
+            }
+        }
+    }
+
+    group.kill_and_reap();
+    let wall = start.elapsed();
+    let Some((exit, _)) = exit else {
+        return Err(SandboxError::Io(
+            "supervising the child",
+            std::io::Error::other("supervision ended before the child exited"),
+        ));
+    };
+    let termination = if cancelled {
+        Termination::Cancelled
+    } else if let Some(at) = sigterm_at {
+        Termination::TimedOut {
+            after: at.saturating_duration_since(start),
+            needed_sigkill,
+        }
+    } else {
+        match exit {
+            Exit::Code(code) => Termination::Exited { code },
+            Exit::Signal {
+                signal,
+                core_dumped,
+            } => Termination::Signaled {
+                signal,
+                name: super::signal_name(signal),
+                core_dumped,
+            },
+        }
+    };
+    let [stdout, stderr] = streams.map(|s| s.capture.finish());
+    Ok(RunReport {
+        termination,
+        stdout,
+        stderr,
+        leaked,
+        wall,
+        pid: Some(spawned.pid.as_raw()),
+    })
+}
+
+/// The child's exit, if it has exited, without reaping it (`WNOWAIT`): its
+/// zombie keeps the process group id reserved until the group is killed.
+fn try_wait(pid: Pid) -> Result<Option<Exit>, SandboxError> {
+    // SAFETY: waitid fills the zeroed siginfo; si_pid/si_status are valid for SIGCHLD.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        loop {
+            let rc = libc::waitid(
+                libc::P_PID,
+                pid.as_raw() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            if rc == 0 {
+                break;
+            }
+            match Errno::last() {
+                Errno::EINTR => continue,
+                e => return Err(SandboxError::os("waitid", e)),
+            }
+        }
+        if info.si_pid() == 0 {
+            return Ok(None);
+        }
+        let status = info.si_status();
+        Ok(Some(match info.si_code {
+            libc::CLD_EXITED => Exit::Code(status),
+            code => Exit::Signal {
+                signal: status,
+                core_dumped: code == libc::CLD_DUMPED,
+            },
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::spawn::{Prepared, spawn};
+    use std::collections::BTreeMap;
+
+    /// The loop without a pidfd (old kernels, seccomp): exits and timeouts
+    /// are still noticed.
+    #[test]
+    fn works_without_pidfd() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let env: BTreeMap<_, _> = crate::sandbox::scrubbed_env().into_iter().collect();
+        let run = |script: &str, timeout: Duration| {
+            let args = ["-c".into(), script.into()];
+            let prepared =
+                Prepared::new("sh".as_ref(), &args, env.clone(), dir.path(), 64).expect("prepare");
+            let spawned = spawn(&prepared).expect("spawn");
+            let limits = Limits {
+                timeout,
+                grace: Duration::from_secs(5),
+                ..Limits::default()
+            };
+            supervise_with(spawned, None, &limits, &Cancel::new(), Instant::now())
+                .expect("supervise")
+        };
+        let done = run("echo hi; exit 3", Duration::from_secs(30));
+        assert_eq!(done.termination, Termination::Exited { code: 3 });
+        assert_eq!(done.stdout.text(), "hi\n");
+        let hung = run("exec sleep 3600", Duration::from_millis(200));
+        assert!(
+            matches!(
+                hung.termination,
+                Termination::TimedOut {
+                    needed_sigkill: false,
+                    ..
+                }
+            ),
+            "{:?}",
+            hung.termination
+        );
+    }
+}

@@ -1,0 +1,48 @@
+//! A real SIGINT to the parent cancels a running sandbox: its group is
+//! killed and the run returns `Cancelled`. A test binary of its own: it
+//! installs process-wide signal handlers and signals itself.
+
+use kernel_preflight::sandbox::{
+    ChildCommand, Limits, Sandbox, Termination, install_interrupt_handler,
+};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::time::{Duration, Instant};
+
+#[test]
+fn sigint_cancels_running_sandboxes() {
+    let cancel = install_interrupt_handler();
+    assert!(!cancel.is_cancelled());
+    let sandbox = Sandbox::new().expect("sandbox");
+    // The child announces itself on a file, so the signal is sent only once
+    // it is really running.
+    let ready = sandbox.dir().join("ready");
+    let script = format!("touch {}; exec sleep 3600", ready.display());
+    let cmd = ChildCommand::new("sh").arg("-c").arg(script);
+    let started = Instant::now();
+    let report = std::thread::scope(|s| {
+        let run = s.spawn(|| sandbox.run(&cmd, &Limits::default(), &cancel));
+        while !ready.exists() {
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "child never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill(Pid::this(), Signal::SIGINT).expect("signal self");
+        run.join().expect("run thread")
+    })
+    .expect("sandbox run");
+    assert_eq!(report.termination, Termination::Cancelled);
+    assert_eq!(cancel.signal(), Some(libc::SIGINT));
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let pgid = report.pid.expect("child started");
+    // The leader is reaped, so the group is empty once SIGKILL lands.
+    let until = Instant::now() + Duration::from_secs(5);
+    while kill(Pid::from_raw(-pgid), None).is_ok() {
+        assert!(Instant::now() < until, "group {pgid} survived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A second install returns the same flag.
+    assert!(install_interrupt_handler().is_cancelled());
+}
