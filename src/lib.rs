@@ -8,8 +8,10 @@
 //! over this API.
 #![warn(missing_docs)]
 
+pub mod classify;
 pub mod declared;
 pub mod discover;
+pub mod probe;
 pub mod report;
 pub mod sandbox;
 pub mod variant;
