@@ -8,6 +8,7 @@
 //! over this API.
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod classify;
 pub mod declared;
 pub mod discover;
