@@ -64,6 +64,11 @@ class Mismatch(Exception):
     """The kernel's result differs from the reference."""
 
 
+# The parent recognises the driver's own exceptions by this module name.
+for _cls in (MetadataError, SmokeError, Mismatch):
+    _cls.__module__ = "preflight"
+
+
 def clip(text):
     text = str(text)
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
@@ -89,16 +94,22 @@ def describe(exc):
         info["command"] = cmd.split()[0] if cmd.split() else cmd
     causes = []
     seen = {id(exc)}
-    inner = exc.__cause__ or exc.__context__
+    inner = cause_of(exc)
     while inner is not None and id(inner) not in seen and len(causes) < 5:
         seen.add(id(inner))
         causes.append(describe_cause(inner))
-        inner = inner.__cause__ or inner.__context__
+        inner = cause_of(inner)
     if causes:
         info["causes"] = causes
     lines = traceback.format_exception(cls, exc, exc.__traceback__)
     info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
     return info
+
+
+def cause_of(exc):
+    if exc.__cause__ is not None or exc.__suppress_context__:
+        return exc.__cause__
+    return exc.__context__
 
 
 def describe_cause(exc):
@@ -524,6 +535,7 @@ def main(argv):
         return 1
     except Exception as e:
         chan.send("exception", **describe(e))
+        traceback.print_exc()
         return 1
     chan.enter(
         "done",

@@ -5,6 +5,7 @@
 //! internal error.
 
 mod cache;
+mod check;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,8 @@ enum Command {
     Resolve(resolve::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
+    /// Probe every variant in an isolated child: declared vs observed.
+    Check(check::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -52,6 +55,7 @@ pub fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Resolve(args) => resolve::run(args),
         Command::Cache(args) => cache::run(args),
+        Command::Check(args) => check::run(args),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,
