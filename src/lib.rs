@@ -9,8 +9,10 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod classify;
 pub mod declared;
 pub mod discover;
+pub mod probe;
 pub mod report;
 pub mod sandbox;
 pub mod variant;

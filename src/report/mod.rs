@@ -1,6 +1,8 @@
 //! Report: the tables people read and the JSON machines read, built from
 //! the library's types.
 
+pub mod cache;
+pub mod check;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

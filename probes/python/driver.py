@@ -1,0 +1,566 @@
+"""preflight's python executor: runs inside the sandbox, one variant per process.
+
+It imports a kernel variant the way the hub loader does, runs one smoke
+workload, verifies it when a reference exists, and reports each phase as a
+JSON line appended to the file named by PREFLIGHT_RESULT_FILE. The parent
+never reads this process's stdout: a kernel may print anything there.
+
+Events (one JSON object per line, in order):
+  {"event": "phase", "phase": "start" | "import" | "smoke" | "verify" | "done", ...}
+  {"event": "exception", "phase": ..., "type": ..., "message": ..., ...}
+  {"event": "mismatch", "phase": "verify", "message": ...}
+  {"event": "invalid_smoke", "phase": ..., "message": ...}
+  {"event": "driver_error", "phase": ..., "message": ..., "traceback": ...}
+A process that dies leaves the last phase event as the place it died.
+
+Works on Python 3.8+ without torch or numpy; uses them only when the kernel
+or its smoke workload already imported them.
+"""
+
+import argparse
+import faulthandler
+import importlib.util
+import json
+import math
+import os
+import random
+import sys
+import time
+import traceback
+import types
+
+MESSAGE_LIMIT = 4000
+TRACEBACK_LINES = 20
+# Workload names ordered from small to large; unknown names rank in the middle.
+SIZE_WORDS = ("tiny", "small", "base", "default", "medium", "large", "huge")
+
+
+class Channel:
+    """Append-only JSON lines, one write(2) each, so a crash never tears a line."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self.phase = "start"
+
+    def send(self, event, **fields):
+        fields = {"event": event, "phase": fields.pop("phase", self.phase), **fields}
+        line = json.dumps(fields, default=str, ensure_ascii=True) + "\n"
+        os.write(self.fd, line.encode("ascii"))
+
+    def enter(self, phase, **fields):
+        self.phase = phase
+        self.send("phase", phase=phase, **fields)
+
+
+class MetadataError(Exception):
+    """metadata.json is missing or unusable: the hub loader refuses the variant."""
+
+
+class SmokeError(Exception):
+    """The smoke source itself is unusable (no smoke function, bad return value)."""
+
+
+class Mismatch(Exception):
+    """The kernel's result differs from the reference."""
+
+
+# The parent recognises the driver's own exceptions by this module name.
+for _cls in (MetadataError, SmokeError, Mismatch):
+    _cls.__module__ = "preflight"
+
+
+def clip(text):
+    text = str(text)
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def describe(exc):
+    """The structured form of an exception that the parent classifies."""
+    cls = type(exc)
+    info = {
+        "type": cls.__name__,
+        "module": cls.__module__,
+        "mro": [c.__module__ + "." + c.__qualname__ for c in cls.__mro__[:-1]],
+        "message": clip(exc),
+    }
+    for attr in ("name", "filename", "errno", "error_code", "error_name", "returncode"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            info[attr] = value
+    cmd = getattr(exc, "cmd", None)
+    if isinstance(cmd, (list, tuple)) and cmd:
+        info["command"] = str(cmd[0])
+    elif isinstance(cmd, str):
+        info["command"] = cmd.split()[0] if cmd.split() else cmd
+    causes = []
+    seen = {id(exc)}
+    inner = cause_of(exc)
+    while inner is not None and id(inner) not in seen and len(causes) < 5:
+        seen.add(id(inner))
+        causes.append(describe_cause(inner))
+        inner = cause_of(inner)
+    if causes:
+        info["causes"] = causes
+    lines = traceback.format_exception(cls, exc, exc.__traceback__)
+    info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
+    return info
+
+
+def cause_of(exc):
+    if exc.__cause__ is not None or exc.__suppress_context__:
+        return exc.__cause__
+    return exc.__context__
+
+
+def describe_cause(exc):
+    info = {"type": type(exc).__name__, "module": type(exc).__module__, "message": clip(exc)}
+    for attr in ("name", "filename", "error_code"):
+        value = getattr(exc, attr, None)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            info[attr] = value
+    return info
+
+
+# ---------------------------------------------------------------- import
+
+
+def read_metadata(variant):
+    path = os.path.join(variant, "metadata.json")
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise MetadataError("metadata.json missing in %s" % variant) from None
+    except (OSError, ValueError) as e:
+        raise MetadataError("metadata.json unreadable: %s" % e) from None
+    if not isinstance(data, dict):
+        raise MetadataError("metadata.json is not a JSON object")
+    for key in ("name", "id"):
+        if not isinstance(data.get(key), str) or not data[key]:
+            raise MetadataError("metadata.json has no string field %r" % key)
+    return data
+
+
+def import_variant(variant):
+    """Import like kernels' `_import_from_path`: module id from metadata.json,
+    `__init__.py` else `<module>/__init__.py`, registered in sys.modules."""
+    metadata = read_metadata(variant)
+    module_name = metadata["name"].replace("-", "_")
+    path = os.path.join(variant, "__init__.py")
+    if not os.path.exists(path):
+        path = os.path.join(variant, module_name, "__init__.py")
+    if not os.path.exists(path):
+        raise FileNotFoundError("No kernel module found at: `%s`" % variant)
+    spec = importlib.util.spec_from_file_location(metadata["id"], path)
+    if spec is None or spec.loader is None:
+        raise ImportError("Cannot load spec for %s from %s" % (module_name, path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[metadata["id"]] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(metadata["id"], None)
+        raise
+    return module
+
+
+# ---------------------------------------------------------------- timing
+
+
+class Timer:
+    """Device events when torch drives a GPU here, perf_counter_ns otherwise."""
+
+    def __init__(self, device):
+        self.kind = "perf_counter"
+        self.events = None
+        torch = sys.modules.get("torch")
+        if torch is not None and device.startswith("cuda"):
+            try:
+                if torch.cuda.is_available():
+                    self.events = (
+                        torch.cuda.Event(enable_timing=True),
+                        torch.cuda.Event(enable_timing=True),
+                    )
+                    self.kind = "cuda_event"
+            except Exception:
+                self.events = None
+
+    def __enter__(self):
+        self.start = time.perf_counter_ns()
+        if self.events:
+            self.events[0].record()
+        return self
+
+    def __exit__(self, *exc):
+        if self.events:
+            self.events[1].record()
+        self.host_ms = (time.perf_counter_ns() - self.start) / 1e6
+        return False
+
+    def ms(self):
+        if self.events:
+            self.events[1].synchronize()
+            return float(self.events[0].elapsed_time(self.events[1]))
+        return self.host_ms
+
+
+def synchronize(device):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    for name in ("cuda", "xpu", "mps"):
+        if device.startswith(name) or (name == "mps" and device == "mps"):
+            backend = getattr(torch, name, None)
+            if backend is not None and backend.is_available():
+                backend.synchronize()
+
+
+def resolve_device(device):
+    """`auto` (universal variants): the accelerator torch sees, else cpu."""
+    if device != "auto":
+        return device
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return "cpu"
+    try:
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            return "xpu"
+    except Exception:
+        pass
+    return "cpu"
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def default_tolerance(value):
+    """torch.testing.assert_close's defaults by dtype; float64 for Python numbers."""
+    dtype = str(getattr(value, "dtype", "float64"))
+    if "bfloat16" in dtype:
+        return 1.6e-2, 1e-5
+    if "float16" in dtype or "half" in dtype:
+        return 1e-3, 1e-5
+    if "float32" in dtype or dtype.endswith("float"):
+        return 1.3e-6, 1e-5
+    return 1e-7, 1e-7
+
+
+def is_torch_tensor(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def is_numpy_array(x):
+    return type(x).__module__ == "numpy" and hasattr(x, "shape")
+
+
+def compare(actual, expected, rtol, atol):
+    """None when close, else a one-line description of the difference."""
+    if is_torch_tensor(actual) or is_torch_tensor(expected):
+        import torch
+
+        a = torch.as_tensor(actual).detach().to("cpu")
+        e = torch.as_tensor(expected).detach().to("cpu")
+        if tuple(a.shape) != tuple(e.shape):
+            return "shape %s, expected %s" % (tuple(a.shape), tuple(e.shape))
+        a, e = a.double(), e.double()
+        bad = ~torch.isclose(a, e, rtol=rtol, atol=atol)
+        if not bool(bad.any()):
+            return None
+        diff = (a - e).abs()
+        diff[torch.isnan(diff)] = float("inf")
+        return summary(int(bad.sum()), a.numel(), float(diff.max()), rtol, atol)
+    if is_numpy_array(actual) or is_numpy_array(expected):
+        import numpy
+
+        a = numpy.asarray(actual, dtype=numpy.float64)
+        e = numpy.asarray(expected, dtype=numpy.float64)
+        if a.shape != e.shape:
+            return "shape %s, expected %s" % (a.shape, e.shape)
+        bad = ~numpy.isclose(a, e, rtol=rtol, atol=atol)
+        if not bad.any():
+            return None
+        diff = numpy.nan_to_num(numpy.abs(a - e), nan=numpy.inf)
+        return summary(int(bad.sum()), a.size, float(diff.max()), rtol, atol)
+    flat_a, shape_a = flatten(actual)
+    flat_e, shape_e = flatten(expected)
+    if shape_a != shape_e:
+        return "shape %s, expected %s" % (shape_a, shape_e)
+    bad, worst = 0, 0.0
+    for x, y in zip(flat_a, flat_e):
+        if isinstance(x, (int, float, complex)) and isinstance(y, (int, float, complex)):
+            d = abs(x - y)
+            d = math.inf if d != d else d
+            if not d <= atol + rtol * abs(y):
+                bad += 1
+                worst = max(worst, d)
+        elif x != y:
+            bad += 1
+            worst = math.inf
+    if bad == 0:
+        return None
+    return summary(bad, len(flat_a), worst, rtol, atol)
+
+
+def flatten(value):
+    """Leaves and shape of nested lists/tuples; scalars have shape ()."""
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        leaves, shapes = [], set()
+        for item in value:
+            sub, shape = flatten(item)
+            leaves.extend(sub)
+            shapes.add(shape)
+        inner = shapes.pop() if len(shapes) == 1 else ("ragged",)
+        return leaves, (len(value),) + inner
+    return [value], ()
+
+
+def summary(bad, total, worst, rtol, atol):
+    return "%d of %d elements differ beyond rtol=%g atol=%g (max abs diff %g)" % (
+        bad, total, rtol, atol, worst,
+    )
+
+
+def check_close(actual, expected, rtol=None, atol=None):
+    default_rtol, default_atol = default_tolerance(actual)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    try:
+        problem = compare(actual, expected, float(rtol), float(atol))
+    except Exception as e:
+        raise SmokeError(
+            "cannot compare %s with %s: %s: %s"
+            % (type(actual).__name__, type(expected).__name__, type(e).__name__, e)
+        ) from None
+    if problem is not None:
+        raise Mismatch(problem)
+
+
+# ---------------------------------------------------------------- smoke sources
+
+
+def load_file(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SmokeError("cannot load %s as Python" % path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_smoke_file(chan, path, kernel, device):
+    """`def smoke(kernel, device)` → None | (actual, expected) | dict."""
+    module = load_file(path, "preflight_smoke")
+    smoke = getattr(module, "smoke", None)
+    if not callable(smoke):
+        raise SmokeError("%s defines no function smoke(kernel, device)" % path)
+    with Timer(device) as timer:
+        result = smoke(kernel, device)
+        synchronize(device)
+    smoke_ms = timer.ms()
+    if result is None:
+        return "smoke", smoke_ms
+    if isinstance(result, dict) and "actual" in result and "expected" in result:
+        actual, expected = result["actual"], result["expected"]
+        rtol, atol = result.get("rtol"), result.get("atol")
+    elif isinstance(result, tuple) and len(result) == 2:
+        (actual, expected), rtol, atol = result, None, None
+    else:
+        raise SmokeError(
+            "smoke() returned %s; expected None, (actual, expected) or "
+            '{"actual", "expected", "rtol", "atol"}' % type(result).__name__
+        )
+    chan.enter("verify", smoke_ms=smoke_ms)
+    check_close(actual, expected, rtol, atol)
+    return "verified", smoke_ms
+
+
+def benchmark_base():
+    """`kernels.benchmark.Benchmark`, or a compatible stand-in when the
+    `kernels` package is not installed in this environment."""
+    if importlib.util.find_spec("kernels") is None:
+        package = types.ModuleType("kernels")
+        package.__path__ = []
+        module = types.ModuleType("kernels.benchmark")
+
+        class Benchmark:
+            """Stand-in for kernels.benchmark.Benchmark (kernels not installed)."""
+
+            seed = None
+            device = "cpu"
+
+            def __init__(self):
+                self.kernel = None
+                self.out = None
+
+            def setup(self):
+                pass
+
+        Benchmark.__module__ = "kernels.benchmark"
+        module.Benchmark = Benchmark
+        package.benchmark = module
+        sys.modules["kernels"] = package
+        sys.modules["kernels.benchmark"] = module
+    from kernels.benchmark import Benchmark
+
+    return Benchmark
+
+
+def smallest_workload(cls):
+    """The workload to run once: named by size when it can tell, else the
+    first defined."""
+    names = []
+    for klass in reversed(cls.__mro__):
+        for attr in vars(klass):
+            if attr.startswith("benchmark_") and callable(getattr(cls, attr)) and attr not in names:
+                names.append(attr)
+    workloads = [n[len("benchmark_"):] for n in names]
+
+    def rank(workload):
+        words = workload.lower().split("_")
+        for i, word in enumerate(SIZE_WORDS):
+            if word in words:
+                return i
+        return SIZE_WORDS.index("medium")
+
+    return min(workloads, key=lambda w: (rank(w), workloads.index(w))) if workloads else None
+
+
+def run_benchmarks(chan, bench_dir, repo, kernel, device):
+    """The hub's benchmark convention: each Benchmark subclass of each
+    `benchmarks/benchmark*.py`, smallest workload once, verified when
+    `verify_<workload>` exists (torch.allclose(out, ref, atol=1e-2) as the hub)."""
+    base = benchmark_base()
+    scripts = sorted(
+        os.path.join(bench_dir, f)
+        for f in os.listdir(bench_dir)
+        if f.startswith("benchmark") and f.endswith(".py")
+    )
+    runs = []
+    for index, script in enumerate(scripts):
+        name = "preflight_benchmark_%d" % index
+        here = os.getcwd()
+        os.chdir(repo)
+        try:
+            module = load_file(script, name)
+        finally:
+            os.chdir(here)
+        for attr in sorted(vars(module)):
+            obj = getattr(module, attr)
+            if isinstance(obj, type) and issubclass(obj, base) and obj is not base and obj.__module__ == name:
+                workload = smallest_workload(obj)
+                if workload is not None:
+                    runs.append((obj, workload))
+    if not runs:
+        raise SmokeError("no Benchmark subclass with a benchmark_<workload> method in %s" % bench_dir)
+    total_ms, verified = 0.0, True
+    for cls, workload in runs:
+        chan.enter("smoke", workload="%s.%s" % (cls.__name__, workload))
+        bench = cls()
+        bench.kernel = kernel
+        bench.device = device
+        if bench.seed is not None:
+            random.seed(bench.seed)
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                torch.manual_seed(bench.seed)
+        getattr(bench, "setup_" + workload, bench.setup)()
+        with Timer(device) as timer:
+            getattr(bench, "benchmark_" + workload)()
+            synchronize(device)
+        total_ms += timer.ms()
+        verify = getattr(bench, "verify_" + workload, None)
+        if verify is None:
+            verified = False
+            continue
+        chan.enter("verify", workload="%s.%s" % (cls.__name__, workload))
+        check_close(bench.out, verify(), rtol=1e-5, atol=1e-2)
+    return ("verified" if verified else "smoke"), total_ms
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="preflight-driver")
+    p.add_argument("--variant", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--smoke", help="a file with def smoke(kernel, device)")
+    p.add_argument("--smoke-kind", default="file", choices=["file", "library"])
+    p.add_argument("--benchmarks", help="the kernel repo's benchmarks/ directory")
+    p.add_argument("--repo", help="the kernel repo (working directory of benchmark scripts)")
+    return p.parse_args(argv)
+
+
+def main(argv):
+    faulthandler.enable()
+    chan = Channel(os.environ["PREFLIGHT_RESULT_FILE"])
+    args = parse_args(argv)
+    torch_version = None
+    chan.enter(
+        "start",
+        pid=os.getpid(),
+        pgid=os.getpgid(0),
+        python=sys.version.split()[0],
+        executable=sys.executable,
+    )
+    try:
+        chan.enter("import", variant=args.variant)
+        start = time.perf_counter_ns()
+        kernel = import_variant(args.variant)
+        import_ms = (time.perf_counter_ns() - start) / 1e6
+        device = resolve_device(args.device)
+        torch = sys.modules.get("torch")
+        torch_version = getattr(torch, "__version__", None) if torch else None
+        depth, smoke_ms = "load", None
+        if args.smoke:
+            chan.enter("smoke", import_ms=import_ms, device=device, source=args.smoke_kind, path=args.smoke)
+            depth, smoke_ms = run_smoke_file(chan, args.smoke, kernel, device)
+        elif args.benchmarks:
+            chan.enter("smoke", import_ms=import_ms, device=device, source="benchmarks", path=args.benchmarks)
+            depth, smoke_ms = run_benchmarks(chan, args.benchmarks, args.repo or args.variant, kernel, device)
+    except Mismatch as e:
+        chan.send("mismatch", message=clip(e))
+        return 1
+    except SmokeError as e:
+        chan.send("invalid_smoke", message=clip(e))
+        return 1
+    except Exception as e:
+        chan.send("exception", **describe(e))
+        traceback.print_exc()
+        return 1
+    chan.enter(
+        "done",
+        depth=depth,
+        device=device,
+        import_ms=import_ms,
+        smoke_ms=smoke_ms,
+        torch=torch_version,
+        module=kernel.__name__,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit:
+        raise
+    except BaseException as e:  # a bug here is preflight's fault, never the kernel's
+        try:
+            chan = Channel(os.environ.get("PREFLIGHT_RESULT_FILE", os.devnull))
+            chan.send("driver_error", phase="start", message=clip("%s: %s" % (type(e).__name__, e)),
+                      traceback=clip(traceback.format_exc()))
+        finally:
+            code = 3
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.exit(code)

@@ -1,0 +1,250 @@
+//! `preflight check` from the command line: the example repo, the JSON
+//! shape, exit codes, --all, --smoke and --jobs.
+
+mod common;
+mod probe_fixtures;
+
+use common::{preflight_cmd, stderr, stdout};
+use probe_fixtures::{Repo, python};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Output;
+
+fn example() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/kernels/relu-demo")
+        .display()
+        .to_string()
+}
+
+fn check(args: &[&str]) -> Output {
+    preflight_cmd()
+        .arg("check")
+        .arg("--python")
+        .arg(python())
+        .args(args)
+        .output()
+        .expect("run preflight check")
+}
+
+fn json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}\n{}", stdout(output), stderr(output)))
+}
+
+fn kinds(doc: &Value) -> Vec<(String, String)> {
+    let mut kinds: Vec<(String, String)> = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                r["variant"].as_str().unwrap().to_string(),
+                r["outcome"]["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    kinds
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_example_shows_passing_and_failing_variants() {
+    let out = check(&[&example(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(
+        kinds(&doc),
+        pairs(&[
+            ("torch-cpu", "missing_dependency"),
+            ("torch-cuda", "unsupported_arch"),
+            ("torch-universal", "pass"),
+            ("torch-xpu", "import_error"),
+            ("torch29-cpu-x86_64-windows", "skipped"),
+        ])
+    );
+}
+
+#[test]
+fn json_has_the_documented_shape() {
+    let out = check(&[&example(), "--json"]);
+    let doc = json(&out);
+    assert_eq!(doc["fingerprint"]["hash"], Value::Null);
+    let universal = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == "torch-universal")
+        .expect("torch-universal row");
+    assert_eq!(universal["target"], example());
+    assert!(
+        universal["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("build/torch-universal")
+    );
+    assert_eq!(universal["declared"]["accepted"], true);
+    assert_eq!(universal["declared"]["reason"], Value::Null);
+    let outcome = &universal["outcome"];
+    for key in [
+        "kind",
+        "phase",
+        "depth",
+        "message",
+        "hint",
+        "exit_code",
+        "signal",
+    ] {
+        assert!(
+            outcome.get(key).is_some(),
+            "outcome.{key} missing: {outcome}"
+        );
+    }
+    assert_eq!(outcome["phase"], "done");
+    assert_eq!(outcome["depth"], "verified");
+    let timings = &universal["timings"];
+    assert!(timings["total_ms"].as_f64().unwrap() > 0.0);
+    assert!(timings["import_ms"].as_f64().is_some());
+    assert!(timings["smoke_ms"].as_f64().is_some());
+    let skipped = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == "torch29-cpu-x86_64-windows")
+        .unwrap();
+    assert_eq!(skipped["declared"]["accepted"], false);
+    assert!(
+        skipped["declared"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("OS (windows)")
+    );
+}
+
+#[test]
+fn the_table_puts_declared_next_to_observed_and_explains_failures() {
+    let out = check(&[&example()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in [
+        "variant",
+        "declared",
+        "observed",
+        "≠ missing_dependency",
+        "✗ torch-cuda — unsupported_arch in smoke: CUDA error (relu_demo/relu.cu:42): no kernel image",
+        "hint: ",
+        "1 of 5 variants work here; the best working variant is torch-universal",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+    }
+    assert!(
+        stderr(&out).is_empty(),
+        "no progress bar when stderr is not a terminal: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn all_probes_variants_for_another_os_too() {
+    let out = check(&[&example(), "--json", "--all"]);
+    let doc = json(&out);
+    let windows = kinds(&doc)
+        .into_iter()
+        .find(|(v, _)| v == "torch29-cpu-x86_64-windows")
+        .unwrap();
+    assert_eq!(windows.1, "import_error", "probed, and its import raises");
+}
+
+#[test]
+fn exit_1_when_a_target_has_no_passing_variant() {
+    let repo = Repo::new();
+    repo.variant("torch-universal", "import not_installed_anywhere\n");
+    let root = repo.root().display().to_string();
+    let out = check(&[&root, &example(), "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(
+        doc["results"][0]["target"], root,
+        "targets keep their order"
+    );
+}
+
+#[test]
+fn a_smoke_file_overrides_the_repo_benchmarks() {
+    let repo = Repo::new();
+    let smoke = repo.file(
+        "smoke.py",
+        "def smoke(kernel, device):\n    out = [0.0, 0.0]\n    kernel.relu(out, [-1.0, 2.0])\n    return out, [0.0, 1.0]\n",
+    );
+    let out = check(&[
+        &example(),
+        "--json",
+        "--smoke",
+        &smoke.display().to_string(),
+    ]);
+    let doc = json(&out);
+    let universal = kinds(&doc)
+        .into_iter()
+        .find(|(v, _)| v == "torch-universal")
+        .unwrap();
+    assert_eq!(
+        universal.1, "wrong_result",
+        "the given smoke's (wrong) reference is used"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_clear_line() {
+    let missing = check(&["/no/such/kernel"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("/no/such/kernel: no such file or directory"));
+
+    let smoke = check(&[&example(), "--smoke", "/no/such/smoke.py"]);
+    assert_eq!(smoke.status.code(), Some(2));
+    assert!(stderr(&smoke).contains("--smoke /no/such/smoke.py: no such file"));
+
+    for bad in [
+        ["--jobs", "0"],
+        ["--jobs", "x"],
+        ["--timeout", "-1"],
+        ["--grace", "0"],
+    ] {
+        let out = check(&[&example(), bad[0], bad[1]]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+    }
+
+    let python = preflight_cmd()
+        .args(["check", &example(), "--python", "/no/such/python3"])
+        .output()
+        .unwrap();
+    assert_eq!(python.status.code(), Some(2));
+    assert!(stderr(&python).contains("--python /no/such/python3"));
+
+    let none = preflight_cmd().arg("check").output().unwrap();
+    assert_eq!(none.status.code(), Some(2), "a target is required");
+}
+
+#[test]
+fn jobs_run_probes_in_parallel() {
+    // Four variants that each sleep 1 s: with --jobs 4 the whole check takes
+    // well under the 4 s it would take one at a time.
+    let repo = Repo::new();
+    for name in ["torch-cpu", "torch-cuda", "torch-xpu", "torch-universal"] {
+        repo.variant(name, "import time\ntime.sleep(1)\n");
+    }
+    let root = repo.root().display().to_string();
+    let start = std::time::Instant::now();
+    let out = check(&[&root, "--jobs", "4", "--json"]);
+    let elapsed = start.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["results"].as_array().unwrap().len(), 4);
+    assert!(elapsed.as_secs_f64() < 3.5, "took {elapsed:?}");
+}
