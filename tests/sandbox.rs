@@ -528,3 +528,15 @@ fn closed_stdin_helper() {
     assert_eq!(report.termination, Termination::Exited { code: 0 });
     assert_eq!(report.stdout.text(), "ok\n");
 }
+
+#[test]
+fn unbounded_limits_mean_no_deadline() {
+    let limits = Limits {
+        timeout: Duration::MAX,
+        grace: Duration::MAX,
+        pipe_close_wait: Duration::MAX,
+        ..Limits::default()
+    };
+    let (_sandbox, report) = run(&ChildCommand::new("true"), &limits);
+    assert_eq!(report.termination, Termination::Exited { code: 0 });
+}
