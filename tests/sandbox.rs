@@ -67,10 +67,15 @@ fn assert_group_gone(report: &RunReport) {
         if left.is_empty() {
             return;
         }
-        assert!(
-            Instant::now() < until,
-            "processes of group {pgid} outlived the run: {left:?}"
-        );
+        if Instant::now() >= until {
+            for pid in &left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!("processes of group {pgid} outlived the run: {left:?}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -527,4 +532,67 @@ fn closed_stdin_helper() {
     let (_sandbox, report) = run(&cmd, &quick());
     assert_eq!(report.termination, Termination::Exited { code: 0 });
     assert_eq!(report.stdout.text(), "ok\n");
+}
+
+#[test]
+fn unbounded_limits_mean_no_deadline() {
+    let limits = Limits {
+        timeout: Duration::MAX,
+        grace: Duration::MAX,
+        pipe_close_wait: Duration::MAX,
+        ..Limits::default()
+    };
+    let (_sandbox, report) = run(&ChildCommand::new("true"), &limits);
+    assert_eq!(report.termination, Termination::Exited { code: 0 });
+}
+
+/// The parent of a sandbox (a copy of this test binary running the helper
+/// below) is SIGKILLed mid-run: its child must die with it.
+#[test]
+fn child_dies_when_the_parent_is_killed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pid_file = dir.path().join("child.pid");
+    let mut helper = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "orphaned_child_helper", "--test-threads=1"])
+        .env("PREFLIGHT_ORPHAN_HELPER_PID_FILE", &pid_file)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the helper");
+    let until = Instant::now() + Duration::from_secs(15);
+    let child = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < until, "the helper's child never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(process_alive(child));
+    helper.kill().expect("SIGKILL the helper");
+    helper.wait().expect("reap the helper");
+    let until = Instant::now() + Duration::from_secs(5);
+    while process_alive(child) {
+        if Instant::now() >= until {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("child {child} outlived its parent");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn orphaned_child_helper() {
+    let Some(pid_file) = std::env::var_os("PREFLIGHT_ORPHAN_HELPER_PID_FILE") else {
+        return;
+    };
+    let cmd = ChildCommand::new("sh")
+        .arg("-c")
+        .arg(r#"echo $$ > "$PID_FILE.tmp" && mv "$PID_FILE.tmp" "$PID_FILE" && exec sleep 3600"#)
+        .env("PID_FILE", pid_file);
+    let _ = run(&cmd, &quick());
 }

@@ -17,6 +17,22 @@
 //! Structured results do not travel through here: the caller names a file in
 //! [`Sandbox::dir`] (for example in an environment variable) and reads it
 //! after `run`.
+//!
+//! ```
+//! use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox, Termination};
+//!
+//! let sandbox = Sandbox::new()?;
+//! let result = sandbox.dir().join("result.json");
+//! let cmd = ChildCommand::new("sh")
+//!     .arg("-c")
+//!     .arg(r#"echo '{"ok":true}' > "$RESULT"; echo progress; exit 3"#)
+//!     .env("RESULT", &result);
+//! let report = sandbox.run(&cmd, &Limits::default(), &Cancel::new())?;
+//! assert_eq!(report.termination, Termination::Exited { code: 3 });
+//! assert_eq!(report.stdout.text(), "progress\n");
+//! assert_eq!(std::fs::read_to_string(&result)?, "{\"ok\":true}\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod cancel;
 mod capture;
@@ -127,6 +143,36 @@ pub enum Termination {
     },
     /// The run was cancelled ([`Cancel`]); the group got SIGKILL.
     Cancelled,
+}
+
+impl std::fmt::Display for Termination {
+    /// A short phrase for messages: `exited with code 1`, `killed by SIGSEGV`,
+    /// `timed out after 60.0 s`, `cancelled`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Termination::Exited { code } => write!(f, "exited with code {code}"),
+            Termination::Signaled {
+                name, core_dumped, ..
+            } => {
+                write!(f, "killed by {name}")?;
+                if *core_dumped {
+                    f.write_str(" (core dumped)")?;
+                }
+                Ok(())
+            }
+            Termination::TimedOut {
+                after,
+                needed_sigkill,
+            } => {
+                write!(f, "timed out after {:.1} s", after.as_secs_f64())?;
+                if *needed_sigkill {
+                    f.write_str(" (ignored SIGTERM, killed)")?;
+                }
+                Ok(())
+            }
+            Termination::Cancelled => f.write_str("cancelled"),
+        }
+    }
 }
 
 /// Everything known about one run.
@@ -280,6 +326,28 @@ pub fn signal_name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn termination_reads_as_a_phrase() {
+        let segv = Termination::Signaled {
+            signal: libc::SIGSEGV,
+            name: "SIGSEGV".into(),
+            core_dumped: false,
+        };
+        assert_eq!(segv.to_string(), "killed by SIGSEGV");
+        let hung = Termination::TimedOut {
+            after: Duration::from_secs(60),
+            needed_sigkill: true,
+        };
+        assert_eq!(
+            hung.to_string(),
+            "timed out after 60.0 s (ignored SIGTERM, killed)"
+        );
+        assert_eq!(
+            Termination::Exited { code: 1 }.to_string(),
+            "exited with code 1"
+        );
+    }
 
     #[test]
     fn signal_names() {
