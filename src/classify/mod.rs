@@ -307,6 +307,26 @@ fn pass_message(report: &ChildReport) -> String {
     }
 }
 
+/// The outcome a CUDA error code (a driver `CUresult` or a runtime
+/// `cudaError_t`) stands for by itself, if it names a cause; `name` (such as
+/// `CUDA_ERROR_NO_BINARY_FOR_GPU`) labels the message.
+pub fn from_cuda_error(code: i64, name: Option<&str>, phase: Phase) -> Option<Outcome> {
+    signatures::code_cause(code, name).map(|cause| Outcome::from_cause(cause, phase))
+}
+
+/// The outcome a known failure signature in free text (a compiler's output,
+/// a log) stands for, if the text holds one.
+pub fn from_text(text: &str, phase: Phase) -> Option<Outcome> {
+    signatures::from_text(text).map(|cause| Outcome::from_cause(cause, phase))
+}
+
+/// An outcome from its parts, for executors that classify their own facts.
+pub fn outcome(kind: OutcomeKind, phase: Phase, message: &str, hint: &str) -> Outcome {
+    let mut outcome = Outcome::new(kind, phase, message);
+    outcome.hint = one_line(hint);
+    outcome
+}
+
 /// Remove ANSI escape sequences (CuTe-DSL colours its messages).
 pub fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

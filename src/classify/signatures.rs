@@ -112,7 +112,7 @@ fn from_cuda_name(text: &str) -> Option<Cause> {
         .and_then(|&(name, code)| code_cause(code, Some(name)))
 }
 
-fn code_cause(code: i64, name: Option<&str>) -> Option<Cause> {
+pub(super) fn code_cause(code: i64, name: Option<&str>) -> Option<Cause> {
     let (kind, text, hint) = from_cuda_code(code)?;
     let label = name.map_or_else(|| format!("CUDA error {code}"), |n| format!("{n} ({code})"));
     Some(Cause::new(kind, format!("{label}: {text}"), hint))

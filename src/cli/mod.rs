@@ -6,6 +6,7 @@
 
 mod cache;
 mod check;
+mod cuda_child;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +30,9 @@ enum Command {
     Cache(cache::Args),
     /// Probe every variant in an isolated child: declared vs observed.
     Check(check::Args),
+    /// The cuda executor's child mode (internal: run by preflight itself).
+    #[command(name = "__cuda-child", hide = true)]
+    CudaChild(cuda_child::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -52,10 +56,14 @@ pub enum Answer {
 /// Run the command line and map the result to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::CudaChild(args) = &cli.command {
+        return cuda_child::run(args);
+    }
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Resolve(args) => resolve::run(args),
         Command::Cache(args) => cache::run(args),
         Command::Check(args) => check::run(args),
+        Command::CudaChild(_) => unreachable!("handled before"),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -9,6 +9,7 @@
 //! [`crate::classify`]'s job.
 
 pub mod channel;
+pub mod cuda;
 pub mod library;
 
 pub use channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};

@@ -1,0 +1,166 @@
+//! The cuda executor: the `preflight` binary re-executed in a hidden child
+//! mode (`preflight __cuda-child REQUEST`) inside a [`Sandbox`], where it
+//! uses the CUDA driver API and NVRTC (cudarc, loaded dynamically, so the
+//! binary runs on machines without CUDA).
+//!
+//! The parent side ([`CudaExecutor`]) writes a [`CudaRequest`] into the
+//! sandbox directory, runs the child, reads its [`Event`]s back from a
+//! result file there and classifies them ([`classify`]). The child side
+//! ([`child::main`]) initialises the driver, queries the device, loads a
+//! cubin / PTX / fatbin or compiles CUDA C with NVRTC, launches smoke
+//! kernels, verifies their buffers and times them with CUDA events —
+//! writing each step before it takes it, so a death is attributed to it.
+
+pub mod child;
+pub mod classify;
+mod driver;
+pub mod event;
+mod nvrtc;
+pub mod request;
+
+pub use event::{DeviceInfo, Event, Failure, LaunchTiming, Step};
+pub use request::{Arg, CudaRequest, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
+
+use crate::classify::{Outcome, Timings};
+use crate::probe::ProbeError;
+use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox};
+use classify::Facts;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The hidden subcommand that runs [`child::main`].
+pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
+
+/// Environment variable naming the driver library to load instead of
+/// `libcuda.so.1` (an unusual install, or a test that needs none).
+pub const LIBCUDA_ENV: &str = "PREFLIGHT_LIBCUDA";
+
+const REQUEST_NAME: &str = "cuda_request.json";
+const EVENTS_NAME: &str = "cuda_events.jsonl";
+
+/// Runs cuda requests, each in its own sandboxed child.
+#[derive(Debug, Clone)]
+pub struct CudaExecutor {
+    /// The `preflight` binary to re-execute.
+    pub program: PathBuf,
+    /// The driver library by full path; `None`: `libcuda.so.1`.
+    pub libcuda: Option<PathBuf>,
+    /// `libnvrtc.so.N` by full path, for CUDA C modules; `None`: the
+    /// loader's search path.
+    pub nvrtc: Option<PathBuf>,
+    /// Time and output limits of each child.
+    pub limits: Limits,
+    /// Extra environment for the child.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// What one cuda executor child did, and what it means.
+#[derive(Debug, Clone)]
+pub struct CudaRun {
+    /// The verdict.
+    pub outcome: Outcome,
+    /// Wall time, module load and launch time.
+    pub timings: Timings,
+    /// What its events said.
+    pub facts: Facts,
+    /// The sandbox's account of the process.
+    pub run: RunReport,
+}
+
+impl CudaExecutor {
+    /// An executor that re-executes `program` (the `preflight` binary),
+    /// with `libcuda` from [`LIBCUDA_ENV`] when set.
+    pub fn new(program: impl Into<PathBuf>) -> CudaExecutor {
+        CudaExecutor {
+            program: program.into(),
+            libcuda: std::env::var_os(LIBCUDA_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            nvrtc: None,
+            limits: Limits::default(),
+            env: Vec::new(),
+        }
+    }
+
+    /// An executor that re-executes the running binary; only meaningful
+    /// inside `preflight` itself.
+    pub fn current() -> std::io::Result<CudaExecutor> {
+        Ok(CudaExecutor::new(std::env::current_exe()?))
+    }
+
+    /// Uses this NVRTC library for CUDA C modules.
+    pub fn with_nvrtc(mut self, nvrtc: Option<PathBuf>) -> CudaExecutor {
+        self.nvrtc = nvrtc;
+        self
+    }
+
+    /// Runs one request in a fresh sandbox: device `device`, `module` (if
+    /// any, relative paths from this process's working directory) and
+    /// `launches`.
+    pub fn run(
+        &self,
+        device: u32,
+        module: Option<&ModuleSpec>,
+        launches: &[Launch],
+        cancel: &Cancel,
+    ) -> Result<CudaRun, ProbeError> {
+        let sandbox = Sandbox::new()?;
+        let module = module
+            .map(|m| {
+                let path = std::path::absolute(&m.path).map_err(|source| ProbeError::Path {
+                    path: m.path.clone(),
+                    source,
+                })?;
+                Ok::<_, ProbeError>(ModuleSpec { path, ..m.clone() })
+            })
+            .transpose()?;
+        let events = sandbox.dir().join(EVENTS_NAME);
+        let request = CudaRequest {
+            device,
+            module,
+            launches: launches.to_vec(),
+            nvrtc_library: self.nvrtc.clone(),
+            libcuda: self.libcuda.clone(),
+            events: events.clone(),
+        };
+        let request_path = sandbox.dir().join(REQUEST_NAME);
+        let setup = |source| ProbeError::Setup {
+            path: request_path.clone(),
+            source,
+        };
+        let json = serde_json::to_vec_pretty(&request).map_err(|e| setup(e.into()))?;
+        std::fs::write(&request_path, json).map_err(setup)?;
+        let command = ChildCommand {
+            program: self.program.clone(),
+            args: vec![CHILD_SUBCOMMAND.into(), request_path.clone().into()],
+            env: self.child_env(),
+        };
+        let run = sandbox.run(&command, &self.limits, cancel)?;
+        let (events, _unparsed) = event::read_events(&events);
+        let facts = Facts::from_events(&events);
+        let outcome = classify::classify(&facts, &run);
+        let timings = facts.timings(run.wall.as_secs_f64() * 1e3);
+        Ok(CudaRun {
+            outcome,
+            timings,
+            facts,
+            run,
+        })
+    }
+
+    /// The extra environment: the caller's, and NVRTC's directory in front
+    /// of `LD_LIBRARY_PATH` so that it finds its `libnvrtc-builtins`.
+    fn child_env(&self) -> Vec<(OsString, OsString)> {
+        let mut env = self.env.clone();
+        if let Some(dir) = self.nvrtc.as_deref().and_then(Path::parent) {
+            let mut paths = vec![dir.to_path_buf()];
+            if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+                paths.extend(std::env::split_paths(&old));
+            }
+            if let Ok(joined) = std::env::join_paths(paths) {
+                env.push(("LD_LIBRARY_PATH".into(), joined));
+            }
+        }
+        env
+    }
+}
