@@ -11,5 +11,6 @@
 pub mod cache;
 pub mod declared;
 pub mod discover;
+pub mod fingerprint;
 pub mod report;
 pub mod variant;
