@@ -69,6 +69,8 @@ pub struct TorchBuild {
 
 /// Find and describe the Python environment; `None`: no interpreter.
 pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintError> {
+    // Checked even when there is no Python, so that a typo is reported.
+    src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)?;
     let Some((interpreter, found_via)) = interpreter(src)? else {
         return Ok(None);
     };
@@ -135,6 +137,7 @@ pub(crate) fn apply_overrides(src: &Sources, env: &mut PythonEnv) -> Result<(), 
     if let Some(v) = src.override_opt("PREFLIGHT_PYTHON_VERSION") {
         env.version = v.map(str::to_string);
     }
+    let abi = src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)?;
     if let Some(t) = env.torch.as_mut() {
         if let Some(v) = src.override_opt("PREFLIGHT_TORCH_CUDA") {
             t.cuda = v.map(str::to_string);
@@ -142,7 +145,7 @@ pub(crate) fn apply_overrides(src: &Sources, env: &mut PythonEnv) -> Result<(), 
         if let Some(v) = src.override_opt("PREFLIGHT_TORCH_HIP") {
             t.hip = v.map(str::to_string);
         }
-        if let Some(abi) = src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)? {
+        if let Some(abi) = abi {
             t.cxx11_abi = abi;
         }
     }
