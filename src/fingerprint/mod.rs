@@ -23,6 +23,9 @@ pub mod python;
 mod sources;
 pub mod toolkit;
 
+#[cfg(test)]
+mod tests;
+
 pub use full::Measured;
 pub use gpu::{Gpu, Gpus, Libcuda};
 pub use host::Host;
