@@ -668,7 +668,7 @@ fn python_packages_and_torch_build_from_site_packages() {
         kernel_preflight::fingerprint::PythonVia::VirtualEnv
     );
     assert_eq!(p.version.as_deref(), Some("3.12.4"));
-    assert_eq!(p.site_packages, [site.clone()]);
+    assert_eq!(p.site_packages, std::slice::from_ref(&site));
     let packages: Vec<(&str, Option<&str>)> = p
         .packages
         .iter()
