@@ -984,18 +984,25 @@ fn full_fingerprint_measures_devices_through_libcuda_and_caches_them() {
     assert_ne!(full_hash, fast_hash);
     assert_eq!(full.gpus.libcuda, Some(Libcuda::Ok));
     assert_eq!(full.gpus.cuda_driver_api.as_deref(), Some("12.8"));
-    // CUDA's ordinals are not bus order here; facts are matched by bus id.
+    // CUDA's ordinals are not bus order here; facts are matched by bus id,
+    // and CUDA's own numbering replaces the one inferred from files.
     let cc: Vec<_> = full
         .gpus
         .devices
         .iter()
-        .map(|g| (g.pci_bus_id.as_str(), g.compute_capability.as_deref()))
+        .map(|g| {
+            (
+                g.pci_bus_id.as_str(),
+                g.compute_capability.as_deref(),
+                g.cuda_index,
+            )
+        })
         .collect();
     assert_eq!(
         cc,
         [
-            ("0000:01:00.0", Some("10.0")),
-            ("0000:41:00.0", Some("9.0"))
+            ("0000:01:00.0", Some("10.0"), Some(1)),
+            ("0000:41:00.0", Some("9.0"), Some(0))
         ]
     );
     let (_, real_version) = real_python();

@@ -55,7 +55,7 @@ pub(crate) fn write<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()>
 }
 
 /// What identifies a file's content without reading it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Stat {
     size: u64,
     mtime_ns: i128,
@@ -88,6 +88,16 @@ pub(crate) struct ToolAnswer {
     pub problem: Option<String>,
 }
 
+/// What asking a tool for its version gave.
+pub(crate) enum Asked {
+    /// It printed this version.
+    Version(String),
+    /// It cannot say (exit status, unreadable output): a fact about it.
+    Failed(String),
+    /// It could not be asked this time (did not start in time, timed out).
+    Inconclusive(String),
+}
+
 /// Tool answers by canonical path, loaded once and saved if anything changed.
 #[derive(Debug, Default)]
 pub(crate) struct ToolCache {
@@ -109,12 +119,9 @@ impl ToolCache {
     }
 
     /// The answer for `tool` if its `stat` is unchanged; otherwise ask
-    /// `measure` and remember what it said.
-    pub(crate) fn answer(
-        &mut self,
-        tool: &Path,
-        measure: impl FnOnce() -> Result<String, String>,
-    ) -> ToolAnswer {
+    /// `measure` and remember what it said, unless the answer was
+    /// inconclusive (a timeout says nothing about the tool).
+    pub(crate) fn answer(&mut self, tool: &Path, measure: impl FnOnce() -> Asked) -> ToolAnswer {
         let key = std::fs::canonicalize(tool)
             .unwrap_or_else(|_| tool.to_path_buf())
             .to_string_lossy()
@@ -125,31 +132,35 @@ impl ToolCache {
                 return hit.clone();
             }
         }
-        let (version, problem) = match measure() {
-            Ok(v) => (Some(v), None),
-            Err(e) => (None, Some(e)),
+        let (version, problem, keep) = match measure() {
+            Asked::Version(v) => (Some(v), None, true),
+            Asked::Failed(e) => (None, Some(e), true),
+            Asked::Inconclusive(e) => (None, Some(e), false),
+        };
+        let Some(stat) = stat else {
+            return ToolAnswer {
+                stat: Stat::default(),
+                version,
+                problem,
+            };
         };
         let answer = ToolAnswer {
-            stat: stat.clone().unwrap_or(Stat {
-                size: 0,
-                mtime_ns: 0,
-                ctime_ns: 0,
-                inode: 0,
-                device: 0,
-            }),
+            stat,
             version,
             problem,
         };
-        if stat.is_some() {
+        if keep {
             self.entries.insert(key, answer.clone());
             self.dirty = true;
         }
         answer
     }
 
-    /// Write the answers back if they changed; a read-only cache is no error.
-    pub(crate) fn save(&self) {
+    /// Write the answers back if they changed, forgetting tools that are
+    /// gone; a read-only cache is no error.
+    pub(crate) fn save(&mut self) {
         if let (true, Some(path)) = (self.dirty, &self.path) {
+            self.entries.retain(|tool, _| Path::new(tool).exists());
             let _ = write(path, &self.entries);
         }
     }

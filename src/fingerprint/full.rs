@@ -28,6 +28,9 @@ pub struct Measured {
 /// One device as the CUDA driver API sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeasuredDevice {
+    /// CUDA's ordinal for it (after `CUDA_VISIBLE_DEVICES` and
+    /// `CUDA_DEVICE_ORDER`).
+    pub ordinal: u32,
     /// `cuDeviceGetPCIBusId`, normalized to `dddd:bb:dd.f`.
     pub pci_bus_id: String,
     /// `cuDeviceGetName`.
@@ -72,7 +75,7 @@ if cuda is not None:
             cuda.cuDeviceGetName(name, 256, dev)
             bus = ctypes.create_string_buffer(64)
             cuda.cuDeviceGetPCIBusId(bus, 64, dev)
-            out["devices"].append({"pci_bus_id": bus.value.decode(errors="replace"),
+            out["devices"].append({"ordinal": i, "pci_bus_id": bus.value.decode(errors="replace"),
                                    "name": name.value.decode(errors="replace"),
                                    "compute_capability": "%d.%d" % (major.value, minor.value)})
 try:

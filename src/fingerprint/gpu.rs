@@ -195,11 +195,10 @@ fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
             continue;
         }
         let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
-        let info = driver_info(proc, &name);
         gpus.push(Gpu {
+            model: driver_model(proc, &name),
             pci_bus_id: name,
             device_id: read("device").unwrap_or_default(),
-            model: info.model,
             cuda_index: None,
             compute_capability: None,
         });
@@ -207,29 +206,17 @@ fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
     gpus
 }
 
-#[derive(Default)]
-struct DriverInfo {
-    model: Option<String>,
-}
-
-/// `/proc/driver/nvidia/gpus/<bus id>/information`: `Model:  NVIDIA …`.
-fn driver_info(proc: &Path, bus_id: &str) -> DriverInfo {
+/// `Model:  NVIDIA …` in `/proc/driver/nvidia/gpus/<bus id>/information`.
+fn driver_model(proc: &Path, bus_id: &str) -> Option<String> {
     let path = proc
         .join("driver/nvidia/gpus")
         .join(bus_id)
         .join("information");
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return DriverInfo::default();
-    };
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    DriverInfo {
-        model: field("Model"),
-    }
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Model")?.trim_start().strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// Number the GPUs the way CUDA will under `CUDA_VISIBLE_DEVICES`.

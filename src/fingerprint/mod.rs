@@ -125,17 +125,43 @@ impl Fingerprint {
         Ok(fp)
     }
 
-    /// Add measured facts: a GPU's compute capability by PCI bus id, the
-    /// driver API version, and what Python said where the files did not.
+    /// Add measured facts: each GPU's compute capability and CUDA ordinal,
+    /// matched by PCI bus id; the driver API version; and what Python said.
     pub fn merge(&mut self, m: Measured) {
         self.depth = Depth::Full;
         self.gpus.cuda_driver_api = m.cuda_driver_api.or(self.gpus.cuda_driver_api.take());
-        for gpu in &mut self.gpus.devices {
-            if let Some(d) = m.devices.iter().find(|d| d.pci_bus_id == gpu.pci_bus_id) {
-                gpu.compute_capability = Some(d.compute_capability.clone());
-                gpu.model.get_or_insert_with(|| d.name.clone());
+        if m.libcuda == Libcuda::Ok {
+            // CUDA's own numbering replaces the one inferred from files.
+            for gpu in &mut self.gpus.devices {
+                gpu.cuda_index = None;
             }
         }
+        for d in m.devices {
+            match self
+                .gpus
+                .devices
+                .iter_mut()
+                .find(|g| g.pci_bus_id == d.pci_bus_id)
+            {
+                Some(gpu) => {
+                    gpu.cuda_index = Some(d.ordinal);
+                    gpu.compute_capability = Some(d.compute_capability);
+                    gpu.model.get_or_insert(d.name);
+                }
+                // CUDA sees a device that the PCI bus listing did not show
+                // (a restricted /sys): keep it rather than lose it.
+                None => self.gpus.devices.push(Gpu {
+                    pci_bus_id: d.pci_bus_id,
+                    device_id: String::new(),
+                    model: Some(d.name),
+                    cuda_index: Some(d.ordinal),
+                    compute_capability: Some(d.compute_capability),
+                }),
+            }
+        }
+        self.gpus
+            .devices
+            .sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
         self.gpus.libcuda = Some(m.libcuda);
         if let Some(p) = self.python.as_mut() {
             if m.python_version.is_some() {

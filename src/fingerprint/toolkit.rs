@@ -2,7 +2,7 @@
 //! where kernels look for them. Versions come from files; nvcc is asked
 //! only when its `stat` changed since it was last asked.
 
-use super::cache::ToolCache;
+use super::cache::{Asked, ToolCache};
 use super::python::dist_version;
 use super::{FingerprintError, Sources, child};
 use serde::{Deserialize, Serialize};
@@ -283,29 +283,29 @@ fn wheel_suffix(root: &Path) -> &'static str {
 }
 
 /// Run `nvcc --version` and read its `release X.Y, VX.Y.Z` line.
-fn ask_version(nvcc: &Path) -> Result<String, String> {
-    let done = child::run(
-        {
-            let mut cmd = Command::new(nvcc);
-            cmd.arg("--version");
-            cmd
-        },
-        NVCC_TIMEOUT,
-    )?;
+fn ask_version(nvcc: &Path) -> Asked {
+    let mut cmd = Command::new(nvcc);
+    cmd.arg("--version");
+    let done = match child::run(cmd, NVCC_TIMEOUT) {
+        Ok(done) => done,
+        Err(why) => return Asked::Inconclusive(why),
+    };
     if done.code != Some(0) {
         let why = match done.code {
             Some(c) => format!("exit status {c}"),
             None => "killed by a signal".to_string(),
         };
         let said = done.stderr.lines().next().unwrap_or("").trim().to_string();
-        return Err(if said.is_empty() {
+        return Asked::Failed(if said.is_empty() {
             why
         } else {
             format!("{why}: {said}")
         });
     }
-    parse_nvcc_version(&done.stdout)
-        .ok_or_else(|| "its output has no `release X.Y, VX.Y.Z` line".to_string())
+    match parse_nvcc_version(&done.stdout) {
+        Some(v) => Asked::Version(v),
+        None => Asked::Failed("its output has no `release X.Y, VX.Y.Z` line".to_string()),
+    }
 }
 
 /// The version in `nvcc --version` (`Cuda compilation tools, release 12.8,
