@@ -118,33 +118,7 @@ pub(crate) fn detect(
         .iter()
         .find(|t| t.nvcc.is_some())
         .map(|t| t.root.clone());
-    if let Some(forced) = src.override_opt("PREFLIGHT_NVCC") {
-        active = forced.and_then(|_| found.first().map(|t| t.root.clone()));
-    }
-    if let Some(v) = src.override_opt("PREFLIGHT_CUDA_VERSION") {
-        if let Some(v) = v {
-            v.parse::<crate::variant::Version>()
-                .map_err(|why| FingerprintError::BadOverride {
-                    var: "PREFLIGHT_CUDA_VERSION".into(),
-                    value: v.into(),
-                    why,
-                })?;
-        }
-        match found.iter_mut().find(|t| Some(&t.root) == active.as_ref()) {
-            Some(t) => {
-                t.version = v.map(str::to_string);
-                t.version_from = v.map(|_| VersionFrom::Override);
-            }
-            None if v.is_some() => {
-                return Err(FingerprintError::BadOverride {
-                    var: "PREFLIGHT_CUDA_VERSION".into(),
-                    value: v.unwrap_or_default().into(),
-                    why: "no active toolkit to apply it to (set PREFLIGHT_NVCC too)".into(),
-                });
-            }
-            None => {}
-        }
-    }
+    apply_overrides(src, &mut found, &mut active)?;
     let lib_dirs = library_dirs(&found, site_packages);
     let mut nvrtc = libraries(&lib_dirs, "libnvrtc", "nvidia_cuda_nvrtc");
     let mut cudart = libraries(&lib_dirs, "libcudart", "nvidia_cuda_runtime");
@@ -158,11 +132,45 @@ pub(crate) fn detect(
     })
 }
 
+/// `PREFLIGHT_NVCC=none` leaves no active toolkit (a path was already put
+/// first by [`candidates`]); `PREFLIGHT_CUDA_VERSION` sets the active
+/// toolkit's version.
+fn apply_overrides(
+    src: &Sources,
+    found: &mut [Toolkit],
+    active: &mut Option<PathBuf>,
+) -> Result<(), FingerprintError> {
+    if let Some(None) = src.override_opt("PREFLIGHT_NVCC") {
+        *active = None;
+    }
+    let Some(v) = src.override_parsed("PREFLIGHT_CUDA_VERSION", |v| {
+        v.parse::<crate::variant::Version>()?;
+        Ok(v.to_string())
+    })?
+    else {
+        return Ok(());
+    };
+    let toolkit = found
+        .iter_mut()
+        .find(|t| Some(&t.root) == active.as_ref())
+        .ok_or_else(|| FingerprintError::BadOverride {
+            var: "PREFLIGHT_CUDA_VERSION".into(),
+            value: v.clone(),
+            why: "there is no active toolkit to apply it to (set PREFLIGHT_NVCC too)".into(),
+        })?;
+    toolkit.version = Some(v);
+    toolkit.version_from = Some(VersionFrom::Override);
+    Ok(())
+}
+
 /// Candidate roots in the order kernels look: CUDA_HOME, CUDA_PATH, nvcc on
 /// PATH, /usr/local/cuda, then the wheels of the Python environment.
 fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
     let mut out = Vec::new();
-    let mut push = |root: PathBuf, via, site| out.push(Candidate { root, via, site });
+    let mut push = |root: PathBuf, via, site| {
+        let root = std::path::absolute(&root).unwrap_or(root);
+        out.push(Candidate { root, via, site })
+    };
     if let Some(Some(nvcc)) = src.override_opt("PREFLIGHT_NVCC") {
         push(root_of(Path::new(nvcc)), FoundVia::Override, None);
     }
@@ -191,18 +199,22 @@ fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
         let Ok(entries) = std::fs::read_dir(&nvidia) else {
             continue;
         };
-        let mut names: Vec<String> = entries
+        // Newest layout first: cu14, cu13, … then the CUDA 11 / 12
+        // `cuda_nvcc` layout.
+        let mut layouts: Vec<(u32, String)> = entries
             .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| {
-                n == "cuda_nvcc"
-                    || (n.starts_with("cu")
-                        && n[2..].bytes().all(|b| b.is_ascii_digit())
-                        && n.len() > 2)
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let rank = if name == "cuda_nvcc" {
+                    0
+                } else {
+                    name.strip_prefix("cu")?.parse::<u32>().ok()?
+                };
+                Some((rank, name))
             })
             .collect();
-        // Newest CUDA first: cu13 before cu12, then the CUDA 12 layout.
-        names.sort_by(|a, b| b.cmp(a));
+        layouts.sort_by(|a, b| b.cmp(a));
+        let names = layouts.into_iter().map(|(_, name)| name);
         for name in names {
             push(nvidia.join(name), FoundVia::PipWheel, Some(site.clone()));
         }
@@ -252,12 +264,10 @@ fn describe(c: &Candidate, tools: &mut ToolCache) -> Toolkit {
         }
     }
     if version.is_none() {
-        let dist = c.site.as_deref().and_then(|site| {
-            dist_version(site, "nvidia_cuda_nvcc").or_else(|| {
-                dist_version(site, &format!("nvidia_cuda_nvcc_{}", wheel_suffix(&c.root)))
-            })
-        });
-        version = dist
+        version = c
+            .site
+            .as_deref()
+            .and_then(|site| wheel_version(site, &c.root))
             .map(|v| (v, VersionFrom::DistInfo))
             .or_else(|| cuda_h_version(&c.root).map(|v| (v, VersionFrom::CudaH)));
     }
@@ -272,13 +282,21 @@ fn describe(c: &Candidate, tools: &mut ToolCache) -> Toolkit {
     }
 }
 
-/// `cu12` for the `nvidia/cuda_nvcc` layout of the CUDA 12 wheels, whose
-/// distribution is `nvidia-cuda-nvcc-cu12`.
-fn wheel_suffix(root: &Path) -> &'static str {
-    if root.ends_with("cuda_nvcc") {
-        "cu12"
-    } else {
-        ""
+/// The version of the nvcc wheel that installed a layout: `nvidia/cu13`
+/// comes from `nvidia-cuda-nvcc` 13.x, `nvidia/cuda_nvcc` from
+/// `nvidia-cuda-nvcc-cu12` (or `-cu11`). Both may be installed side by side,
+/// so the major version must match the layout.
+fn wheel_version(site: &Path, root: &Path) -> Option<String> {
+    let layout = root.file_name()?.to_str()?;
+    let matches = |v: &String, major: &str| v.split('.').next() == Some(major);
+    match layout
+        .strip_prefix("cu")
+        .filter(|m| m.parse::<u32>().is_ok())
+    {
+        Some(major) => dist_version(site, "nvidia-cuda-nvcc").filter(|v| matches(v, major)),
+        None => ["12", "11"].iter().find_map(|major| {
+            dist_version(site, &format!("nvidia-cuda-nvcc-cu{major}")).filter(|v| matches(v, major))
+        }),
     }
 }
 
