@@ -207,6 +207,11 @@ fn a_bad_override_is_bad_input_and_names_the_variable() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(key), "{key}: {err}");
     }
+    let mut m = Machine::new();
+    m.set("PREFLIGHT_FULL_TIMEOUT", "soon");
+    let out = m.run(&["--full"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("PREFLIGHT_FULL_TIMEOUT"));
     let m = Machine::new();
     let out = m.run(&["--python", "/nonexistent/python3"]);
     assert_eq!(out.status.code(), Some(2));

@@ -69,11 +69,21 @@ fn full_fingerprint_measures_devices_through_libcuda_and_caches_them() {
         0o600
     );
 
-    // A fresh cache measures again, and finds no libcuda: a plain fact.
-    std::fs::remove_file(&cached).expect("rm");
-    let (missing, _) = m.fingerprint(&["--full"]);
+    // A replaced interpreter (a copy: same path, same version, new inode)
+    // is asked again, and finds no libcuda: a plain fact.
+    let python = venv.join("bin/python");
+    let real = std::fs::canonicalize(&python).expect("real python");
+    std::fs::remove_file(&python).expect("rm");
+    std::fs::copy(&real, &python).expect("copy python");
+    let (missing, missing_hash) = m.fingerprint(&["--full"]);
     assert_eq!(missing.gpus.libcuda, Some(Libcuda::Missing));
     assert_eq!(missing.gpus.devices[0].compute_capability, None);
+    assert_ne!(missing_hash, full_hash);
+
+    // So does a fresh cache.
+    std::fs::remove_file(&cached).expect("rm");
+    let (fresh, _) = m.fingerprint(&["--full"]);
+    assert_eq!(fresh.gpus.libcuda, Some(Libcuda::Missing));
     let out = m.run(&["--full"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("libcuda.so.1 not installed"));

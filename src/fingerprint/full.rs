@@ -4,7 +4,7 @@
 //! limit, then cached under the fast fingerprint's hash.
 
 use super::gpu::Libcuda;
-use super::{Sources, cache, child};
+use super::{FingerprintError, Sources, cache, child};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -86,31 +86,48 @@ except Exception:
 print(json.dumps(out))
 "#;
 
+/// A cache entry: the facts and the `stat` of the interpreter that told
+/// them, so that a replaced interpreter is asked again.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    interpreter: Option<cache::Stat>,
+    measured: Measured,
+}
+
 /// The measured facts for the machine whose fast fingerprint hashes to
-/// `fast_hash`: from the cache, else measured now with `python` and cached.
-pub(crate) fn measured(src: &Sources, python: Option<&Path>, fast_hash: &str) -> Measured {
+/// `fast_hash`: from the cache, else measured now with `python` (within
+/// `timeout`) and cached.
+pub(crate) fn measured(
+    src: &Sources,
+    python: Option<&Path>,
+    fast_hash: &str,
+    timeout: Duration,
+) -> Measured {
     let path = src
         .cache_dir
         .as_deref()
         .map(|root| cache::dir(root).join(format!("full-{fast_hash}.json")));
-    if let Some(hit) = path.as_deref().and_then(cache::read::<Measured>) {
-        return hit;
+    let interpreter = python.and_then(cache::Stat::of);
+    if let Some(hit) = path.as_deref().and_then(cache::read::<Entry>) {
+        if hit.interpreter == interpreter {
+            return hit.measured;
+        }
     }
-    let timeout = src
-        .var("PREFLIGHT_FULL_TIMEOUT")
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
     let result = match python {
         Some(python) => measure(src, python, timeout),
         None => Err("no Python interpreter to load libcuda with".to_string()),
     };
     match result {
-        Ok(m) => {
+        Ok(measured) => {
             if let Some(path) = &path {
-                let _ = cache::write(path, &m);
+                let entry = Entry {
+                    interpreter,
+                    measured,
+                };
+                let _ = cache::write(path, &entry);
+                return entry.measured;
             }
-            m
+            measured
         }
         // A failed measurement is not cached: the next call tries again.
         Err(reason) => Measured {
@@ -121,6 +138,18 @@ pub(crate) fn measured(src: &Sources, python: Option<&Path>, fast_hash: &str) ->
             torch_cxx11_abi: None,
         },
     }
+}
+
+/// `PREFLIGHT_FULL_TIMEOUT` in seconds, else [`DEFAULT_TIMEOUT`].
+pub(crate) fn timeout(src: &Sources) -> Result<Duration, FingerprintError> {
+    let t = src.override_parsed("PREFLIGHT_FULL_TIMEOUT", |s| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64)
+            .ok_or_else(|| "expected a positive number of seconds".to_string())
+    })?;
+    Ok(t.unwrap_or(DEFAULT_TIMEOUT))
 }
 
 fn measure(src: &Sources, python: &Path, timeout: Duration) -> Result<Measured, String> {

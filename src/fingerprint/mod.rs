@@ -112,10 +112,11 @@ impl Fingerprint {
     /// The full fingerprint: the fast one plus the measured facts, taken
     /// from the cache or measured now in a child process.
     pub fn full(src: &Sources) -> Result<Fingerprint, FingerprintError> {
+        let timeout = full::timeout(src)?;
         let mut fp = Fingerprint::fast(src)?;
         let hash = fp.hash();
         let interpreter = fp.python.as_ref().map(|p| p.interpreter.clone());
-        let measured = full::measured(src, interpreter.as_deref(), &hash);
+        let measured = full::measured(src, interpreter.as_deref(), &hash, timeout);
         fp.merge(measured);
         // Overrides win over what was measured.
         gpu::apply_overrides(src, &mut fp.gpus)?;
