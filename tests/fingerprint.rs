@@ -357,6 +357,17 @@ fn version_files_win_over_nvcc_and_a_broken_nvcc_is_a_plain_fact() {
         "{problem}"
     );
 
+    // An nvcc that leaves a background process holding its output open
+    // still answers; the straggler is killed with its process group.
+    let lingering = m.path("cuda-lingering");
+    m.script(
+        "cuda-lingering/bin/nvcc",
+        &format!("/bin/sleep 600 &\n/bin/cat <<'EOF'\n{NVCC_12_8}\nEOF"),
+    );
+    m.set("CUDA_HOME", lingering.to_string_lossy());
+    let t = m.fingerprint(&[]).0.toolkits.found.remove(0);
+    assert_eq!(t.version.as_deref(), Some("12.8.93"));
+
     m.set("CUDA_HOME", m.path("no-such-cuda").to_string_lossy());
     let (fp, _) = m.fingerprint(&[]);
     assert!(
