@@ -166,7 +166,7 @@ fn one_gpu_and_overrides_of_gpu_facts() {
 
     m.set(
         "PREFLIGHT_GPUS",
-        r#"[{"pci_bus_id":"0000:02:00.0","device_id":"0x2330","model":"NVIDIA H100","cuda_index":null,"compute_capability":null},
+        r#"[{"pci_bus_id":"0000:02:00.0","device_id":"0x2330","model":"NVIDIA H100"},
             {"pci_bus_id":"0000:01:00.0","device_id":"0x2330","model":"NVIDIA H100","cuda_index":null,"compute_capability":null}]"#,
     );
     m.set("PREFLIGHT_COMPUTE_CAPABILITY", "9.0,8.0");

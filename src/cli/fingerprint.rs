@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
 }
 
 fn table(fp: &Fingerprint) -> String {
-    let mut t = report::table(&["", ""]);
+    let mut t = report::table(&["fact", "this machine"]);
     let g = &fp.gpus;
     let gpus = if g.devices.is_empty() {
         "none (no NVIDIA GPU on the PCI bus)".to_string()
@@ -97,10 +97,11 @@ fn table(fp: &Fingerprint) -> String {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default();
-                let problem = k
-                    .problem
-                    .as_deref()
-                    .map_or(String::new(), |p| format!(" — {p}"));
+                let problem = match (&k.problem, &k.nvcc, &k.ptxas) {
+                    (Some(p), _, _) => format!(" — {p}"),
+                    (None, None, Some(_)) => " — ptxas only, no nvcc".to_string(),
+                    _ => String::new(),
+                };
                 format!("{mark}{version}  {} ({via}){problem}", k.root.display())
             })
             .collect::<Vec<_>>()

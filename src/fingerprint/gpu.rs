@@ -26,10 +26,13 @@ pub struct Gpu {
     /// PCI device id (`0x2330`).
     pub device_id: String,
     /// Model name from the driver (`NVIDIA H100 80GB HBM3`), when it says.
+    #[serde(default)]
     pub model: Option<String>,
     /// Ordinal CUDA gives it after `CUDA_VISIBLE_DEVICES`; `None`: hidden.
+    #[serde(default)]
     pub cuda_index: Option<u32>,
     /// Compute capability (`9.0`); full fingerprint only.
+    #[serde(default)]
     pub compute_capability: Option<String>,
 }
 
