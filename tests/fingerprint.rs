@@ -258,6 +258,32 @@ fn toolkits_in_kernel_lookup_order_with_versions_from_nvcc() {
         Some(&home.to_string_lossy().into_owned())
     );
 
+    // A toolkit's libraries are links to fully versioned files.
+    m.write("cuda-12.8/targets/x86_64-linux/lib/libnvrtc.so.12.8.93", "");
+    m.write(
+        "cuda-12.8/targets/x86_64-linux/lib/libcudart.so.12.8.90",
+        "",
+    );
+    std::os::unix::fs::symlink("targets/x86_64-linux/lib", home.join("lib64")).expect("ln");
+    let lib = home.join("targets/x86_64-linux/lib");
+    std::os::unix::fs::symlink("libnvrtc.so.12.8.93", lib.join("libnvrtc.so.12")).expect("ln");
+    std::os::unix::fs::symlink("libnvrtc.so.12", lib.join("libnvrtc.so")).expect("ln");
+    std::os::unix::fs::symlink("libcudart.so.12.8.90", lib.join("libcudart.so.12")).expect("ln");
+    let tk = m.fingerprint(&[]).0.toolkits;
+    let libs: Vec<_> = tk
+        .nvrtc
+        .iter()
+        .chain(&tk.cudart)
+        .map(|l| (l.path.clone(), l.version.as_str()))
+        .collect();
+    assert_eq!(
+        libs,
+        [
+            (home.join("lib64/libnvrtc.so.12"), "12.8.93"),
+            (home.join("lib64/libcudart.so.12"), "12.8.90"),
+        ]
+    );
+
     // CUDA_PATH comes after CUDA_HOME, and the same root is listed once.
     m.set("CUDA_PATH", default.to_string_lossy());
     let (fp, _) = m.fingerprint(&[]);
