@@ -7,6 +7,7 @@
 mod cache;
 mod check;
 mod cuda_child;
+mod fingerprint;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -28,6 +29,9 @@ enum Command {
     Resolve(resolve::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
+    /// Describe this machine (GPUs, driver, CUDA toolkits, Python
+    /// environment, host) and print the hash that keys cached outcomes.
+    Fingerprint(fingerprint::Args),
     /// Probe every variant in an isolated child: declared vs observed.
     Check(check::Args),
     /// The cuda executor's child mode (internal: run by preflight itself).
@@ -63,6 +67,7 @@ pub fn main() -> ExitCode {
         Command::Resolve(args) => resolve::run(args),
         Command::Cache(args) => cache::run(args),
         Command::Check(args) => check::run(args),
+        Command::Fingerprint(args) => fingerprint::run(args),
         Command::CudaChild(_) => unreachable!("handled before"),
     });
     match result {
