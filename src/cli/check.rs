@@ -3,9 +3,13 @@
 use super::{Answer, BadInput, emit, emit_json};
 use kernel_preflight::declared::detect;
 use kernel_preflight::discover;
-use kernel_preflight::probe;
-use kernel_preflight::report::check::{self, CheckOptions, CheckResult, Target};
-use kernel_preflight::sandbox::{self, Limits};
+use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::probe::cuda::{self, CudaExecutor};
+use kernel_preflight::probe::{self, native};
+use kernel_preflight::report::check::{
+    self, CheckOptions, CheckReport, CheckResult, FingerprintRef, Target,
+};
+use kernel_preflight::sandbox::{self, Cancel, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,7 +17,8 @@ use std::time::Duration;
 /// Arguments of `preflight check`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Kernel repos, variant directories or hub cache folders.
+    /// Kernel repos, variant directories, hub cache folders, or native
+    /// module directories (with a preflight.toml).
     #[arg(required = true, value_name = "TARGET")]
     targets: Vec<PathBuf>,
     /// Probes at the same time (default: min(variants, CPUs, 4)).
@@ -57,6 +62,70 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         grace: seconds("grace", args.grace)?,
         ..Limits::default()
     };
+    let (native_dirs, hub): (Vec<PathBuf>, Vec<PathBuf>) = args
+        .targets
+        .iter()
+        .cloned()
+        .partition(|p| native::is_native_target(p));
+    let natives = native_dirs
+        .iter()
+        .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
+        .collect::<Result<Vec<_>, BadInput>>()?;
+    let cancel = sandbox::install_interrupt_handler();
+    let (mut report, mut text, mut answer) = if hub.is_empty() {
+        (
+            CheckReport {
+                fingerprint: FingerprintRef::default(),
+                results: Vec::new(),
+            },
+            String::new(),
+            true,
+        )
+    } else {
+        hub_check(&args, &hub, limits.clone(), &cancel)?
+    };
+    if !natives.is_empty() {
+        let toolkits = Fingerprint::fast(&Sources::from_process())
+            .map(|fp| fp.toolkits)
+            .map_err(|e| BadInput(e.to_string()))?;
+        let executor = CudaExecutor::current()
+            .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
+            .with_nvrtc(cuda::nvrtc_library(&toolkits));
+        let executor = CudaExecutor { limits, ..executor };
+        for (given, target) in &natives {
+            let probed = native::probe(target, &executor, 0, &cancel)
+                .map_err(|e| BadInput(format!("{given}: {e}")))?;
+            answer &= probed.outcome.kind.passed();
+            report
+                .results
+                .extend(kernel_preflight::report::native::rows(given, &probed));
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&kernel_preflight::report::native::table(given, &probed));
+        }
+    }
+    if let Some(signal) = cancel.signal() {
+        eprintln!("preflight: interrupted; every probe was stopped");
+        std::process::exit(128 + signal);
+    }
+    if args.json {
+        emit_json(&report);
+    } else {
+        emit(&text);
+    }
+    Ok(if answer { Answer::Yes } else { Answer::No })
+}
+
+/// Checks the hub targets (kernel repos, variant directories, hub cache
+/// folders): the report, its table, and whether every target has a
+/// working variant.
+fn hub_check(
+    args: &Args,
+    hub: &[PathBuf],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<(CheckReport, String, bool), BadInput> {
     let python = probe::find_python(&args.python).ok_or_else(|| {
         BadInput(format!(
             "--python {}: no such executable (give a path, or a name on PATH)",
@@ -71,8 +140,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             smoke.display()
         )));
     }
-    let targets = args
-        .targets
+    let targets = hub
         .iter()
         .map(|path| {
             Ok(Target {
@@ -93,12 +161,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     };
     let options = CheckOptions {
         python,
-        smoke: args.smoke,
+        smoke: args.smoke.clone(),
         all: args.all,
         jobs,
         limits,
     };
-    let cancel = sandbox::install_interrupt_handler();
     let progress = progress_bar(probes);
     let on_result = |r: &CheckResult| {
         if let Some(bar) = &progress
@@ -108,24 +175,13 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             bar.set_message(format!("{} {}", r.variant, r.outcome.kind));
         }
     };
-    let report = check::run(&targets, &system, &options, &cancel, &on_result);
+    let report = check::run(&targets, &system, &options, cancel, &on_result);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    if let Some(signal) = cancel.signal() {
-        eprintln!("preflight: interrupted; every probe was stopped");
-        std::process::exit(128 + signal);
-    }
-    if args.json {
-        emit_json(&report);
-    } else {
-        emit(&check::table(&report, &targets, &system));
-    }
-    Ok(if report.every_target_passes() {
-        Answer::Yes
-    } else {
-        Answer::No
-    })
+    let text = check::table(&report, &targets, &system);
+    let passes = report.every_target_passes();
+    Ok((report, text, passes))
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.

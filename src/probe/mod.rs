@@ -11,6 +11,7 @@
 pub mod channel;
 pub mod cuda;
 pub mod library;
+pub mod native;
 
 pub use channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
 

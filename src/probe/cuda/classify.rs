@@ -71,10 +71,16 @@ impl Facts {
     /// Timings: total wall time, module load, and the median of the first
     /// timed launch (device events).
     pub fn timings(&self, wall_ms: f64) -> Timings {
+        // Rounded to the microsecond, as `check` reports every timing.
+        let round = |ms: f64| (ms * 1e3).round() / 1e3;
         Timings {
-            total_ms: wall_ms,
-            import_ms: self.load_ms,
-            smoke_ms: self.timings.first().and_then(LaunchTiming::median_ms),
+            total_ms: round(wall_ms),
+            import_ms: self.load_ms.map(round),
+            smoke_ms: self
+                .timings
+                .first()
+                .and_then(LaunchTiming::median_ms)
+                .map(round),
         }
     }
 }

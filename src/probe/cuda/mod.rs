@@ -28,6 +28,12 @@ use classify::Facts;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// The NVRTC library a kernel would use: the first `libnvrtc.so.N` of the
+/// toolkits and wheels, in the order kernels look for them.
+pub fn nvrtc_library(toolkits: &crate::fingerprint::Toolkits) -> Option<PathBuf> {
+    toolkits.nvrtc.first().map(|l| l.path.clone())
+}
+
 /// The hidden subcommand that runs [`child::main`].
 pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
 
