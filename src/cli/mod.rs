@@ -7,6 +7,7 @@
 mod cache;
 mod check;
 mod cuda_child;
+mod doctor;
 mod fingerprint;
 mod resolve;
 
@@ -34,6 +35,9 @@ enum Command {
     Fingerprint(fingerprint::Args),
     /// Probe every variant in an isolated child: declared vs observed.
     Check(check::Args),
+    /// What this machine can do for compute kernels: driver, devices,
+    /// NVRTC, nvcc, PTX JIT, bf16 / fp8 / wgmma, torch, Triton, CuTe-DSL.
+    Doctor(doctor::Args),
     /// The cuda executor's child mode (internal: run by preflight itself).
     #[command(name = "__cuda-child", hide = true)]
     CudaChild(cuda_child::Args),
@@ -68,6 +72,7 @@ pub fn main() -> ExitCode {
         Command::Cache(args) => cache::run(args),
         Command::Check(args) => check::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::CudaChild(_) => unreachable!("handled before"),
     });
     match result {

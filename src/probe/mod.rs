@@ -10,6 +10,7 @@
 
 pub mod channel;
 pub mod cuda;
+pub mod doctor;
 pub mod library;
 pub mod native;
 

@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod doctor;
 pub mod native;
 pub mod resolve;
 

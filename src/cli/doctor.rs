@@ -1,0 +1,80 @@
+//! `preflight doctor`
+
+use super::{Answer, BadInput, emit, emit_json};
+use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::probe::cuda::{self, CudaExecutor};
+use kernel_preflight::probe::doctor::{self, DoctorOptions};
+use kernel_preflight::report;
+use kernel_preflight::sandbox::{self, Limits};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Arguments of `preflight doctor`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Python interpreter for the torch / Triton / CuTe-DSL probes
+    /// (default: as the fingerprint finds it: VIRTUAL_ENV, CONDA_PREFIX,
+    /// python3 on PATH).
+    #[arg(long, value_name = "P")]
+    python: Option<PathBuf>,
+    /// Seconds each probe may run before it is stopped.
+    #[arg(long, default_value_t = 120.0, value_name = "S")]
+    timeout: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<Answer, BadInput> {
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            BadInput(format!(
+                "--timeout {}: expected a positive number of seconds",
+                args.timeout
+            ))
+        })?;
+    let mut sources = Sources::from_process();
+    sources.python = args.python.clone();
+    let fingerprint = Fingerprint::fast(&sources)?;
+    let toolkits = &fingerprint.toolkits;
+    let nvcc = toolkits
+        .found
+        .iter()
+        .find(|t| Some(&t.root) == toolkits.active.as_ref())
+        .and_then(|t| Some((t.nvcc.clone()?, t.version.clone())));
+    let limits = Limits {
+        timeout,
+        ..Limits::default()
+    };
+    let executor = CudaExecutor::current()
+        .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
+        .with_nvrtc(cuda::nvrtc_library(toolkits));
+    let options = DoctorOptions {
+        executor: CudaExecutor {
+            limits: limits.clone(),
+            ..executor
+        },
+        nvcc,
+        python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
+        python_limits: limits.clone(),
+        nvcc_limits: limits,
+    };
+    let cancel = sandbox::install_interrupt_handler();
+    let report = doctor::run(&options, &cancel, &|_| {});
+    if let Some(signal) = cancel.signal() {
+        eprintln!("preflight: interrupted; every probe was stopped");
+        std::process::exit(128 + signal);
+    }
+    if args.json {
+        emit_json(&report);
+    } else {
+        emit(&report::doctor::table(&report));
+    }
+    Ok(if report.any_failure() {
+        Answer::No
+    } else {
+        Answer::Yes
+    })
+}
