@@ -1,0 +1,353 @@
+//! The cuda executor and native module targets with real parts and no GPU:
+//! the `preflight` binary re-executed as the cuda child, the real NVRTC and
+//! nvcc from NVIDIA's wheels (`scripts/setup-env.sh`), and a libcuda that
+//! is absent (forced with `PREFLIGHT_LIBCUDA`, so that these tests mean the
+//! same on a machine with a GPU).
+//!
+//! Tests that need a GPU are `#[ignore]`d and run by `scripts/gpu-check.sh`.
+
+mod common;
+
+use common::{preflight_cmd, stderr, stdout, venv};
+use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
+use kernel_preflight::probe::cuda::{
+    Arg, CudaExecutor, ElemType, Failure, Launch, ModuleKind, ModuleSpec, Step, Tolerance,
+};
+use kernel_preflight::probe::native;
+use kernel_preflight::sandbox::{Cancel, Termination};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NO_LIBCUDA: &str = "/nonexistent/preflight-test/libcuda.so.1";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/native")
+        .join(name)
+}
+
+/// The CUDA 13 wheel layout: `bin/nvcc`, `lib/libnvrtc.so.13`.
+fn cu13() -> PathBuf {
+    std::fs::read_dir(venv().join("lib"))
+        .expect("venv lib")
+        .flatten()
+        .map(|e| e.path().join("site-packages/nvidia/cu13"))
+        .find(|p| p.is_dir())
+        .expect("the nvidia-cuda-* 13 wheels in the test venv")
+}
+
+fn nvrtc() -> PathBuf {
+    cu13().join("lib/libnvrtc.so.13")
+}
+
+/// An executor of the real binary with no libcuda and the wheel's NVRTC.
+fn executor() -> CudaExecutor {
+    let mut e = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight")).with_nvrtc(Some(nvrtc()));
+    e.libcuda = Some(NO_LIBCUDA.into());
+    e
+}
+
+fn cuda_source(path: PathBuf, target: Option<&str>) -> ModuleSpec {
+    ModuleSpec {
+        path,
+        kind: ModuleKind::Cuda,
+        nvrtc_options: Vec::new(),
+        target: target.map(str::to_owned),
+    }
+}
+
+fn axpy_launch() -> Launch {
+    Launch {
+        function: "preflight_axpy".into(),
+        grid: [1, 1, 1],
+        block: [4, 1, 1],
+        shared_mem_bytes: 0,
+        args: vec![
+            Arg::Scalar {
+                ty: ElemType::F32,
+                value: 2.0,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: vec![1.0; 4],
+                expect: None,
+                tolerance: Tolerance::EXACT,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: vec![1.0; 4],
+                expect: Some(vec![3.0; 4]),
+                tolerance: Tolerance::EXACT,
+            },
+            Arg::Scalar {
+                ty: ElemType::U32,
+                value: 4.0,
+            },
+        ],
+        warmup: 1,
+        iterations: 2,
+    }
+}
+
+/// Compiles `source` with the wheel's nvcc into `out`.
+fn nvcc(args: &[&str], source: &Path, out: &Path) {
+    let status = Command::new(cu13().join("bin/nvcc"))
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+        .status()
+        .expect("run nvcc");
+    assert!(status.success(), "nvcc {args:?} failed");
+}
+
+#[test]
+fn nvrtc_on_broken_source_is_a_jit_compile_error_carrying_the_log() {
+    let run = executor()
+        .run(
+            0,
+            Some(&cuda_source(fixture("broken.cu"), None)),
+            &[axpy_launch()],
+            &Cancel::new(),
+        )
+        .expect("run");
+    let o = &run.outcome;
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::JitCompileError, Phase::Load)
+    );
+    assert!(
+        o.message.contains("identifier \"q\" is undefined"),
+        "{}",
+        o.message
+    );
+    assert!(
+        o.stderr_tail.contains("1 error detected"),
+        "{}",
+        o.stderr_tail
+    );
+    match &run.facts.failure {
+        Some((Step::Compile, Failure::Nvrtc { log, code, .. })) => {
+            assert_eq!(*code, 6, "NVRTC_ERROR_COMPILATION");
+            assert!(log.contains("broken.cu(5): error"), "{log}");
+        }
+        other => panic!("expected an NVRTC failure, got {other:?}"),
+    }
+    assert_eq!(run.run.termination, Termination::Exited { code: 0 });
+}
+
+#[test]
+fn nvrtc_on_good_source_compiles_then_load_fails_with_no_device() {
+    let run = executor()
+        .run(
+            0,
+            Some(&cuda_source(fixture("axpy/axpy.cu"), None)),
+            &[axpy_launch()],
+            &Cancel::new(),
+        )
+        .expect("run");
+    let (target, image, bytes, version) = run.facts.compiled.clone().expect("compiled");
+    assert_eq!(image, "ptx", "no device: NVRTC's default target is PTX");
+    assert!(target.contains("default"), "{target}");
+    assert!(bytes > 100);
+    assert!(version.starts_with("13."), "{version}");
+    assert_eq!(run.outcome.kind, OutcomeKind::NoDevice);
+    assert!(
+        run.outcome.message.contains("libcuda.so.1"),
+        "{}",
+        run.outcome.message
+    );
+    assert!(run.facts.load_ms.is_none(), "nothing was loaded");
+}
+
+#[test]
+fn nvrtc_compiles_arch_specific_cubins() {
+    let run = executor()
+        .run(
+            0,
+            Some(&cuda_source(fixture("axpy/axpy.cu"), Some("sm_90a"))),
+            &[],
+            &Cancel::new(),
+        )
+        .expect("run");
+    let (target, image, bytes, _) = run.facts.compiled.clone().expect("compiled");
+    assert_eq!((target.as_str(), image.as_str()), ("sm_90a", "cubin"));
+    assert!(bytes > 1000);
+}
+
+#[test]
+fn without_libcuda_the_executor_reports_no_device_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let cubin = dir.path().join("axpy.cubin");
+    nvcc(&["-cubin", "-arch=sm_90"], &fixture("axpy/axpy.cu"), &cubin);
+    let spec = ModuleSpec {
+        path: cubin,
+        kind: ModuleKind::Cubin,
+        nvrtc_options: Vec::new(),
+        target: None,
+    };
+    let run = executor()
+        .run(0, Some(&spec), &[axpy_launch()], &Cancel::new())
+        .expect("run");
+    let o = &run.outcome;
+    assert_eq!((o.kind, o.phase), (OutcomeKind::NoDevice, Phase::Start));
+    assert_eq!((o.exit_code, o.signal.as_deref()), (Some(0), None));
+    assert!(o.message.contains(NO_LIBCUDA), "{}", o.message);
+    assert!(!o.hint.is_empty());
+    assert!(run.facts.done, "the child finished its result file");
+    assert!(matches!(
+        run.facts.failure,
+        Some((Step::Driver, Failure::LibraryMissing { .. }))
+    ));
+    assert!(
+        !run.outcome.stderr_tail.contains("panicked"),
+        "{}",
+        run.outcome.stderr_tail
+    );
+}
+
+#[test]
+fn a_missing_nvrtc_is_a_jit_compile_error_not_a_crash() {
+    let mut e = executor();
+    e.nvrtc = Some("/nonexistent/libnvrtc.so.13".into());
+    let run = e
+        .run(
+            0,
+            Some(&cuda_source(fixture("axpy/axpy.cu"), None)),
+            &[],
+            &Cancel::new(),
+        )
+        .expect("run");
+    assert_eq!(run.outcome.kind, OutcomeKind::JitCompileError);
+    assert!(run.outcome.message.contains("NVRTC is not loadable"));
+    assert!(run.outcome.hint.contains("nvidia-cuda-nvrtc"));
+}
+
+#[test]
+fn the_wheel_nvcc_compiles_a_cubin_for_a_real_architecture() {
+    let dir = tempfile::tempdir().unwrap();
+    let cubin = dir.path().join("axpy.cubin");
+    nvcc(&["-cubin", "-arch=sm_90"], &fixture("axpy/axpy.cu"), &cubin);
+    let bytes = std::fs::read(&cubin).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    let machine = u16::from_le_bytes([bytes[18], bytes[19]]);
+    assert_eq!(machine, 190, "EM_CUDA");
+}
+
+#[test]
+fn the_doctor_ptx_assembles_with_ptxas() {
+    let dir = tempfile::tempdir().unwrap();
+    let ptx = dir.path().join("axpy.ptx");
+    std::fs::write(&ptx, include_str!("../src/probe/doctor/kernels/axpy.ptx")).unwrap();
+    let status = Command::new(cu13().join("bin/ptxas"))
+        .args(["-arch=sm_90", "-o"])
+        .arg(dir.path().join("axpy.cubin"))
+        .arg(&ptx)
+        .status()
+        .expect("run ptxas");
+    assert!(status.success());
+}
+
+/// A copy of the `axpy` native target with its cubin built for `arch`.
+fn native_target(arch: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["axpy.cu", "preflight.toml"] {
+        std::fs::copy(fixture("axpy").join(f), dir.path().join(f)).unwrap();
+    }
+    nvcc(
+        &["-cubin", &format!("-arch={arch}")],
+        &fixture("axpy/axpy.cu"),
+        &dir.path().join("axpy.cubin"),
+    );
+    dir
+}
+
+#[test]
+fn native_targets_load_and_probe_every_module() {
+    let dir = native_target("sm_90");
+    let target = native::load(dir.path()).expect("valid preflight.toml");
+    assert_eq!(target.modules.len(), 2);
+    let report = native::probe(&target, &executor(), 0, &Cancel::new()).expect("probe");
+    assert_eq!(report.modules.len(), 2);
+    assert_eq!(report.outcome.kind, OutcomeKind::NoDevice);
+    assert!(report.outcome.message.starts_with("axpy.cubin: "));
+    // The source module still compiled: a broken kernel would say so here.
+    assert!(report.modules[1].1.facts.compiled.is_some());
+}
+
+#[test]
+fn check_on_a_native_target_without_a_gpu_answers_no() {
+    let dir = native_target("sm_90");
+    let out = preflight_cmd()
+        .args(["check", "--json"])
+        .arg(dir.path())
+        .env("PREFLIGHT_LIBCUDA", NO_LIBCUDA)
+        .env("CUDA_HOME", cu13())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let results = json["results"].as_array().unwrap();
+    let variants: Vec<&str> = results
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["axpy.cubin", "axpy.cu"]);
+    for r in results {
+        assert_eq!(r["outcome"]["kind"], "no_device");
+        assert_eq!(r["declared"]["accepted"], true);
+    }
+}
+
+#[test]
+fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
+    let out = preflight_cmd()
+        .arg("check")
+        .arg(fixture("bad"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("preflight.toml: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("preflight.toml"),
+        "[[module]]\nfile = \"k.cubin\"\ngrid = 1\n",
+    )
+    .unwrap();
+    let out = preflight_cmd()
+        .arg("check")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("unknown field `grid`"), "{err}");
+}
+
+#[test]
+#[ignore = "needs a GPU: run scripts/gpu-check.sh"]
+fn on_a_gpu_native_modules_pass_verified() {
+    let probe = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
+    let first = probe.run(0, None, &[], &Cancel::new()).expect("run");
+    let device = first.facts.device.expect("a GPU");
+    let dir = native_target(&device.sm());
+    let target = native::load(dir.path()).unwrap();
+    let report =
+        native::probe(&target, &probe.with_nvrtc(Some(nvrtc())), 0, &Cancel::new()).unwrap();
+    for (module, run) in &report.modules {
+        assert_eq!(
+            run.outcome.kind,
+            OutcomeKind::Pass,
+            "{}: {:?}",
+            module.name(),
+            run.outcome
+        );
+        assert_eq!(run.outcome.depth, Some(Depth::Verified));
+        assert!(run.timings.smoke_ms.is_some());
+    }
+}
