@@ -8,6 +8,7 @@
 //! over this API.
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod declared;
 pub mod discover;
 pub mod report;

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 the answer is "no"; 2 bad input or usage; 3 an
 //! internal error.
 
+mod cache;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ enum Command {
     /// Declared, name-level check: which variants the hub loader would accept
     /// here, in its preference order.
     Resolve(resolve::Args),
+    /// Manage the outcome cache.
+    Cache(cache::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -48,6 +51,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Resolve(args) => resolve::run(args),
+        Command::Cache(args) => cache::run(args),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -6,3 +6,6 @@ pub mod system;
 
 pub use resolve::{Decision, Rejection, resolve};
 pub use system::{System, SystemError};
+
+#[cfg(test)]
+mod tests;

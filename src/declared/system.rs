@@ -67,11 +67,8 @@ const BACKENDS: &str = "cuda, rocm, xpu, metal, cpu, cann, neuron, tpu";
 impl System {
     /// The host's CPU and OS with nothing installed: backend `cpu`, no torch.
     pub fn bare_host() -> System {
-        let cpu = match std::env::consts::ARCH {
-            "x86_64" => "x86_64",
-            "aarch64" => "aarch64",
-            other => other,
-        };
+        // Rust's arch names for these hosts are the hub's spellings already.
+        let cpu = std::env::consts::ARCH;
         let os = match std::env::consts::OS {
             "macos" => "darwin",
             other => other,

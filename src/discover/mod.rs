@@ -213,8 +213,7 @@ fn dir_name(path: &Path) -> String {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     absolute
         .components()
-        .filter(|c| !matches!(c, std::path::Component::CurDir))
-        .next_back()
+        .rfind(|c| !matches!(c, std::path::Component::CurDir))
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .unwrap_or_default()
 }

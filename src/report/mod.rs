@@ -1,6 +1,7 @@
 //! Report: the tables people read and the JSON machines read, built from
 //! the library's types.
 
+pub mod cache;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

@@ -1,0 +1,86 @@
+//! Cache keys: sha256 over a stable serialization of what decides an outcome.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// A 64-digit lowercase hex sha256.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Key(String);
+
+impl Key {
+    /// Parse a key as a person or a file name writes it.
+    pub fn parse(s: &str) -> Result<Key, super::CacheError> {
+        if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(Key(s.to_ascii_lowercase()))
+        } else {
+            Err(super::CacheError::BadKey(s.to_string()))
+        }
+    }
+
+    /// The hex text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// sha256 of bytes, as a key.
+    pub fn of_bytes(bytes: &[u8]) -> Key {
+        Key(hex(&Sha256::digest(bytes)))
+    }
+}
+
+impl TryFrom<String> for Key {
+    type Error = super::CacheError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        Key::parse(&s)
+    }
+}
+
+impl From<Key> for String {
+    fn from(k: Key) -> String {
+        k.0
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Lowercase hex of bytes.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Everything an outcome depends on. Its sha256 is the cache key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyParts {
+    /// Entry format version.
+    pub schema: u32,
+    /// Hash of the machine's full fingerprint.
+    pub fingerprint: String,
+    /// The variant's identity (metadata digest or content hash).
+    pub variant: String,
+    /// The smoke source's identity (`none` for load-only).
+    pub smoke: String,
+}
+
+impl KeyParts {
+    /// The key: sha256 of the fields, each length-prefixed so that no two
+    /// different sets of parts serialize alike.
+    pub fn key(&self) -> Key {
+        let mut h = Sha256::new();
+        for field in [
+            self.schema.to_string().as_str(),
+            &self.fingerprint,
+            &self.variant,
+            &self.smoke,
+        ] {
+            h.update((field.len() as u64).to_le_bytes());
+            h.update(field.as_bytes());
+        }
+        Key(hex(&h.finalize()))
+    }
+}

@@ -1,0 +1,206 @@
+//! Expected decision tables, written by hand from the hub's rules.
+
+use super::*;
+use crate::variant::VariantName;
+
+fn system(spec: &str) -> System {
+    System::bare_host()
+        .with_overrides(&format!("cpu=x86_64,os=linux,{spec}"))
+        .unwrap()
+}
+
+/// Resolve and render as `name` or `name: reason-code`, in order.
+fn table(names: &[&str], spec: &str) -> Vec<String> {
+    let names: Vec<VariantName> = names.iter().map(|n| n.parse().unwrap()).collect();
+    resolve(&names, &system(spec))
+        .iter()
+        .map(|d| match &d.rejection {
+            None => d.variant.to_string(),
+            Some(r) => format!("{}: {}", d.variant, r.code()),
+        })
+        .collect()
+}
+
+#[test]
+fn cuda_minor_versions_are_compatible_within_a_major() {
+    let got = table(
+        &[
+            "torch29-cxx11-cu126-x86_64-linux",
+            "torch29-cxx11-cu128-x86_64-linux",
+            "torch29-cxx11-cu129-x86_64-linux",
+            "torch29-cxx11-cu130-x86_64-linux",
+            "torch29-cxx11-cu118-x86_64-linux",
+        ],
+        "cuda=12.8,torch=2.9,cxx11=true,tvm-ffi=none",
+    );
+    assert_eq!(
+        got,
+        [
+            "torch29-cxx11-cu128-x86_64-linux",
+            "torch29-cxx11-cu126-x86_64-linux",
+            // Rejected variants keep the hub's order too: by minor version only.
+            "torch29-cxx11-cu129-x86_64-linux: cuda_version",
+            "torch29-cxx11-cu118-x86_64-linux: cuda_version",
+            "torch29-cxx11-cu130-x86_64-linux: cuda_version",
+        ]
+    );
+}
+
+#[test]
+fn full_preference_order() {
+    let got = table(
+        &[
+            "torch-universal",
+            "torch-cuda",
+            "tvm-ffi01-cu128-x86_64-linux",
+            "torch29-cxx11-cu128-x86_64-linux",
+            "torch29-cu126-x86_64-linux",
+            "torch-stable-abi28-cu128-x86_64-linux",
+            "torch-stable-abi29-cu126-x86_64-linux",
+        ],
+        "cuda=12.9,torch=2.9,cxx11=true,tvm-ffi=0.1",
+    );
+    assert_eq!(
+        got,
+        [
+            // Newest stable ABI first, then the backend's minor version.
+            "torch-stable-abi29-cu126-x86_64-linux",
+            "torch-stable-abi28-cu128-x86_64-linux",
+            // Untagged torch before the C++ ABI-tagged one, even with an older CUDA.
+            "torch29-cu126-x86_64-linux",
+            "torch29-cxx11-cu128-x86_64-linux",
+            "tvm-ffi01-cu128-x86_64-linux",
+            "torch-cuda",
+            "torch-universal",
+        ]
+    );
+}
+
+#[test]
+fn framework_versions() {
+    let names = [
+        "torch-stable-abi210-cpu-x86_64-linux",
+        "torch-stable-abi29-cpu-x86_64-linux",
+        "torch29-cxx98-cpu-x86_64-linux",
+        "torch28-cpu-x86_64-linux",
+        "tvm-ffi02-cpu-x86_64-linux",
+    ];
+    assert_eq!(
+        table(&names, "backend=cpu,torch=2.9,cxx11=true,tvm-ffi=0.1"),
+        [
+            "torch-stable-abi29-cpu-x86_64-linux",
+            "torch-stable-abi210-cpu-x86_64-linux: stable_abi_too_new",
+            "torch28-cpu-x86_64-linux: torch_version",
+            "torch29-cxx98-cpu-x86_64-linux: cxx11_abi",
+            "tvm-ffi02-cpu-x86_64-linux: tvm_ffi_version",
+        ]
+    );
+    // Without torch, no torch variant and no stable-ABI variant applies.
+    assert_eq!(
+        table(&names[..2], "backend=cpu,torch=none"),
+        [
+            "torch-stable-abi210-cpu-x86_64-linux: stable_abi_too_new",
+            "torch-stable-abi29-cpu-x86_64-linux: stable_abi_too_new",
+        ]
+    );
+}
+
+#[test]
+fn other_backends_match_exactly() {
+    let names = [
+        "torch29-rocm63-x86_64-linux",
+        "torch29-rocm64-x86_64-linux",
+        "torch29-cu128-x86_64-linux",
+        "torch-rocm",
+        "torch-cuda",
+    ];
+    assert_eq!(
+        table(&names, "backend=rocm,rocm=6.4,torch=2.9"),
+        [
+            "torch29-rocm64-x86_64-linux",
+            "torch-rocm",
+            "torch29-cu128-x86_64-linux: backend",
+            "torch29-rocm63-x86_64-linux: backend",
+            "torch-cuda: noarch_backend",
+        ]
+    );
+}
+
+#[test]
+fn cann_uses_npu_noarch_and_metal_needs_macos_26() {
+    assert_eq!(
+        table(&["torch-npu", "torch-cpu"], "backend=cann,cann=8.1"),
+        ["torch-npu", "torch-cpu: noarch_backend"]
+    );
+    let metal = |macos: &str| {
+        let s = System::bare_host()
+            .with_overrides(&format!(
+                "backend=metal,cpu=aarch64,os=darwin,torch=2.9,macos={macos}"
+            ))
+            .unwrap();
+        let v: VariantName = "torch29-metal-aarch64-darwin".parse().unwrap();
+        resolve([&v], &s)[0]
+            .rejection
+            .as_ref()
+            .map(|r| r.to_string())
+    };
+    assert_eq!(metal("26.0"), None);
+    assert_eq!(
+        metal("15.5").as_deref(),
+        Some("Metal kernels require macOS 26.0 or later, system macOS version is 15.5")
+    );
+}
+
+#[test]
+fn cpu_and_os_are_checked_first() {
+    assert_eq!(
+        table(
+            &["torch29-cu128-aarch64-linux", "torch29-cu128-x86_64-darwin"],
+            "cuda=12.8,torch=2.8"
+        ),
+        [
+            "torch29-cu128-aarch64-linux: cpu",
+            "torch29-cu128-x86_64-darwin: os"
+        ]
+    );
+}
+
+#[test]
+fn system_overrides() {
+    let s = System::bare_host().with_overrides("cuda=12.8").unwrap();
+    assert_eq!(s.backend.to_string(), "cu128");
+    let s = s.with_overrides("backend=cpu").unwrap();
+    assert_eq!(s.backend.to_string(), "cpu");
+    assert!(matches!(
+        System::bare_host().with_overrides("backend=cuda"),
+        Err(SystemError::MissingVersion { backend: "cuda" })
+    ));
+    // A detected CUDA version is kept when only the backend is named.
+    let detected = System::bare_host().with_overrides("cuda=13.0").unwrap();
+    assert_eq!(
+        detected
+            .with_overrides("backend=cuda")
+            .unwrap()
+            .backend
+            .to_string(),
+        "cu130"
+    );
+    for bad in [
+        "gpu=1",
+        "cuda=12",
+        "cuda=x.y",
+        "torch=2",
+        "cxx11=yes",
+        "os=plan9",
+        "cpu=ppc64le",
+        "backend=opencl",
+        "torch",
+    ] {
+        assert!(System::bare_host().with_overrides(bad).is_err(), "{bad}");
+    }
+    let s = System::bare_host()
+        .with_overrides("torch=2.9.1+cu128,tvm-ffi=0.1.0rc1")
+        .unwrap();
+    assert_eq!(s.torch, Some(crate::variant::Version::new(2, 9)));
+    assert_eq!(s.tvm_ffi, Some(crate::variant::Version::new(0, 1)));
+}
