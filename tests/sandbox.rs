@@ -352,6 +352,7 @@ fn child_sees_the_sandbox_not_the_parent() {
     let dir = sandbox.dir().canonicalize().expect("canonical dir");
     assert_eq!(v["cwd"], dir.to_string_lossy().as_ref());
     assert_eq!(v["tmpdir"], sandbox.dir().to_string_lossy().as_ref());
+    assert_eq!(v["pwd"], sandbox.dir().to_string_lossy().as_ref());
     assert_eq!(v["rlimit_core"], serde_json::json!([0, 0]));
     let nofile = v["rlimit_nofile"][0].as_u64().expect("nofile");
     assert!(nofile <= 4096, "{nofile}");
