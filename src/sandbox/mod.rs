@@ -352,6 +352,18 @@ mod tests {
         );
     }
 
+    /// Probes run in parallel on rayon workers.
+    #[test]
+    fn shareable_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Sandbox>();
+        send_sync::<Cancel>();
+        send_sync::<Limits>();
+        send_sync::<ChildCommand>();
+        send_sync::<RunReport>();
+        send_sync::<SandboxError>();
+    }
+
     #[test]
     fn signal_names() {
         assert_eq!(signal_name(libc::SIGSEGV), "SIGSEGV");
