@@ -456,7 +456,7 @@ fn summary(
     driver_ptx: Option<PtxIsa>,
     how: &Runnable,
 ) -> String {
-    let here = format!("this GPU is sm_{} ({gpu})", gpu.sm());
+    let here = format!("this GPU is sm_{}", gpu.sm());
     let outcome = match how {
         Runnable::NoImages => return format!("no CUDA images; {here}: nothing to run"),
         Runnable::Sass { target } => format!("runs the {target} SASS"),

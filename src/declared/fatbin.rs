@@ -170,6 +170,14 @@ fn decompress(
     let size = size as usize;
     let out = match method {
         Compression::Lz4 => {
+            // LZ4 cannot expand more than 255-fold; a larger claim is corruption,
+            // and must not become a huge allocation.
+            if size > data.len().saturating_mul(255).saturating_add(16) {
+                return Err(fail(format!(
+                    "declared size {size} is impossible for {} compressed bytes",
+                    data.len()
+                )));
+            }
             let mut out = vec![0u8; size];
             let n = lz4_flex::block::decompress_into(data, &mut out)
                 .map_err(|e| fail(e.to_string()))?;
@@ -180,7 +188,7 @@ fn decompress(
             use std::io::Read;
             let decoder =
                 ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| fail(e.to_string()))?;
-            let mut out = Vec::with_capacity(size);
+            let mut out = Vec::with_capacity(size.min(64 << 20));
             // One byte past the declared size reveals a frame that is too long.
             decoder
                 .take(size as u64 + 1)
