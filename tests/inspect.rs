@@ -360,3 +360,71 @@ fn cli_corrupt_fatbin_in_a_shared_object_is_located() {
         format!(".nv_fatbin section: fatbin container at offset {container:#x}: expected magic");
     assert!(stderr.contains(&expected), "{stderr}\nexpected {expected}");
 }
+
+// ---- corrupt input: errors, never panics ----
+
+mod corrupt {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FILES: [&str; 7] = [
+        "mixed.fatbin",
+        "zstd.fatbin",
+        "lz4.fatbin",
+        "concat.fatbin",
+        "sm90a.cubin",
+        "two_gencodes.so",
+        "ptx_only.so",
+    ];
+
+    fn bytes(index: usize) -> Vec<u8> {
+        std::fs::read(fixture(FILES[index % FILES.len()])).unwrap()
+    }
+
+    fn check(data: &[u8]) -> Result<FileImages, String> {
+        embedded::inspect_bytes(Path::new("x"), data).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_fixture_parses_whole() {
+        for (index, name) in FILES.iter().enumerate() {
+            assert!(check(&bytes(index)).is_ok(), "{name}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// A fatbin or cubin cut short anywhere is an error, never a panic
+        /// or a silently shorter list.
+        #[test]
+        fn truncation_is_an_error(index in 0usize..5, cut in 0.0f64..1.0) {
+            let data = bytes(index);
+            let len = 1 + ((data.len() - 1) as f64 * cut) as usize;
+            prop_assume!(len < data.len());
+            prop_assert!(check(&data[..len]).is_err(), "{} cut at {len}", FILES[index]);
+        }
+
+        /// Flipped bytes anywhere in a real file never panic.
+        #[test]
+        fn flipped_bytes_never_panic(
+            index in 0usize..FILES.len(),
+            flips in prop::collection::vec((0.0f64..1.0, 1u8..=255), 1..8),
+        ) {
+            let mut data = bytes(index);
+            for (at, xor) in flips {
+                let i = ((data.len() - 1) as f64 * at) as usize;
+                data[i] ^= xor;
+            }
+            let _ = check(&data);
+        }
+
+        /// Random bytes behind a fatbin magic never panic.
+        #[test]
+        fn random_fatbins_never_panic(body in prop::collection::vec(any::<u8>(), 0..512)) {
+            let mut data = 0xBA55_ED50u32.to_le_bytes().to_vec();
+            data.extend(body);
+            let _ = check(&data);
+        }
+    }
+}
