@@ -3,7 +3,7 @@
 
 mod inspect_support;
 
-use inspect_support::{SPECS, cuda_tool, fixture, fixtures};
+use inspect_support::{cuda_fixture_names, cuda_tool, fixture};
 use kernel_preflight::declared::arch::{ImageKind, PtxIsa};
 use kernel_preflight::declared::embedded::{self, FileImages, Format};
 use kernel_preflight::declared::fatbin::Compression;
@@ -66,20 +66,16 @@ fn in_cuobjdump_terms(file: &FileImages) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn agrees_with_cuobjdump_on_every_fixture() {
-    let dir = fixtures();
-    for spec in SPECS {
-        if spec.name.ends_with(".ptx") {
-            continue;
-        }
-        let path = dir.join(spec.name);
+    let names = cuda_fixture_names();
+    assert!(names.len() >= 18, "{names:?}");
+    for name in names {
+        let path = fixture(&name);
         let ours = embedded::inspect_file(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert!(ours.has_cuda(), "{}: no images found", spec.name);
+        assert!(ours.has_cuda(), "{name}: no images found");
         assert_eq!(
             in_cuobjdump_terms(&ours),
             cuobjdump(&path),
-            "{} ({:?}): preflight vs cuobjdump (ELF, PTX)",
-            spec.name,
-            spec.args
+            "{name}: preflight vs cuobjdump (ELF, PTX)"
         );
     }
 }
@@ -97,6 +93,23 @@ fn standalone_cubins_keep_their_suffix() {
         assert_eq!(targets(&file), [target], "{name}");
         assert_eq!(file.images[0].compressed, None);
     }
+}
+
+#[test]
+fn cuda12_cubins_use_the_older_e_flags_layouts() {
+    for (name, target, abi) in [
+        ("cuda12_sm80.cubin", "sm_80", 7),
+        ("cuda12_sm90a.cubin", "sm_90a", 7),
+        ("cuda12_sm100a.cubin", "sm_100a", 8),
+        ("cuda12_sm100f.cubin", "sm_100f", 8),
+    ] {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        assert_eq!(bytes[8], abi, "{name}: EI_ABIVERSION");
+        assert_eq!(targets(&inspect(name)), [target], "{name}");
+    }
+    let file = inspect("cuda12.fatbin");
+    assert_eq!(targets(&file), ["sm_80", "sm_90a", "sm_100a", "sm_100f"]);
+    assert!(file.images.iter().all(|i| i.compressed.is_some()));
 }
 
 #[test]

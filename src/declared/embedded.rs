@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 /// `e_machine` of a cubin.
 const EM_CUDA: u16 = 190;
-/// `EI_ABIVERSION` of cubins with the V2 `e_flags` layout (CUDA 12.8+).
+/// `EI_ABIVERSION` of cubins with the V2 `e_flags` layout (CUDA 12.9 for
+/// sm_100 and later, CUDA 13 for every SM); V1 is 7.
 const ABI_V2: u8 = 8;
 /// Sections that hold fatbins in host ELF files, most specific first.
 const FATBIN_SECTIONS: [&str; 2] = [".nv_fatbin", "__nv_relfatbin"];

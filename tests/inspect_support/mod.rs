@@ -17,18 +17,36 @@ pub fn cuda_tool(name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("PREFLIGHT_CUDA_BIN") {
         return Path::new(&dir).join(name);
     }
+    venv_tool("nvidia/cu13/bin", name)
+}
+
+/// `ptxas` from the CUDA 12.9 wheel (`nvidia-cuda-nvcc-cu12`).
+pub fn cuda12_ptxas() -> PathBuf {
+    venv_tool("nvidia/cuda_nvcc/bin", "ptxas")
+}
+
+fn venv_tool(dir: &str, name: &str) -> PathBuf {
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
     let found = std::fs::read_dir(&lib).ok().and_then(|dirs| {
         dirs.flatten()
-            .map(|d| d.path().join("site-packages/nvidia/cu13/bin").join(name))
+            .map(|d| d.path().join("site-packages").join(dir).join(name))
             .find(|p| p.is_file())
     });
     found.unwrap_or_else(|| {
         panic!(
-            "{name} not found under {}: run scripts/setup-env.sh (or set PREFLIGHT_CUDA_BIN)",
+            "{dir}/{name} not found under {}: run scripts/setup-env.sh",
             lib.display()
         )
     })
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// One fixture: a file name and the nvcc arguments that build it from
@@ -203,20 +221,13 @@ pub fn fixtures() -> &'static Path {
         let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda");
         let nvcc = cuda_tool("nvcc");
         for spec in SPECS {
-            let out = Command::new(&nvcc)
+            run(Command::new(&nvcc)
                 .args(spec.args)
                 .arg(sources.join(spec.source))
                 .arg("-o")
-                .arg(dir.join(spec.name))
-                .output()
-                .expect("run nvcc");
-            assert!(
-                out.status.success(),
-                "nvcc {:?} failed:\n{}",
-                spec.args,
-                String::from_utf8_lossy(&out.stderr)
-            );
+                .arg(dir.join(spec.name)));
         }
+        cuda12_fixtures(&dir);
         let c = Command::new("cc")
             .args(["-shared", "-fPIC", "-x", "c", "-", "-o"])
             .arg(dir.join("plain_c.so"))
@@ -235,6 +246,49 @@ pub fn fixtures() -> &'static Path {
         assert!(c.success(), "cc failed to build plain_c.so");
         dir
     })
+}
+
+/// Cubins from CUDA 12.9's ptxas (V1 `e_flags` with the 0x800 `a` bit
+/// below sm_100, V2 with the 0x8 bit from sm_100) and a compressed fatbin of
+/// them made by CUDA 13's `fatbinary`. The PTX comes from nvcc 13.5 with its
+/// `.version` lowered to 8.8, which this small kernel allows.
+fn cuda12_fixtures(dir: &Path) {
+    let ptx = std::fs::read_to_string(dir.join("compute90a.ptx")).expect("compute90a.ptx");
+    let mut images = Vec::new();
+    for arch in ["80", "90a", "100a", "100f"] {
+        let text = ptx
+            .replace(".version 9.5", ".version 8.8")
+            .replace(".target sm_90a", &format!(".target sm_{arch}"));
+        let source = dir.join(format!("cuda12_{arch}.ptx.src"));
+        std::fs::write(&source, text).expect("write PTX");
+        let cubin = dir.join(format!("cuda12_sm{arch}.cubin"));
+        run(Command::new(cuda12_ptxas())
+            .arg(format!("-arch=sm_{arch}"))
+            .arg(&source)
+            .arg("-o")
+            .arg(&cubin));
+        images.push(format!(
+            "--image3=kind=elf,sm={arch},file={}",
+            cubin.display()
+        ));
+    }
+    run(Command::new(cuda_tool("fatbinary"))
+        .args(["-64", "--compress-all"])
+        .arg(format!("--create={}", dir.join("cuda12.fatbin").display()))
+        .args(&images));
+}
+
+/// Every fixture file that holds CUDA images, by name, sorted.
+pub fn cuda_fixture_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures())
+        .expect("fixture dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".so") || n.ends_with(".cubin") || n.ends_with(".fatbin"))
+        .filter(|n| n != "plain_c.so")
+        .collect();
+    names.sort();
+    names
 }
 
 /// Path of one fixture.
