@@ -238,7 +238,7 @@ pub fn inspect_bytes(path: &Path, data: &[u8]) -> Result<FileImages, Problem> {
             section: None,
             source,
         })?;
-        add_fatbin(&parsed, &mut found)?;
+        add_fatbin(&parsed, None, &mut found)?;
     } else if looks_like_ptx(data) {
         found.format = Format::Ptx;
         let (target, isa) = ptx_target(data).map_err(|why| Problem::Ptx { offset: 0, why })?;
@@ -278,7 +278,7 @@ fn host_elf(data: &[u8], found: &mut FileImages) -> Result<(), Problem> {
             section: Some(name.to_string()),
             source,
         })?;
-        add_fatbin(&parsed, found)?;
+        add_fatbin(&parsed, Some(name), found)?;
         // An executable fatbin makes the relocatable one redundant, as in cuobjdump.
         if found.fatbins > 0 {
             break;
@@ -287,24 +287,28 @@ fn host_elf(data: &[u8], found: &mut FileImages) -> Result<(), Problem> {
     Ok(())
 }
 
-fn add_fatbin(parsed: &fatbin::Fatbin<'_>, found: &mut FileImages) -> Result<(), Problem> {
+fn add_fatbin(
+    parsed: &fatbin::Fatbin<'_>,
+    section: Option<&str>,
+    found: &mut FileImages,
+) -> Result<(), Problem> {
     found.fatbins += parsed.containers;
     found.other_entries += parsed.other_entries;
     for entry in &parsed.entries {
-        found.images.push(entry_image(entry)?);
+        let bytes = entry.bytes().map_err(|source| Problem::Fatbin {
+            section: section.map(str::to_string),
+            source,
+        })?;
+        found.images.push(entry_image(entry, &bytes)?);
     }
     Ok(())
 }
 
-fn entry_image(entry: &Entry<'_>) -> Result<Image, Problem> {
-    let bytes = entry.bytes().map_err(|source| Problem::Fatbin {
-        section: None,
-        source,
-    })?;
+fn entry_image(entry: &Entry<'_>, bytes: &[u8]) -> Result<Image, Problem> {
     let mut image = match entry.kind {
-        ImageKind::Sass => cubin_image(&bytes, entry.offset, Some(entry))?,
+        ImageKind::Sass => cubin_image(bytes, entry.offset, Some(entry))?,
         ImageKind::Ptx => {
-            let (target, isa) = ptx_target(&bytes).map_err(|why| Problem::Ptx {
+            let (target, isa) = ptx_target(bytes).map_err(|why| Problem::Ptx {
                 offset: entry.offset,
                 why,
             })?;
