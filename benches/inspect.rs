@@ -7,21 +7,20 @@
 //! `.nv_fatbin` section) with a warm page cache.
 //!
 //! Run: `cargo bench --bench inspect` (needs `scripts/setup-env.sh` and
-//! binutils' objcopy).
+//! binutils' objcopy). Under `cargo test --all-targets` (no `--bench`
+//! argument) it runs the same steps on a 1 MiB pad, as a smoke test.
 
 use kernel_preflight::declared::embedded;
+use kernel_preflight::report::inspect::human_size;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const PAD: u64 = 1 << 30;
-const RUNS: usize = 31;
-
 fn nvcc() -> PathBuf {
-    if let Some(dir) = std::env::var_os("PREFLIGHT_CUDA_BIN") {
-        return Path::new(&dir).join("nvcc");
-    }
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
+    let venv = std::env::var_os("PREFLIGHT_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"));
+    let lib = venv.join("lib");
     std::fs::read_dir(&lib)
         .ok()
         .and_then(|dirs| {
@@ -47,6 +46,8 @@ fn run(cmd: &mut Command) {
 }
 
 fn main() {
+    let bench = std::env::args().any(|a| a == "--bench");
+    let (pad_size, runs): (u64, usize) = if bench { (1 << 30, 31) } else { (1 << 20, 3) };
     let dir = tempfile::tempdir().expect("temp dir");
     let small = dir.path().join("small.so");
     let big = dir.path().join("big.so");
@@ -60,7 +61,7 @@ fn main() {
         .arg("-o")
         .arg(&small));
     std::fs::File::create(&pad)
-        .and_then(|f| f.set_len(PAD))
+        .and_then(|f| f.set_len(pad_size))
         .expect("sparse pad file");
     run(Command::new("objcopy")
         .arg(format!("--add-section=.preflight_pad={}", pad.display()))
@@ -72,7 +73,7 @@ fn main() {
 
     let first = embedded::inspect_file(&big).expect("inspect big.so");
     let images = first.images.len();
-    let mut times: Vec<Duration> = (0..RUNS)
+    let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
             let found = embedded::inspect_file(&big).expect("inspect big.so");
@@ -84,12 +85,12 @@ fn main() {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "inspect {:.2} GiB shared object ({} images in {} fatbins): median {:.3} ms, min {:.3} ms, max {:.3} ms over {RUNS} runs",
-        size as f64 / (1u64 << 30) as f64,
+        "inspect {} shared object ({} images in {} fatbins): median {:.3} ms, min {:.3} ms, max {:.3} ms over {runs} runs",
+        human_size(size),
         images,
         first.fatbins,
-        ms(times[RUNS / 2]),
+        ms(times[runs / 2]),
         ms(times[0]),
-        ms(times[RUNS - 1]),
+        ms(times[runs - 1]),
     );
 }

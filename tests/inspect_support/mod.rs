@@ -11,12 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// A tool from the CUDA 13 wheels: `$PREFLIGHT_CUDA_BIN/<name>`, else the
-/// project's `.venv`.
+/// A tool from the CUDA 13 wheels in the test environment.
 pub fn cuda_tool(name: &str) -> PathBuf {
-    if let Some(dir) = std::env::var_os("PREFLIGHT_CUDA_BIN") {
-        return Path::new(&dir).join(name);
-    }
     venv_tool("nvidia/cu13/bin", name)
 }
 
@@ -25,8 +21,14 @@ pub fn cuda12_ptxas() -> PathBuf {
     venv_tool("nvidia/cuda_nvcc/bin", "ptxas")
 }
 
+/// `site-packages/<dir>/<name>` in the test environment made by
+/// `scripts/setup-env.sh` (`$PREFLIGHT_TEST_VENV`, else `.venv`). Missing
+/// tools fail the test, never skip it.
 fn venv_tool(dir: &str, name: &str) -> PathBuf {
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
+    let venv = std::env::var_os("PREFLIGHT_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv"));
+    let lib = venv.join("lib");
     let found = std::fs::read_dir(&lib).ok().and_then(|dirs| {
         dirs.flatten()
             .map(|d| d.path().join("site-packages").join(dir).join(name))
