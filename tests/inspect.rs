@@ -279,6 +279,25 @@ fn cli_json_carries_images_and_verdict() {
 
     let out = preflight(&[
         &path_arg("ptx_only.so"),
+        "--gpu",
+        "12.0",
+        "--driver",
+        "580.65.06",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).contains("newer than this driver's JIT (9.0)"));
+    let out = preflight(&[
+        &path_arg("ptx_only.so"),
+        "--gpu",
+        "12.0",
+        "--driver",
+        "470.82",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--driver-ptx"));
+
+    let out = preflight(&[
+        &path_arg("ptx_only.so"),
         "--json",
         "--gpu",
         "12.0",
@@ -330,6 +349,12 @@ fn cli_bad_input_is_one_precise_message_and_exit_2() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("missing.so: cannot read"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    let empty = dir.path().join("empty.so");
+    std::fs::write(&empty, "").unwrap();
+    let out = preflight(&[&empty.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("empty.so: empty file"));
 
     let readme = dir.path().join("README.md");
     std::fs::write(&readme, "# not a binary\n").unwrap();

@@ -1,7 +1,7 @@
 //! `preflight inspect`
 
 use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::declared::arch::{ComputeCapability, PtxIsa};
+use kernel_preflight::declared::arch::{ComputeCapability, PtxIsa, driver_max_ptx_isa};
 use kernel_preflight::declared::embedded;
 use kernel_preflight::report::inspect::{InspectReport, table};
 use std::path::PathBuf;
@@ -21,12 +21,29 @@ pub struct Args {
     /// without it, PTX is assumed to be accepted.
     #[arg(long, value_name = "X.Y", requires = "gpu")]
     driver_ptx: Option<PtxIsa>,
+    /// Linux driver version (e.g. 570.86.10): sets --driver-ptx from the
+    /// CUDA release notes' driver table.
+    #[arg(
+        long,
+        value_name = "VERSION",
+        requires = "gpu",
+        conflicts_with = "driver_ptx"
+    )]
+    driver: Option<String>,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: Args) -> Result<Answer, BadInput> {
+    let driver_ptx = match &args.driver {
+        None => args.driver_ptx,
+        Some(version) => Some(driver_max_ptx_isa(version).ok_or_else(|| {
+            BadInput(format!(
+                "--driver {version:?}: not a driver version from 520.61.05 on (CUDA 11.8+); give --driver-ptx X.Y instead"
+            ))
+        })?),
+    };
     let mut files = Vec::new();
     let mut empty_dirs = Vec::new();
     for path in &args.paths {
@@ -36,7 +53,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         }
         files.extend(found);
     }
-    let report = InspectReport::new(&files, empty_dirs, args.gpu, args.driver_ptx);
+    let report = InspectReport::new(&files, empty_dirs, args.gpu, driver_ptx);
     if args.json {
         emit_json(&report);
     } else {

@@ -36,7 +36,8 @@ pub struct Image {
     pub ptx_isa: Option<PtxIsa>,
     /// Compression of the stored bytes, if any.
     pub compressed: Option<Compression>,
-    /// Bytes stored in the file.
+    /// Bytes stored in the file (for a member of an nvcc `--concat` group,
+    /// which is compressed as a whole: its own decompressed size).
     pub stored_size: u64,
     /// Bytes once decompressed.
     pub size: u64,
@@ -122,6 +123,9 @@ pub enum Problem {
     /// Neither ELF, fatbin nor PTX.
     #[error("not an ELF file, fatbin, cubin or PTX file (starts with {0})")]
     Unrecognised(String),
+    /// A file of zero bytes.
+    #[error("empty file, not an ELF file, fatbin, cubin or PTX file")]
+    Empty,
     /// An ELF file whose headers do not parse.
     #[error("not a readable ELF file: {0}")]
     Elf(object::Error),
@@ -207,7 +211,7 @@ pub fn inspect_file(path: &Path) -> Result<FileImages, InspectError> {
     let file = std::fs::File::open(path).map_err(|e| err(e.into()))?;
     let len = file.metadata().map_err(|e| err(e.into()))?.len();
     if len == 0 {
-        return Err(err(Problem::Unrecognised("nothing: it is empty".into())));
+        return Err(err(Problem::Empty));
     }
     // SAFETY: the map is read-only and private to this call; a file truncated
     // underneath it by another process could fault, as with any mmap reader
