@@ -9,6 +9,7 @@ mod check;
 mod cuda_child;
 mod doctor;
 mod fingerprint;
+mod inspect;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,9 @@ enum Command {
     /// The cuda executor's child mode (internal: run by preflight itself).
     #[command(name = "__cuda-child", hide = true)]
     CudaChild(cuda_child::Args),
+    /// Architectures embedded in shared objects, cubins and fatbins: SASS
+    /// and PTX per target, and whether a given GPU can run them.
+    Inspect(inspect::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -74,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::CudaChild(_) => unreachable!("handled before"),
+        Command::Inspect(args) => inspect::run(args),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@ pub mod cache;
 pub mod check;
 pub mod doctor;
 pub mod native;
+pub mod inspect;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

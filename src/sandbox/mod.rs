@@ -2,8 +2,8 @@
 //! crash, hang, `exit(1)`, flood its output, leave grandchildren behind — the
 //! caller survives and learns exactly what happened.
 //!
-//! Each [`Sandbox`] owns a fresh temporary directory, the child's working
-//! directory and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
+//! Each [`Sandbox`] owns a fresh temporary directory: the child's working
+//! directory, `PWD` and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
 //! its own session and process group, with `RLIMIT_CORE=0`, a file-descriptor
 //! limit and a scrubbed environment ([`scrubbed_env`]); no address-space
 //! limit, since CUDA maps huge virtual ranges. Time is bounded instead:
@@ -265,7 +265,7 @@ impl Sandbox {
         Ok(Sandbox { dir })
     }
 
-    /// The child's working directory and `TMPDIR`: write the driver script
+    /// The child's working directory, `PWD` and `TMPDIR`: write the driver script
     /// here, and read the result file from here after [`Sandbox::run`].
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -296,7 +296,10 @@ impl Sandbox {
             });
         }
         let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
-        env.insert("TMPDIR".into(), self.dir().into());
+        // The parent's PWD would name a directory the child is not in.
+        for name in ["TMPDIR", "PWD"] {
+            env.insert(name.into(), self.dir().into());
+        }
         env.extend(cmd.env.iter().cloned());
         let prepared = spawn::Prepared::new(
             &cmd.program,
@@ -347,6 +350,18 @@ mod tests {
             Termination::Exited { code: 1 }.to_string(),
             "exited with code 1"
         );
+    }
+
+    /// Probes run in parallel on rayon workers.
+    #[test]
+    fn shareable_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Sandbox>();
+        send_sync::<Cancel>();
+        send_sync::<Limits>();
+        send_sync::<ChildCommand>();
+        send_sync::<RunReport>();
+        send_sync::<SandboxError>();
     }
 
     #[test]
