@@ -4,8 +4,8 @@
 pub mod cache;
 pub mod check;
 pub mod doctor;
-pub mod native;
 pub mod inspect;
+pub mod native;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

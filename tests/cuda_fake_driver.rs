@@ -1,0 +1,191 @@
+//! The cuda executor's whole path — driver query, module load, argument
+//! packing, launch, verification, event timing — and its `CUresult`
+//! mapping, run as a real child process against a stand-in libcuda built
+//! from `tests/fixtures/native/fake_libcuda.c` (the real driver needs a GPU;
+//! `scripts/gpu-check.sh` covers it).
+
+use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
+use kernel_preflight::probe::cuda::{
+    Arg, CudaExecutor, CudaRun, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
+};
+use kernel_preflight::sandbox::{Cancel, Limits};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The fake driver, compiled once per test binary.
+fn fake_libcuda() -> &'static Path {
+    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &LIB.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("libcuda.so.1");
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_libcuda.c");
+        let status = Command::new("cc")
+            .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so", "-o"])
+            .arg(&lib)
+            .arg(src)
+            .status()
+            .expect("a C compiler (cc)");
+        assert!(status.success(), "cc fake_libcuda.c");
+        (dir, lib)
+    })
+    .1
+}
+
+fn module() -> (tempfile::TempDir, ModuleSpec) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("axpy.cubin");
+    std::fs::write(&path, b"not really a cubin: the fake driver takes anything").unwrap();
+    let spec = ModuleSpec {
+        path,
+        kind: ModuleKind::Cubin,
+        nvrtc_options: Vec::new(),
+        target: None,
+    };
+    (dir, spec)
+}
+
+fn axpy(function: &str) -> Launch {
+    let n = 300;
+    let x: Vec<f64> = (0..n).map(f64::from).collect();
+    Launch {
+        function: function.into(),
+        grid: [3, 1, 1],
+        block: [128, 1, 1],
+        shared_mem_bytes: 0,
+        args: vec![
+            Arg::Scalar {
+                ty: ElemType::F32,
+                value: 2.0,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: x.clone(),
+                expect: None,
+                tolerance: Tolerance::EXACT,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: vec![1.0; n as usize],
+                expect: Some(x.iter().map(|v| 2.0 * v + 1.0).collect()),
+                tolerance: Tolerance::default_for(ElemType::F32),
+            },
+            Arg::Scalar {
+                ty: ElemType::U32,
+                value: f64::from(n),
+            },
+        ],
+        warmup: 2,
+        iterations: 5,
+    }
+}
+
+fn run_with(mode: &str, function: &str) -> CudaRun {
+    let (_dir, spec) = module();
+    let mut executor = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
+    executor.libcuda = Some(fake_libcuda().to_path_buf());
+    executor.env.push(("FAKE_CUDA".into(), mode.into()));
+    executor.limits = Limits {
+        timeout: Duration::from_secs(3),
+        grace: Duration::from_millis(200),
+        ..Limits::default()
+    };
+    executor
+        .run(0, Some(&spec), &[axpy(function)], &Cancel::new())
+        .expect("run")
+}
+
+#[test]
+fn a_good_launch_is_verified_and_timed() {
+    let run = run_with("", "preflight_axpy");
+    let o = &run.outcome;
+    assert_eq!(
+        (o.kind, o.depth),
+        (OutcomeKind::Pass, Some(Depth::Verified)),
+        "{o:?}"
+    );
+    assert!(o.message.contains("Fake GPU (sm_90)"), "{}", o.message);
+    let device = run.facts.device.as_ref().unwrap();
+    assert_eq!((device.major, device.minor, device.sm_count), (9, 0, 132));
+    assert_eq!(run.facts.driver_version, Some(13000));
+    assert_eq!(run.facts.compared, 300);
+    let timing = &run.facts.timings[0];
+    assert_eq!((timing.warmup, timing.samples_ms.len()), (2, 5));
+    assert_eq!(run.timings.smoke_ms, Some(0.25));
+    assert!(run.timings.import_ms.is_some(), "load time");
+}
+
+#[test]
+fn a_wrong_result_names_the_first_bad_element() {
+    let run = run_with("wrong", "preflight_axpy");
+    let o = &run.outcome;
+    assert_eq!((o.kind, o.phase), (OutcomeKind::WrongResult, Phase::Verify));
+    assert!(
+        o.message
+            .contains("300 of 300 values outside the tolerance; first at [0]: got 0, expected 1"),
+        "{}",
+        o.message
+    );
+}
+
+#[test]
+fn load_errors_map_to_the_taxonomy() {
+    for (mode, kind) in [
+        ("load=209", OutcomeKind::UnsupportedArch),
+        ("load=222", OutcomeKind::PtxTooNew),
+        ("load=218", OutcomeKind::JitCompileError),
+    ] {
+        let run = run_with(mode, "preflight_axpy");
+        assert_eq!(
+            (run.outcome.kind, run.outcome.phase),
+            (kind, Phase::Load),
+            "{mode}"
+        );
+    }
+    let run = run_with("load=218", "preflight_axpy");
+    assert!(
+        run.outcome.message.contains("fake syntax error"),
+        "the JIT log: {}",
+        run.outcome.message
+    );
+    assert!(run.outcome.stderr_tail.contains("fake syntax error"));
+}
+
+#[test]
+fn driver_and_launch_errors_map_to_the_taxonomy() {
+    let run = run_with("init=100", "preflight_axpy");
+    assert_eq!(
+        (run.outcome.kind, run.outcome.phase),
+        (OutcomeKind::NoDevice, Phase::Start)
+    );
+    assert!(
+        run.outcome
+            .message
+            .contains("cuInit: CUDA_ERROR_NO_DEVICE (100)")
+    );
+    let run = run_with("launch=700", "preflight_axpy");
+    assert_eq!(
+        (run.outcome.kind, run.outcome.phase),
+        (OutcomeKind::Crashed, Phase::Launch)
+    );
+    let run = run_with("", "no_such_kernel");
+    assert_eq!(
+        (run.outcome.kind, run.outcome.phase),
+        (OutcomeKind::MissingSymbol, Phase::Launch)
+    );
+}
+
+#[test]
+fn a_death_or_a_hang_is_attributed_to_its_phase() {
+    let run = run_with("crash", "preflight_axpy");
+    let o = &run.outcome;
+    assert_eq!((o.kind, o.phase), (OutcomeKind::Crashed, Phase::Load));
+    assert_eq!(o.signal.as_deref(), Some("SIGSEGV"));
+    let run = run_with("hang", "preflight_axpy");
+    assert_eq!(
+        (run.outcome.kind, run.outcome.phase),
+        (OutcomeKind::Timeout, Phase::Load)
+    );
+}
