@@ -2,6 +2,7 @@
 //! [`DoctorReport`] as JSON for machines.
 
 use crate::probe::doctor::{DoctorReport, Verdict};
+use comfy_table::{ColumnConstraint, Width};
 use std::fmt::Write;
 
 fn mark(verdict: Verdict) -> &'static str {
@@ -34,6 +35,11 @@ pub fn table(report: &DoctorReport) -> String {
             ms(c.time_ms),
             c.message.clone(),
         ]);
+    }
+    // Messages name paths and versions; wrap them rather than make the
+    // table as wide as the longest one.
+    if let Some(details) = table.column_mut(3) {
+        details.set_constraint(ColumnConstraint::UpperBoundary(Width::Fixed(72)));
     }
     let _ = writeln!(out, "{table}");
     let hints: Vec<_> = report

@@ -67,7 +67,7 @@ fn install_hint(package: &str) -> String {
         "triton" => {
             "pip install triton (Linux x86_64 / aarch64; torch's CUDA wheels bring it)".into()
         }
-        "nvidia-cutlass-dsl" => "pip install nvidia-cutlass-dsl (needs a CUDA 12.9+ driver)".into(),
+        "nvidia-cutlass-dsl" => "pip install nvidia-cutlass-dsl".into(),
         other => format!("pip install {other}"),
     }
 }
