@@ -1,6 +1,5 @@
 //! Declared checks: what a variant claims, judged without running it.
 
-pub mod detect;
 pub mod resolve;
 pub mod system;
 
