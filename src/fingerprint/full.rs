@@ -159,7 +159,7 @@ fn measure(src: &Sources, python: &Path, timeout: Duration) -> Result<Measured, 
     cmd.args(["-c", SCRIPT])
         .current_dir("/")
         .env_clear()
-        .envs(&src.env);
+        .envs(src.env.iter().filter(|(k, _)| !is_secret(k)));
     let done = child::run(cmd, timeout)?;
     if done.code != Some(0) {
         let why = match done.code {
@@ -180,6 +180,15 @@ fn measure(src: &Sources, python: &Path, timeout: Duration) -> Result<Measured, 
         d.pci_bus_id = normalize_bus_id(&d.pci_bus_id);
     }
     Ok(m)
+}
+
+/// Variables the measuring child never needs and must not see: tokens and
+/// credentials (the sandbox's rule).
+fn is_secret(name: &str) -> bool {
+    name.starts_with("AWS_")
+        || ["_TOKEN", "_SECRET", "_KEY"]
+            .iter()
+            .any(|s| name.ends_with(s))
 }
 
 /// `00000000:3B:00.0` or `0000:3b:00.0` → `0000:3b:00.0`, as sysfs names it.
