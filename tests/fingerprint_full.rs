@@ -127,7 +127,7 @@ fn a_measurement_that_fails_or_hangs_is_a_fact_and_is_not_cached() {
     let (fp, _) = m.fingerprint(&["--full"]);
     match fp.gpus.libcuda {
         Some(Libcuda::NotMeasured { reason }) => assert!(
-            reason.contains("status 3") && reason.contains("Fatal Python error: boom"),
+            reason.contains("exited with code 3") && reason.contains("Fatal Python error: boom"),
             "{reason}"
         ),
         other => panic!("expected not_measured, got {other:?}"),
