@@ -379,7 +379,7 @@ fn version_files_win_over_nvcc_and_a_broken_nvcc_is_a_plain_fact() {
     );
     let problem = t.problem.as_deref().unwrap_or("");
     assert!(
-        problem.contains("exit status 127") && problem.contains("libnvvm.so.4"),
+        problem.contains("exited with code 127") && problem.contains("libnvvm.so.4"),
         "{problem}"
     );
 

@@ -113,12 +113,32 @@ fn a_measurement_that_fails_or_hangs_is_a_fact_and_is_not_cached() {
     let mut m = Machine::new();
     let venv = m.venv("venv", "3.12.4");
     m.set("VIRTUAL_ENV", venv.to_string_lossy());
-    // bin/python exits 3.
+    m.set("HF_TOKEN", "hf_secret");
+    m.set("AWS_SECRET_ACCESS_KEY", "secret");
+    m.set("TRITON_PTXAS_PATH", "/opt/ptxas");
+    let seen = m.path("child-env");
+    m.script(
+        "venv/bin/python",
+        &format!(
+            "/usr/bin/env > '{}'\necho 'Fatal Python error: boom' >&2\nexit 3",
+            seen.display()
+        ),
+    );
     let (fp, _) = m.fingerprint(&["--full"]);
     match fp.gpus.libcuda {
-        Some(Libcuda::NotMeasured { reason }) => assert!(reason.contains("status 3"), "{reason}"),
+        Some(Libcuda::NotMeasured { reason }) => assert!(
+            reason.contains("exited with code 3") && reason.contains("Fatal Python error: boom"),
+            "{reason}"
+        ),
         other => panic!("expected not_measured, got {other:?}"),
     }
+    // The child gets the environment kernels see, without credentials.
+    let env = std::fs::read_to_string(&seen).expect("child env");
+    assert!(env.contains("TRITON_PTXAS_PATH=/opt/ptxas"), "{env}");
+    assert!(
+        !env.contains("hf_secret") && !env.contains("AWS_SECRET"),
+        "{env}"
+    );
     let cached = std::fs::read_dir(m.path("cache/fingerprint-v1"))
         .map(|d| {
             d.flatten()

@@ -1,7 +1,6 @@
 //! Declared checks: what a variant claims, judged without running it.
 
 pub mod arch;
-pub mod detect;
 pub mod embedded;
 pub mod fatbin;
 pub mod resolve;

@@ -1,13 +1,14 @@
 //! The full fingerprint's measured facts: what only libcuda or Python can
 //! tell (compute capability, CUDA driver API version, the exact Python
-//! version, torch's C++ ABI). Measured once in a child process with a time
+//! version, torch's C++ ABI). Measured once in a sandboxed child with a time
 //! limit, then cached under the fast fingerprint's hash.
 
+use super::child::{self, NotRun};
 use super::gpu::Libcuda;
-use super::{FingerprintError, Sources, cache, child};
+use super::{FingerprintError, Sources, cache};
+use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// What the measuring child reported.
@@ -44,9 +45,9 @@ pub struct MeasuredDevice {
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Runs in the child. Loads libcuda with ctypes; its absence is a fact, not
-/// an error. Prints one JSON object.
+/// an error. Writes one JSON object to `$PREFLIGHT_RESULT`.
 const SCRIPT: &str = r#"
-import ctypes, json, platform
+import ctypes, json, os, platform
 out = {"libcuda": {"status": "missing"}, "cuda_driver_api": None, "devices": [],
        "python_version": platform.python_version(), "torch_cxx11_abi": None}
 try:
@@ -83,7 +84,8 @@ try:
     out["torch_cxx11_abi"] = bool(torch.compiled_with_cxx11_abi())
 except Exception:
     pass
-print(json.dumps(out))
+with open(os.environ["PREFLIGHT_RESULT"], "w") as f:
+    json.dump(out, f)
 "#;
 
 /// A cache entry: the facts and the `stat` of the interpreter that told
@@ -153,29 +155,27 @@ pub(crate) fn timeout(src: &Sources) -> Result<Duration, FingerprintError> {
 }
 
 fn measure(src: &Sources, python: &Path, timeout: Duration) -> Result<Measured, String> {
-    let mut cmd = Command::new(python);
-    // Not `-I`: the child must see PYTHONPATH and the user site as kernels do;
-    // `/` as working directory keeps a stray `torch/` folder from shadowing.
-    cmd.args(["-c", SCRIPT])
-        .current_dir("/")
-        .env_clear()
-        .envs(&src.env);
-    let done = child::run(cmd, timeout)?;
-    if done.code != Some(0) {
-        let why = match done.code {
-            Some(c) => format!("measuring child exited with status {c}"),
-            None => "measuring child was killed by a signal".to_string(),
-        };
-        let tail = done.stderr.lines().last().unwrap_or("").trim().to_string();
-        return Err(if tail.is_empty() {
-            why
+    // Not `-I`: the child must see PYTHONPATH and the user site as kernels
+    // do. The sandbox's fresh working directory keeps a stray `torch/`
+    // folder from shadowing the installed one.
+    let ran = child::run(python, &["-c", SCRIPT], &src.env, timeout).map_err(|e| match e {
+        NotRun::Unusable(why) | NotRun::Sandbox(why) => why,
+    })?;
+    let report = &ran.report;
+    if report.termination != (Termination::Exited { code: 0 }) {
+        let said = report.stderr.tail_lines(1).trim().to_string();
+        let ended = format!("measuring child {}", report.termination);
+        return Err(if said.is_empty() {
+            ended
         } else {
-            format!("{why}: {tail}")
+            format!("{ended}: {said}")
         });
     }
-    let line = done.stdout.lines().last().unwrap_or("");
-    let mut m: Measured = serde_json::from_str(line)
-        .map_err(|e| format!("measuring child printed no result ({e})"))?;
+    let bytes = ran
+        .result
+        .ok_or_else(|| "measuring child wrote no result".to_string())?;
+    let mut m: Measured = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("measuring child wrote an unreadable result ({e})"))?;
     for d in &mut m.devices {
         d.pci_bus_id = normalize_bus_id(&d.pci_bus_id);
     }

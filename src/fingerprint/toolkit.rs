@@ -3,11 +3,13 @@
 //! only when its `stat` changed since it was last asked.
 
 use super::cache::{Asked, ToolCache};
+use super::child::{self, NotRun};
 use super::python::dist_version;
-use super::{FingerprintError, Sources, child};
+use super::{FingerprintError, Sources};
+use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// Every toolkit found, the active one, and the CUDA libraries beside them.
@@ -302,25 +304,26 @@ fn wheel_version(site: &Path, root: &Path) -> Option<String> {
 
 /// Run `nvcc --version` and read its `release X.Y, VX.Y.Z` line.
 fn ask_version(nvcc: &Path) -> Asked {
-    let mut cmd = Command::new(nvcc);
-    cmd.arg("--version");
-    let done = match child::run(cmd, NVCC_TIMEOUT) {
-        Ok(done) => done,
-        Err(why) => return Asked::Inconclusive(why),
+    let ran = match child::run(nvcc, &["--version"], &BTreeMap::new(), NVCC_TIMEOUT) {
+        Ok(ran) => ran,
+        Err(NotRun::Unusable(why)) => return Asked::Failed(why),
+        Err(NotRun::Sandbox(why)) => return Asked::Inconclusive(why),
     };
-    if done.code != Some(0) {
-        let why = match done.code {
-            Some(c) => format!("exit status {c}"),
-            None => "killed by a signal".to_string(),
-        };
-        let said = done.stderr.lines().next().unwrap_or("").trim().to_string();
-        return Asked::Failed(if said.is_empty() {
-            why
-        } else {
-            format!("{why}: {said}")
-        });
+    match ran.report.termination {
+        Termination::Exited { code: 0 } => {}
+        Termination::TimedOut { .. } | Termination::Cancelled => {
+            return Asked::Inconclusive(ran.report.termination.to_string());
+        }
+        ended => {
+            let said = ran.report.stderr.tail_lines(1).trim().to_string();
+            return Asked::Failed(if said.is_empty() {
+                ended.to_string()
+            } else {
+                format!("{ended}: {said}")
+            });
+        }
     }
-    match parse_nvcc_version(&done.stdout) {
+    match parse_nvcc_version(&ran.report.stdout.text()) {
         Some(v) => Asked::Version(v),
         None => Asked::Failed("its output has no `release X.Y, VX.Y.Z` line".to_string()),
     }
