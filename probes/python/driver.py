@@ -17,16 +17,13 @@ Works on Python 3.8+ without torch or numpy; uses them only when the kernel
 or its smoke workload already imported them.
 """
 
-import argparse
 import faulthandler
 import importlib.util
 import json
 import math
 import os
-import random
 import sys
 import time
-import traceback
 import types
 
 MESSAGE_LIMIT = 4000
@@ -101,6 +98,8 @@ def describe(exc):
         inner = cause_of(inner)
     if causes:
         info["causes"] = causes
+    import traceback
+
     lines = traceback.format_exception(cls, exc, exc.__traceback__)
     info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
     return info
@@ -468,6 +467,8 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
         bench.kernel = kernel
         bench.device = device
         if bench.seed is not None:
+            import random
+
             random.seed(bench.seed)
             torch = sys.modules.get("torch")
             if torch is not None:
@@ -489,15 +490,22 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
 # ---------------------------------------------------------------- main
 
 
+OPTIONS = ("--variant", "--device", "--smoke", "--smoke-kind", "--benchmarks", "--repo")
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="preflight-driver")
-    p.add_argument("--variant", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--smoke", help="a file with def smoke(kernel, device)")
-    p.add_argument("--smoke-kind", default="file", choices=["file", "library"])
-    p.add_argument("--benchmarks", help="the kernel repo's benchmarks/ directory")
-    p.add_argument("--repo", help="the kernel repo (working directory of benchmark scripts)")
-    return p.parse_args(argv)
+    """`--name value` pairs; argparse would cost a tenth of a bare import."""
+    args = dict.fromkeys((o[2:].replace("-", "_") for o in OPTIONS), None)
+    args.update(device="auto", smoke_kind="file")
+    it = iter(argv)
+    for option in it:
+        value = next(it, None)
+        if option not in OPTIONS or value is None:
+            raise SystemExit("preflight-driver: bad argument %r" % option)
+        args[option[2:].replace("-", "_")] = value
+    if args["variant"] is None:
+        raise SystemExit("preflight-driver: --variant is required")
+    return types.SimpleNamespace(**args)
 
 
 def main(argv):
@@ -535,6 +543,8 @@ def main(argv):
         return 1
     except Exception as e:
         chan.send("exception", **describe(e))
+        import traceback
+
         traceback.print_exc()
         return 1
     chan.enter(
@@ -555,6 +565,8 @@ if __name__ == "__main__":
     except SystemExit:
         raise
     except BaseException as e:  # a bug here is preflight's fault, never the kernel's
+        import traceback
+
         try:
             chan = Channel(os.environ.get("PREFLIGHT_RESULT_FILE", os.devnull))
             chan.send("driver_error", phase="start", message=clip("%s: %s" % (type(e).__name__, e)),
