@@ -248,3 +248,58 @@ fn jobs_run_probes_in_parallel() {
     assert_eq!(json(&out)["results"].as_array().unwrap().len(), 4);
     assert!(elapsed.as_secs_f64() < 3.5, "took {elapsed:?}");
 }
+
+#[test]
+fn interrupt_stops_every_probe_and_exits_130() {
+    let repo = Repo::new();
+    let pids = repo.root().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    for name in ["torch-cpu", "torch-universal"] {
+        repo.variant(
+            name,
+            &format!(
+                "import os, time\nopen(os.path.join({:?}, str(os.getpid())), 'w').close()\ntime.sleep(1000)\n",
+                pids.display().to_string()
+            ),
+        );
+    }
+    let mut child = preflight_cmd()
+        .args(["check", "--jobs", "2", "--python"])
+        .arg(python())
+        .arg(repo.root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&pids).unwrap().count() < 2 {
+        assert!(started.elapsed().as_secs() < 20, "probes did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let interrupted = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        interrupted.elapsed().as_secs() < 5,
+        "took {:?}",
+        interrupted.elapsed()
+    );
+    assert!(stderr(&out).contains("interrupted"));
+    for entry in std::fs::read_dir(&pids).unwrap() {
+        let pid: i32 = entry
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .parse()
+            .unwrap();
+        assert!(
+            probe_fixtures::live_members(pid).is_empty(),
+            "probe group {pid} outlived the interrupt"
+        );
+    }
+}

@@ -68,6 +68,23 @@ fn dict_results_carry_tolerances() {
 }
 
 #[test]
+fn objects_with_tolist_compare_without_numpy_or_torch() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", ADD);
+    let smoke =
+        "    import array\n    return array.array('d', kernel.add([1, 2], [3, 4])), (4, 6)\n";
+    let (_, outcome) = probe(&v, smoke_file(&repo, smoke), quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+    let nan = "    return [float('nan')], [float('nan')]\n";
+    let (_, outcome) = probe(&v, smoke_file(&repo, nan), quick_limits());
+    assert_eq!(
+        outcome.kind,
+        OutcomeKind::WrongResult,
+        "NaN never matches: {outcome:?}"
+    );
+}
+
+#[test]
 fn wrong_result() {
     let repo = Repo::new();
     let v = repo.variant(
