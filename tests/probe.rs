@@ -318,6 +318,19 @@ fn missing_nvcc_is_nvcc_missing() {
 }
 
 #[test]
+fn a_relative_import_of_a_missing_own_submodule_is_import_error() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", "from ._ops import ops\n");
+    let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::ImportError, "{outcome:?}");
+    assert!(
+        outcome.message.contains("_fixture_torch_universal._ops"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
 fn broken_metadata_is_import_error() {
     let repo = Repo::new();
     let v = repo.variant("torch-universal", ADD);

@@ -140,10 +140,11 @@ def read_metadata(variant):
     return data
 
 
-def import_variant(variant):
+def import_variant(chan, variant):
     """Import like kernels' `_import_from_path`: module id from metadata.json,
     `__init__.py` else `<module>/__init__.py`, registered in sys.modules."""
     metadata = read_metadata(variant)
+    chan.send("phase", phase="import", module=metadata["id"])
     module_name = metadata["name"].replace("-", "_")
     path = os.path.join(variant, "__init__.py")
     if not os.path.exists(path):
@@ -523,7 +524,7 @@ def main(argv):
     try:
         chan.enter("import", variant=args.variant)
         start = time.perf_counter_ns()
-        kernel = import_variant(args.variant)
+        kernel = import_variant(chan, args.variant)
         import_ms = (time.perf_counter_ns() - start) / 1e6
         device = resolve_device(args.device)
         torch = sys.modules.get("torch")
