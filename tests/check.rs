@@ -263,7 +263,7 @@ fn interrupt_stops_every_probe_and_exits_130() {
             ),
         );
     }
-    let mut child = preflight_cmd()
+    let child = preflight_cmd()
         .args(["check", "--jobs", "2", "--python"])
         .arg(python())
         .arg(repo.root())
