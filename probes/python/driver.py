@@ -171,7 +171,6 @@ class Timer:
     """Device events when torch drives a GPU here, perf_counter_ns otherwise."""
 
     def __init__(self, device):
-        self.kind = "perf_counter"
         self.events = None
         torch = sys.modules.get("torch")
         if torch is not None and device.startswith("cuda"):
@@ -181,7 +180,6 @@ class Timer:
                         torch.cuda.Event(enable_timing=True),
                         torch.cuda.Event(enable_timing=True),
                     )
-                    self.kind = "cuda_event"
             except Exception:
                 self.events = None
 
@@ -208,11 +206,13 @@ def synchronize(device):
     torch = sys.modules.get("torch")
     if torch is None:
         return
-    for name in ("cuda", "xpu", "mps"):
-        if device.startswith(name) or (name == "mps" and device == "mps"):
-            backend = getattr(torch, name, None)
-            if backend is not None and backend.is_available():
-                backend.synchronize()
+    name = device.split(":")[0]
+    if name == "cuda" and torch.cuda.is_available():
+        torch.cuda.synchronize()
+    elif name == "xpu" and hasattr(torch, "xpu") and torch.xpu.is_available():
+        torch.xpu.synchronize()
+    elif name == "mps" and torch.backends.mps.is_available():
+        torch.mps.synchronize()
 
 
 def resolve_device(device):
