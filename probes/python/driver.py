@@ -20,11 +20,25 @@ or its smoke workload already imported them.
 import faulthandler
 import importlib.util
 import json
-import math
 import os
 import sys
 import time
 import types
+
+
+def load_sibling(name):
+    """A module written next to this script by the parent (found by path, so
+    that PYTHONSAFEPATH or -P cannot hide it)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+compare = load_sibling("preflight_compare")
+Mismatch, Incomparable, check_close = compare.Mismatch, compare.Incomparable, compare.check_close
 
 MESSAGE_LIMIT = 4000
 TRACEBACK_LINES = 20
@@ -57,12 +71,8 @@ class SmokeError(Exception):
     """The smoke source itself is unusable (no smoke function, bad return value)."""
 
 
-class Mismatch(Exception):
-    """The kernel's result differs from the reference."""
-
-
 # The parent recognises the driver's own exceptions by this module name.
-for _cls in (MetadataError, SmokeError, Mismatch):
+for _cls in (MetadataError, SmokeError):
     _cls.__module__ = "preflight"
 
 
@@ -234,113 +244,6 @@ def resolve_device(device):
     except Exception:
         pass
     return "cpu"
-
-
-# ---------------------------------------------------------------- comparison
-
-
-def default_tolerance(value):
-    """torch.testing.assert_close's defaults by dtype; float64 for Python numbers."""
-    dtype = str(getattr(value, "dtype", "float64"))
-    if "bfloat16" in dtype:
-        return 1.6e-2, 1e-5
-    if "float16" in dtype or "half" in dtype:
-        return 1e-3, 1e-5
-    if "float32" in dtype or dtype.endswith("float"):
-        return 1.3e-6, 1e-5
-    return 1e-7, 1e-7
-
-
-def is_torch_tensor(x):
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
-
-def is_numpy_array(x):
-    return type(x).__module__ == "numpy" and hasattr(x, "shape")
-
-
-def compare(actual, expected, rtol, atol):
-    """None when close, else a one-line description of the difference."""
-    if is_torch_tensor(actual) or is_torch_tensor(expected):
-        import torch
-
-        a = torch.as_tensor(actual).detach().to("cpu")
-        e = torch.as_tensor(expected).detach().to("cpu")
-        if tuple(a.shape) != tuple(e.shape):
-            return "shape %s, expected %s" % (tuple(a.shape), tuple(e.shape))
-        a, e = a.double(), e.double()
-        bad = ~torch.isclose(a, e, rtol=rtol, atol=atol)
-        if not bool(bad.any()):
-            return None
-        diff = (a - e).abs()
-        diff[torch.isnan(diff)] = float("inf")
-        return summary(int(bad.sum()), a.numel(), float(diff.max()), rtol, atol)
-    if is_numpy_array(actual) or is_numpy_array(expected):
-        import numpy
-
-        a = numpy.asarray(actual, dtype=numpy.float64)
-        e = numpy.asarray(expected, dtype=numpy.float64)
-        if a.shape != e.shape:
-            return "shape %s, expected %s" % (a.shape, e.shape)
-        bad = ~numpy.isclose(a, e, rtol=rtol, atol=atol)
-        if not bad.any():
-            return None
-        diff = numpy.nan_to_num(numpy.abs(a - e), nan=numpy.inf)
-        return summary(int(bad.sum()), a.size, float(diff.max()), rtol, atol)
-    flat_a, shape_a = flatten(actual)
-    flat_e, shape_e = flatten(expected)
-    if shape_a != shape_e:
-        return "shape %s, expected %s" % (shape_a, shape_e)
-    bad, worst = 0, 0.0
-    for x, y in zip(flat_a, flat_e):
-        if isinstance(x, (int, float, complex)) and isinstance(y, (int, float, complex)):
-            d = abs(x - y)
-            d = math.inf if d != d else d
-            if not d <= atol + rtol * abs(y):
-                bad += 1
-                worst = max(worst, d)
-        elif x != y:
-            bad += 1
-            worst = math.inf
-    if bad == 0:
-        return None
-    return summary(bad, len(flat_a), worst, rtol, atol)
-
-
-def flatten(value):
-    """Leaves and shape of nested lists/tuples; scalars have shape ()."""
-    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        leaves, shapes = [], set()
-        for item in value:
-            sub, shape = flatten(item)
-            leaves.extend(sub)
-            shapes.add(shape)
-        inner = shapes.pop() if len(shapes) == 1 else ("ragged",)
-        return leaves, (len(value),) + inner
-    return [value], ()
-
-
-def summary(bad, total, worst, rtol, atol):
-    return "%d of %d elements differ beyond rtol=%g atol=%g (max abs diff %g)" % (
-        bad, total, rtol, atol, worst,
-    )
-
-
-def check_close(actual, expected, rtol=None, atol=None):
-    default_rtol, default_atol = default_tolerance(actual)
-    rtol = default_rtol if rtol is None else rtol
-    atol = default_atol if atol is None else atol
-    try:
-        problem = compare(actual, expected, float(rtol), float(atol))
-    except Exception as e:
-        raise SmokeError(
-            "cannot compare %s with %s: %s: %s"
-            % (type(actual).__name__, type(expected).__name__, type(e).__name__, e)
-        ) from None
-    if problem is not None:
-        raise Mismatch(problem)
 
 
 # ---------------------------------------------------------------- smoke sources
@@ -539,7 +442,7 @@ def main(argv):
     except Mismatch as e:
         chan.send("mismatch", message=clip(e))
         return 1
-    except SmokeError as e:
+    except (SmokeError, Incomparable) as e:
         chan.send("invalid_smoke", message=clip(e))
         return 1
     except Exception as e:
