@@ -494,3 +494,14 @@ fn the_variant_directory_is_left_untouched() {
         "no bytecode written into the variant"
     );
 }
+
+#[test]
+fn the_kernel_does_not_see_the_result_channel() {
+    let repo = Repo::new();
+    let v = repo.variant(
+        "torch-universal",
+        "import os\nassert 'PREFLIGHT_RESULT_FILE' not in os.environ, 'channel leaked to the kernel'\n",
+    );
+    let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+}

@@ -26,10 +26,10 @@ import time
 import types
 
 
-def load_sibling(name):
+def load_sibling(file, name):
     """A module written next to this script by the parent (found by path, so
     that PYTHONSAFEPATH or -P cannot hide it)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), file)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -37,7 +37,7 @@ def load_sibling(name):
     return module
 
 
-compare = load_sibling("preflight_compare")
+compare = load_sibling("compare.py", "preflight_compare")
 Mismatch, Incomparable, check_close = compare.Mismatch, compare.Incomparable, compare.check_close
 
 MESSAGE_LIMIT = 4000
@@ -412,9 +412,9 @@ def parse_args(argv):
     return types.SimpleNamespace(**args)
 
 
-def main(argv):
+def main(argv, result_file):
     faulthandler.enable()
-    chan = Channel(os.environ["PREFLIGHT_RESULT_FILE"])
+    chan = Channel(result_file)
     args = parse_args(argv)
     torch_version = None
     chan.enter(
@@ -464,15 +464,17 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # The kernel and its subprocesses need not know where results go.
+    result_file = os.environ.pop("PREFLIGHT_RESULT_FILE", None) or os.devnull
     try:
-        code = main(sys.argv[1:])
+        code = main(sys.argv[1:], result_file)
     except SystemExit:
         raise
     except BaseException as e:  # a bug here is preflight's fault, never the kernel's
         import traceback
 
         try:
-            chan = Channel(os.environ.get("PREFLIGHT_RESULT_FILE", os.devnull))
+            chan = Channel(result_file)
             chan.send("driver_error", phase="start", message=clip("%s: %s" % (type(e).__name__, e)),
                       traceback=clip(traceback.format_exc()))
         finally:

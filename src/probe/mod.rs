@@ -28,7 +28,7 @@ pub const COMPARE: &str = include_str!("../../probes/python/compare.py");
 pub const RESULT_FILE_ENV: &str = "PREFLIGHT_RESULT_FILE";
 
 const DRIVER_NAME: &str = "preflight_driver.py";
-const COMPARE_NAME: &str = "preflight_compare.py";
+const COMPARE_NAME: &str = "compare.py";
 const RESULT_NAME: &str = "preflight_result.jsonl";
 const SMOKE_NAME: &str = "preflight_smoke.py";
 
