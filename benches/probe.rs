@@ -9,7 +9,7 @@
 //! interpreter: `PREFLIGHT_BENCH_PYTHON`, else `.venv/bin/python`, else
 //! `python3` on PATH).
 
-use kernel_preflight::classify::{self, Evidence, OutcomeKind};
+use kernel_preflight::classify::{self, OutcomeKind};
 use kernel_preflight::probe::{PythonProbe, SmokeSource, find_python};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
@@ -92,13 +92,7 @@ fn probed(python: &Path, variant: &Path, smoke: SmokeSource) -> impl FnMut() {
     let cancel = Cancel::new();
     move || {
         let run = prober.run(&variant, "cpu", &cancel).expect("probe");
-        let stderr = run.run.stderr.text();
-        let outcome = classify::classify(&Evidence {
-            termination: &run.run.termination,
-            report: &run.report,
-            channel_error: run.channel_error.as_deref(),
-            stderr: &stderr,
-        });
+        let outcome = classify::classify_run(&run);
         assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
     }
 }

@@ -13,6 +13,7 @@ mod tests;
 
 pub use crate::probe::channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
 
+use crate::probe::ProbeRun;
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
 use signatures::Cause;
@@ -188,6 +189,16 @@ pub struct Evidence<'a> {
     pub channel_error: Option<&'a str>,
     /// Its captured stderr (head and tail).
     pub stderr: &'a str,
+}
+
+/// Classify what a python probe collected.
+pub fn classify_run(run: &ProbeRun) -> Outcome {
+    classify(&Evidence {
+        termination: &run.run.termination,
+        report: &run.report,
+        channel_error: run.channel_error.as_deref(),
+        stderr: &run.run.stderr.text(),
+    })
 }
 
 /// Lines of stderr kept in an outcome.

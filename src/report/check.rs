@@ -1,7 +1,7 @@
 //! `preflight check`: probe every variant of some targets in parallel, and
 //! show what each variant declares next to what it did.
 
-use crate::classify::{self, Evidence, Outcome, OutcomeKind, Timings};
+use crate::classify::{self, Outcome, OutcomeKind, Timings};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
 use crate::probe::{self, PythonProbe, SmokeSource};
@@ -225,13 +225,7 @@ fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResul
     let total_ms = start.elapsed().as_secs_f64() * 1e3;
     match result {
         Ok(run) => {
-            let stderr = run.run.stderr.text();
-            let outcome = classify::classify(&Evidence {
-                termination: &run.run.termination,
-                report: &run.report,
-                channel_error: run.channel_error.as_deref(),
-                stderr: &stderr,
-            });
+            let outcome = classify::classify_run(&run);
             let timings = Timings {
                 total_ms: round_ms(total_ms),
                 import_ms: run.report.import_ms.map(round_ms),
