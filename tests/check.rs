@@ -76,7 +76,11 @@ fn the_example_shows_passing_and_failing_variants() {
 fn json_has_the_documented_shape() {
     let out = check(&[&example(), "--json"]);
     let doc = json(&out);
-    assert_eq!(doc["fingerprint"]["hash"], Value::Null);
+    let hash = doc["fingerprint"]["hash"]
+        .as_str()
+        .expect("fingerprint hash");
+    assert_eq!(hash.len(), 64, "sha256 hex: {hash}");
+    assert_eq!(doc["fingerprint"]["depth"], "full");
     let universal = doc["results"]
         .as_array()
         .unwrap()

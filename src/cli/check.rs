@@ -1,8 +1,8 @@
 //! `preflight check`
 
 use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::declared::detect;
 use kernel_preflight::discover;
+use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe;
 use kernel_preflight::report::check::{self, CheckOptions, CheckResult, Target};
 use kernel_preflight::sandbox::{self, Limits};
@@ -25,9 +25,10 @@ pub struct Args {
     /// Seconds between SIGTERM and SIGKILL when a probe is stopped.
     #[arg(long, default_value_t = 5.0, value_name = "S")]
     grace: f64,
-    /// Python interpreter the probes run in.
-    #[arg(long, default_value = "python3", value_name = "P")]
-    python: PathBuf,
+    /// The Python interpreter the probes run in (default: $VIRTUAL_ENV,
+    /// $CONDA_PREFIX, python3 on PATH, as for the fingerprint).
+    #[arg(long, value_name = "P")]
+    python: Option<PathBuf>,
     /// Smoke file with `def smoke(kernel, device)`, instead of the repo's
     /// benchmarks or preflight's own smoke library.
     #[arg(long, value_name = "FILE")]
@@ -57,12 +58,15 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         grace: seconds("grace", args.grace)?,
         ..Limits::default()
     };
-    let python = probe::find_python(&args.python).ok_or_else(|| {
-        BadInput(format!(
-            "--python {}: no such executable (give a path, or a name on PATH)",
-            args.python.display()
-        ))
-    })?;
+    let given = match &args.python {
+        Some(p) => Some(probe::find_python(p).ok_or_else(|| {
+            BadInput(format!(
+                "--python {}: no such executable (give a path, or a name on PATH)",
+                p.display()
+            ))
+        })?),
+        None => None,
+    };
     if let Some(smoke) = &args.smoke
         && !smoke.is_file()
     {
@@ -84,8 +88,16 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
         eprintln!("preflight: warning: {warning}");
     }
-    let system = detect::detect(&python, Duration::from_secs(60));
-    let probes = check::probe_count(&targets, &system, args.all);
+    let mut sources = Sources::from_process();
+    sources.python = given.clone();
+    let fingerprint = Fingerprint::full(&sources)?;
+    let python = given
+        .or_else(|| {
+            let found = fingerprint.python.as_ref()?;
+            probe::find_python(&found.interpreter)
+        })
+        .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
+    let probes = check::probe_count(&targets, &fingerprint, args.all);
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let jobs = match args.jobs {
         Some(n) => n as usize,
@@ -108,7 +120,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             bar.set_message(format!("{} {}", r.variant, r.outcome.kind));
         }
     };
-    let report = check::run(&targets, &system, &options, &cancel, &on_result);
+    let report = check::run(&targets, &fingerprint, &options, &cancel, &on_result);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
@@ -119,7 +131,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     if args.json {
         emit_json(&report);
     } else {
-        emit(&check::table(&report, &targets, &system));
+        emit(&check::table(&report, &targets));
     }
     Ok(if report.every_target_passes() {
         Answer::Yes

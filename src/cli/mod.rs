@@ -6,6 +6,8 @@
 
 mod cache;
 mod check;
+mod fingerprint;
+mod inspect;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -29,6 +31,12 @@ enum Command {
     Cache(cache::Args),
     /// Probe every variant in an isolated child: declared vs observed.
     Check(check::Args),
+    /// Describe this machine (GPUs, driver, CUDA toolkits, Python
+    /// environment, host) and print the hash that keys cached outcomes.
+    Fingerprint(fingerprint::Args),
+    /// Architectures embedded in shared objects, cubins and fatbins: SASS
+    /// and PTX per target, and whether a given GPU can run them.
+    Inspect(inspect::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -56,6 +64,8 @@ pub fn main() -> ExitCode {
         Command::Resolve(args) => resolve::run(args),
         Command::Cache(args) => cache::run(args),
         Command::Check(args) => check::run(args),
+        Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Inspect(args) => inspect::run(args),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod inspect;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

@@ -2,8 +2,8 @@
 //! crash, hang, `exit(1)`, flood its output, leave grandchildren behind — the
 //! caller survives and learns exactly what happened.
 //!
-//! Each [`Sandbox`] owns a fresh temporary directory, the child's working
-//! directory and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
+//! Each [`Sandbox`] owns a fresh temporary directory: the child's working
+//! directory, `PWD` and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
 //! its own session and process group, with `RLIMIT_CORE=0`, a file-descriptor
 //! limit and a scrubbed environment ([`scrubbed_env`]); no address-space
 //! limit, since CUDA maps huge virtual ranges. Time is bounded instead:
@@ -17,6 +17,22 @@
 //! Structured results do not travel through here: the caller names a file in
 //! [`Sandbox::dir`] (for example in an environment variable) and reads it
 //! after `run`.
+//!
+//! ```
+//! use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox, Termination};
+//!
+//! let sandbox = Sandbox::new()?;
+//! let result = sandbox.dir().join("result.json");
+//! let cmd = ChildCommand::new("sh")
+//!     .arg("-c")
+//!     .arg(r#"echo '{"ok":true}' > "$RESULT"; echo progress; exit 3"#)
+//!     .env("RESULT", &result);
+//! let report = sandbox.run(&cmd, &Limits::default(), &Cancel::new())?;
+//! assert_eq!(report.termination, Termination::Exited { code: 3 });
+//! assert_eq!(report.stdout.text(), "progress\n");
+//! assert_eq!(std::fs::read_to_string(&result)?, "{\"ok\":true}\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod cancel;
 mod capture;
@@ -129,6 +145,36 @@ pub enum Termination {
     Cancelled,
 }
 
+impl std::fmt::Display for Termination {
+    /// A short phrase for messages: `exited with code 1`, `killed by SIGSEGV`,
+    /// `timed out after 60.0 s`, `cancelled`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Termination::Exited { code } => write!(f, "exited with code {code}"),
+            Termination::Signaled {
+                name, core_dumped, ..
+            } => {
+                write!(f, "killed by {name}")?;
+                if *core_dumped {
+                    f.write_str(" (core dumped)")?;
+                }
+                Ok(())
+            }
+            Termination::TimedOut {
+                after,
+                needed_sigkill,
+            } => {
+                write!(f, "timed out after {:.1} s", after.as_secs_f64())?;
+                if *needed_sigkill {
+                    f.write_str(" (ignored SIGTERM, killed)")?;
+                }
+                Ok(())
+            }
+            Termination::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
 /// Everything known about one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunReport {
@@ -219,7 +265,7 @@ impl Sandbox {
         Ok(Sandbox { dir })
     }
 
-    /// The child's working directory and `TMPDIR`: write the driver script
+    /// The child's working directory, `PWD` and `TMPDIR`: write the driver script
     /// here, and read the result file from here after [`Sandbox::run`].
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -250,7 +296,10 @@ impl Sandbox {
             });
         }
         let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
-        env.insert("TMPDIR".into(), self.dir().into());
+        // The parent's PWD would name a directory the child is not in.
+        for name in ["TMPDIR", "PWD"] {
+            env.insert(name.into(), self.dir().into());
+        }
         env.extend(cmd.env.iter().cloned());
         let prepared = spawn::Prepared::new(
             &cmd.program,
@@ -280,6 +329,40 @@ pub fn signal_name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn termination_reads_as_a_phrase() {
+        let segv = Termination::Signaled {
+            signal: libc::SIGSEGV,
+            name: "SIGSEGV".into(),
+            core_dumped: false,
+        };
+        assert_eq!(segv.to_string(), "killed by SIGSEGV");
+        let hung = Termination::TimedOut {
+            after: Duration::from_secs(60),
+            needed_sigkill: true,
+        };
+        assert_eq!(
+            hung.to_string(),
+            "timed out after 60.0 s (ignored SIGTERM, killed)"
+        );
+        assert_eq!(
+            Termination::Exited { code: 1 }.to_string(),
+            "exited with code 1"
+        );
+    }
+
+    /// Probes run in parallel on rayon workers.
+    #[test]
+    fn shareable_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Sandbox>();
+        send_sync::<Cancel>();
+        send_sync::<Limits>();
+        send_sync::<ChildCommand>();
+        send_sync::<RunReport>();
+        send_sync::<SandboxError>();
+    }
 
     #[test]
     fn signal_names() {

@@ -8,6 +8,7 @@
 
 use super::SandboxError;
 use nix::fcntl::OFlag;
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{ForkResult, Pid, fork, pipe2};
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -166,10 +167,10 @@ fn resolve_program(program: &Path, path: Option<&OsString>) -> Result<PathBuf, S
     })
 }
 
-/// A started child: its pid (also its process group and session id) and the
-/// read ends of its stdout and stderr.
+/// A started child: its process group and the read ends of its stdout and
+/// stderr.
 pub(crate) struct Spawned {
-    pub(crate) pid: Pid,
+    pub(crate) group: Group,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
 }
@@ -202,14 +203,18 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
         },
         ForkResult::Parent { child } => {
             drop((out_w, err_w, fail_w, stdin));
+            // From here on, every way out kills and reaps the child.
+            let group = Group {
+                pid: child,
+                reaped: false,
+            };
             match read_failure(&fail_r) {
                 Ok(None) => Ok(Spawned {
-                    pid: child,
+                    group,
                     stdout: out_r,
                     stderr: err_r,
                 }),
                 Ok(Some((step, errno))) => {
-                    reap(child);
                     let source = io::Error::from_raw_os_error(errno);
                     let program = p.program.clone();
                     Err(match step {
@@ -221,11 +226,7 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
                         },
                     })
                 }
-                Err(e) => {
-                    let _ = nix::sys::signal::kill(child, nix::sys::signal::Signal::SIGKILL);
-                    reap(child);
-                    Err(SandboxError::Io("reading the child's exec status", e))
-                }
+                Err(e) => Err(SandboxError::Io("reading the child's exec status", e)),
             }
         }
     }
@@ -258,8 +259,48 @@ fn read_failure(fail_r: &OwnedFd) -> io::Result<Option<(Option<Step>, i32)>> {
     }
 }
 
+/// The child's process group, from the moment `fork` returns; killed and
+/// reaped on drop, so no way out — an error, an early return, a panic —
+/// leaves a process behind.
+pub(crate) struct Group {
+    pid: Pid,
+    reaped: bool,
+}
+
+impl Group {
+    /// The leader's pid: also the group and session id.
+    pub(crate) fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Sends `signal` to every process of the group.
+    pub(crate) fn signal(&self, signal: Signal) {
+        // ESRCH (nobody left) is the only expected failure, and harmless.
+        let _ = killpg(self.pid, signal);
+    }
+
+    /// Kills what is left of the group, then reaps the leader. Until the
+    /// leader is reaped its zombie keeps the group id reserved, so the kill
+    /// cannot hit an unrelated process that reused the number.
+    pub(crate) fn kill_and_reap(&mut self) {
+        if !self.reaped {
+            self.signal(Signal::SIGKILL);
+            // The leader too, in case it failed before `setsid`.
+            let _ = nix::sys::signal::kill(self.pid, Signal::SIGKILL);
+            reap(self.pid);
+            self.reaped = true;
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill_and_reap();
+    }
+}
+
 /// Waits for `pid` and discards its status, retrying on EINTR.
-pub(crate) fn reap(pid: Pid) {
+fn reap(pid: Pid) {
     while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(pid, None) {}
 }
 

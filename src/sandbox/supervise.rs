@@ -3,11 +3,11 @@
 //! and kills the process group before it returns.
 
 use super::capture::Capture;
-use super::spawn::{Spawned, pidfd_open, reap};
+use super::spawn::{Spawned, pidfd_open};
 use super::{Cancel, Limits, RunReport, SandboxError, Termination};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -18,43 +18,14 @@ const CANCEL_TICK: Duration = Duration::from_millis(25);
 const EXIT_TICK: Duration = Duration::from_millis(5);
 /// Bytes read per `read` call.
 const CHUNK: usize = 64 * 1024;
+/// Longer limits are treated as this one: "never" without overflowing `Instant`.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// How a child ended, as the kernel reports it.
 #[derive(Debug, Clone, Copy)]
 enum Exit {
     Code(i32),
     Signal { signal: i32, core_dumped: bool },
-}
-
-/// The child's process group; killed and reaped on drop, so no path out of
-/// the loop — an early return or a panic — leaves a process behind.
-struct Group {
-    pid: Pid,
-    reaped: bool,
-}
-
-impl Group {
-    fn signal(&self, signal: Signal) {
-        // ESRCH (nobody left) is the only expected failure, and harmless.
-        let _ = killpg(self.pid, signal);
-    }
-
-    /// Kills what is left of the group, then reaps the leader. Until the
-    /// leader is reaped its zombie keeps the group id reserved, so the kill
-    /// cannot hit an unrelated process that reused the number.
-    fn kill_and_reap(&mut self) {
-        if !self.reaped {
-            self.signal(Signal::SIGKILL);
-            reap(self.pid);
-            self.reaped = true;
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill_and_reap();
-    }
 }
 
 /// One output stream being drained.
@@ -85,7 +56,7 @@ pub(crate) fn supervise(
     cancel: &Cancel,
     start: Instant,
 ) -> Result<RunReport, SandboxError> {
-    let pidfd = pidfd_open(spawned.pid);
+    let pidfd = pidfd_open(spawned.group.pid());
     supervise_with(spawned, pidfd, limits, cancel, start)
 }
 
@@ -98,25 +69,29 @@ fn supervise_with(
     cancel: &Cancel,
     start: Instant,
 ) -> Result<RunReport, SandboxError> {
-    let mut group = Group {
-        pid: spawned.pid,
-        reaped: false,
-    };
+    let Spawned {
+        mut group,
+        stdout,
+        stderr,
+    } = spawned;
+    let pid = group.pid();
     let mut streams = [
         Stream {
-            fd: Some(spawned.stdout),
+            fd: Some(stdout),
             capture: Capture::new(limits.output_head, limits.output_tail),
             name: "stdout",
         },
         Stream {
-            fd: Some(spawned.stderr),
+            fd: Some(stderr),
             capture: Capture::new(limits.output_head, limits.output_tail),
             name: "stderr",
         },
     ];
     let mut buf = vec![0u8; CHUNK];
 
-    let deadline = start + limits.timeout;
+    let grace = limits.grace.min(FOREVER);
+    let pipe_close_wait = limits.pipe_close_wait.min(FOREVER);
+    let deadline = start + limits.timeout.min(FOREVER);
     let mut exit: Option<(Exit, Instant)> = None;
     let mut cancelled = false;
     let mut sigterm_at: Option<Instant> = None;
@@ -127,7 +102,7 @@ fn supervise_with(
 
     loop {
         if exit.is_none() {
-            exit = try_wait(spawned.pid)?.map(|e| (e, Instant::now()));
+            exit = try_wait(pid)?.map(|e| (e, Instant::now()));
         }
         let open: Vec<&'static str> = streams
             .iter()
@@ -153,11 +128,11 @@ fn supervise_with(
                             sigterm_at = Some(now);
                         }
                         None => wake = wake.min(deadline),
-                        Some(at) if !needed_sigkill && now >= at + limits.grace => {
+                        Some(at) if !needed_sigkill && now >= at + grace => {
                             group.signal(Signal::SIGKILL);
                             needed_sigkill = true;
                         }
-                        Some(at) if !needed_sigkill => wake = wake.min(at + limits.grace),
+                        Some(at) if !needed_sigkill => wake = wake.min(at + grace),
                         Some(_) => {}
                     }
                 }
@@ -171,7 +146,7 @@ fn supervise_with(
                 let pipes_deadline = if cancel.is_cancelled() {
                     now
                 } else {
-                    exited_at + limits.pipe_close_wait
+                    exited_at + pipe_close_wait
                 };
                 match pipes_killed_at {
                     None if now >= pipes_deadline => {
@@ -183,7 +158,7 @@ fn supervise_with(
                         ));
                     }
                     None => wake = wake.min(pipes_deadline),
-                    Some(at) if now >= at + limits.pipe_close_wait => {
+                    Some(at) if now >= at + pipe_close_wait => {
                         // Only a process that left the group (setsid) can
                         // still hold the pipes; stop waiting for it.
                         leaked = Some(format!(
@@ -192,7 +167,7 @@ fn supervise_with(
                         ));
                         break;
                     }
-                    Some(at) => wake = wake.min(at + limits.pipe_close_wait),
+                    Some(at) => wake = wake.min(at + pipe_close_wait),
                 }
             }
         }
@@ -257,7 +232,7 @@ fn supervise_with(
         stderr,
         leaked,
         wall,
-        pid: Some(spawned.pid.as_raw()),
+        pid: Some(pid.as_raw()),
     })
 }
 
