@@ -307,3 +307,44 @@ fn interrupt_stops_every_probe_and_exits_130() {
         );
     }
 }
+
+#[test]
+fn a_known_hub_kernel_gets_preflights_library_smoke() {
+    // A hub cache entry of kernels-community/activation without benchmarks:
+    // the smoke comes from probes/kernels/activation.py, which needs torch.
+    let cache = tempfile::tempdir().unwrap();
+    let folder = cache.path().join("kernels--kernels-community--activation");
+    let variant = folder.join("snapshots/0123abcd/build/torch-universal");
+    std::fs::create_dir_all(&variant).unwrap();
+    std::fs::write(
+        variant.join("metadata.json"),
+        r#"{"name":"activation","id":"_activation_0123abc","version":1,"license":"Apache-2.0","python-depends":[],"backend":{"type":"cpu"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        variant.join("__init__.py"),
+        "def silu_and_mul(out, x):\n    pass\n",
+    )
+    .unwrap();
+    let out = check(&[&folder.display().to_string(), "--json"]);
+    let doc = json(&out);
+    let outcome = &doc["results"][0]["outcome"];
+    if python_has_torch() {
+        assert_ne!(outcome["kind"], "probe_error", "{outcome}");
+    } else {
+        assert_eq!(outcome["kind"], "missing_dependency", "{outcome}");
+        assert_eq!(
+            outcome["phase"], "smoke",
+            "the library smoke ran: {outcome}"
+        );
+        assert!(outcome["message"].as_str().unwrap().contains("`torch`"));
+    }
+}
+
+fn python_has_torch() -> bool {
+    std::process::Command::new(python())
+        .args(["-c", "import torch"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
