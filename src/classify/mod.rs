@@ -94,15 +94,6 @@ impl OutcomeKind {
     pub fn passed(self) -> bool {
         self == OutcomeKind::Pass
     }
-
-    /// Whether the outcome says something about the kernel (not skipped, not
-    /// a fault of preflight).
-    pub fn is_failure(self) -> bool {
-        !matches!(
-            self,
-            OutcomeKind::Pass | OutcomeKind::Skipped | OutcomeKind::ProbeError
-        )
-    }
 }
 
 impl fmt::Display for OutcomeKind {

@@ -79,16 +79,6 @@ impl SmokeSource {
             None => SmokeSource::LoadOnly,
         }
     }
-
-    /// A short label for people: `--smoke file`, `benchmarks`, `library`, `load only`.
-    pub fn label(&self) -> String {
-        match self {
-            SmokeSource::File(path) => format!("smoke file {}", path.display()),
-            SmokeSource::Benchmarks { dir, .. } => format!("benchmarks in {}", dir.display()),
-            SmokeSource::Library { kernel, .. } => format!("preflight's smoke for {kernel}"),
-            SmokeSource::LoadOnly => "load only (no smoke workload)".to_string(),
-        }
-    }
 }
 
 fn has_benchmark_scripts(dir: &Path) -> bool {
