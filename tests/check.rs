@@ -76,7 +76,11 @@ fn the_example_shows_passing_and_failing_variants() {
 fn json_has_the_documented_shape() {
     let out = check(&[&example(), "--json"]);
     let doc = json(&out);
-    assert_eq!(doc["fingerprint"]["hash"], Value::Null);
+    let hash = doc["fingerprint"]["hash"]
+        .as_str()
+        .expect("fingerprint hash");
+    assert_eq!(hash.len(), 64, "sha256 hex: {hash}");
+    assert_eq!(doc["fingerprint"]["depth"], "full");
     let universal = doc["results"]
         .as_array()
         .unwrap()
@@ -247,4 +251,100 @@ fn jobs_run_probes_in_parallel() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["results"].as_array().unwrap().len(), 4);
     assert!(elapsed.as_secs_f64() < 3.5, "took {elapsed:?}");
+}
+
+#[test]
+fn interrupt_stops_every_probe_and_exits_130() {
+    let repo = Repo::new();
+    let pids = repo.root().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    for name in ["torch-cpu", "torch-universal"] {
+        repo.variant(
+            name,
+            &format!(
+                "import os, time\nopen(os.path.join({:?}, str(os.getpid())), 'w').close()\ntime.sleep(1000)\n",
+                pids.display().to_string()
+            ),
+        );
+    }
+    let child = preflight_cmd()
+        .args(["check", "--jobs", "2", "--python"])
+        .arg(python())
+        .arg(repo.root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&pids).unwrap().count() < 2 {
+        assert!(started.elapsed().as_secs() < 20, "probes did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let interrupted = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        interrupted.elapsed().as_secs() < 5,
+        "took {:?}",
+        interrupted.elapsed()
+    );
+    assert!(stderr(&out).contains("interrupted"));
+    for entry in std::fs::read_dir(&pids).unwrap() {
+        let pid: i32 = entry
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .parse()
+            .unwrap();
+        assert!(
+            probe_fixtures::live_members(pid).is_empty(),
+            "probe group {pid} outlived the interrupt"
+        );
+    }
+}
+
+#[test]
+fn a_known_hub_kernel_gets_preflights_library_smoke() {
+    // A hub cache entry of kernels-community/activation without benchmarks:
+    // the smoke comes from probes/kernels/activation.py, which needs torch.
+    let cache = tempfile::tempdir().unwrap();
+    let folder = cache.path().join("kernels--kernels-community--activation");
+    let variant = folder.join("snapshots/0123abcd/build/torch-universal");
+    std::fs::create_dir_all(&variant).unwrap();
+    std::fs::write(
+        variant.join("metadata.json"),
+        r#"{"name":"activation","id":"_activation_0123abc","version":1,"license":"Apache-2.0","python-depends":[],"backend":{"type":"cpu"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        variant.join("__init__.py"),
+        "def silu_and_mul(out, x):\n    pass\n",
+    )
+    .unwrap();
+    let out = check(&[&folder.display().to_string(), "--json"]);
+    let doc = json(&out);
+    let outcome = &doc["results"][0]["outcome"];
+    if python_has_torch() {
+        assert_ne!(outcome["kind"], "probe_error", "{outcome}");
+    } else {
+        assert_eq!(outcome["kind"], "missing_dependency", "{outcome}");
+        assert_eq!(
+            outcome["phase"], "smoke",
+            "the library smoke ran: {outcome}"
+        );
+        assert!(outcome["message"].as_str().unwrap().contains("`torch`"));
+    }
+}
+
+fn python_has_torch() -> bool {
+    std::process::Command::new(python())
+        .args(["-c", "import torch"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

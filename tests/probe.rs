@@ -68,6 +68,23 @@ fn dict_results_carry_tolerances() {
 }
 
 #[test]
+fn objects_with_tolist_compare_without_numpy_or_torch() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", ADD);
+    let smoke =
+        "    import array\n    return array.array('d', kernel.add([1, 2], [3, 4])), (4, 6)\n";
+    let (_, outcome) = probe(&v, smoke_file(&repo, smoke), quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+    let nan = "    return [float('nan')], [float('nan')]\n";
+    let (_, outcome) = probe(&v, smoke_file(&repo, nan), quick_limits());
+    assert_eq!(
+        outcome.kind,
+        OutcomeKind::WrongResult,
+        "NaN never matches: {outcome:?}"
+    );
+}
+
+#[test]
 fn wrong_result() {
     let repo = Repo::new();
     let v = repo.variant(
@@ -301,6 +318,19 @@ fn missing_nvcc_is_nvcc_missing() {
 }
 
 #[test]
+fn a_relative_import_of_a_missing_own_submodule_is_import_error() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", "from ._ops import ops\n");
+    let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::ImportError, "{outcome:?}");
+    assert!(
+        outcome.message.contains("_fixture_torch_universal._ops"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
 fn broken_metadata_is_import_error() {
     let repo = Repo::new();
     let v = repo.variant("torch-universal", ADD);
@@ -463,4 +493,101 @@ fn the_variant_directory_is_left_untouched() {
         !v.join("fixture/__pycache__").exists(),
         "no bytecode written into the variant"
     );
+}
+
+#[test]
+fn the_kernel_does_not_see_the_result_channel() {
+    let repo = Repo::new();
+    let v = repo.variant(
+        "torch-universal",
+        "import os\nassert 'PREFLIGHT_RESULT_FILE' not in os.environ, 'channel leaked to the kernel'\n",
+    );
+    let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+}
+
+/// The real nvcc of the test environment (the `nvidia-cuda-nvcc` wheel).
+fn wheel_nvcc() -> std::path::PathBuf {
+    let lib = probe_fixtures::python()
+        .parent()
+        .and_then(|bin| bin.parent())
+        .map(|venv| venv.join("lib"))
+        .expect("venv layout");
+    let found = std::fs::read_dir(&lib)
+        .expect("venv lib")
+        .flatten()
+        .map(|e| e.path().join("site-packages/nvidia/cu13/bin/nvcc"))
+        .find(|p| p.exists());
+    found.expect("the nvidia-cuda-nvcc wheel is installed (scripts/setup-env.sh)")
+}
+
+fn nvcc_kernel(repo: &Repo, args: &str) -> std::path::PathBuf {
+    let source = repo.file("src/k.cu", "__global__ void k() { undefined_thing(); }\n");
+    repo.variant(
+        "torch-cuda",
+        &format!(
+            "import subprocess, tempfile\n\
+             def build():\n    \
+                 out = tempfile.mkdtemp()\n    \
+                 subprocess.run([{nvcc:?}, {args}, '-c', {source:?}, '-o', out + '/k.o'], check=True)\n",
+            nvcc = wheel_nvcc().display().to_string(),
+            source = source.display().to_string(),
+        ),
+    )
+}
+
+#[test]
+fn a_real_nvcc_compile_error_is_jit_compile_error() {
+    let repo = Repo::new();
+    let v = nvcc_kernel(&repo, "'-arch=sm_90'");
+    let (_, outcome) = probe(
+        &v,
+        smoke_file(&repo, "    kernel.build()\n"),
+        quick_limits(),
+    );
+    assert_eq!(outcome.kind, OutcomeKind::JitCompileError, "{outcome:?}");
+    assert!(
+        outcome.message.contains("undefined_thing"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
+fn nvcc_that_does_not_know_the_gpu_is_nvcc_too_old() {
+    let repo = Repo::new();
+    let v = nvcc_kernel(&repo, "'-arch=sm_999'");
+    let (_, outcome) = probe(
+        &v,
+        smoke_file(&repo, "    kernel.build()\n"),
+        quick_limits(),
+    );
+    assert_eq!(outcome.kind, OutcomeKind::NvccTooOld, "{outcome:?}");
+    assert!(outcome.message.contains("sm_999"), "{}", outcome.message);
+}
+
+#[test]
+fn a_dependency_without_the_imported_name_is_dependency_version() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", "from json import dumps_fast\n");
+    let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::DependencyVersion, "{outcome:?}");
+    assert!(
+        outcome.message.contains("`json` has no `dumps_fast`"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
+fn calling_what_the_kernel_lacks_is_missing_symbol() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", ADD);
+    let (_, outcome) = probe(
+        &v,
+        smoke_file(&repo, "    kernel.gelu_fast([1.0])\n"),
+        quick_limits(),
+    );
+    assert_eq!(outcome.kind, OutcomeKind::MissingSymbol, "{outcome:?}");
+    assert!(outcome.message.contains("gelu_fast"), "{}", outcome.message);
 }

@@ -17,17 +17,28 @@ Works on Python 3.8+ without torch or numpy; uses them only when the kernel
 or its smoke workload already imported them.
 """
 
-import argparse
 import faulthandler
 import importlib.util
 import json
-import math
 import os
-import random
 import sys
 import time
-import traceback
 import types
+
+
+def load_sibling(file, name):
+    """A module written next to this script by the parent (found by path, so
+    that PYTHONSAFEPATH or -P cannot hide it)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), file)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+compare = load_sibling("compare.py", "preflight_compare")
+Mismatch, Incomparable, check_close = compare.Mismatch, compare.Incomparable, compare.check_close
 
 MESSAGE_LIMIT = 4000
 TRACEBACK_LINES = 20
@@ -60,12 +71,8 @@ class SmokeError(Exception):
     """The smoke source itself is unusable (no smoke function, bad return value)."""
 
 
-class Mismatch(Exception):
-    """The kernel's result differs from the reference."""
-
-
 # The parent recognises the driver's own exceptions by this module name.
-for _cls in (MetadataError, SmokeError, Mismatch):
+for _cls in (MetadataError, SmokeError):
     _cls.__module__ = "preflight"
 
 
@@ -101,6 +108,8 @@ def describe(exc):
         inner = cause_of(inner)
     if causes:
         info["causes"] = causes
+    import traceback
+
     lines = traceback.format_exception(cls, exc, exc.__traceback__)
     info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
     return info
@@ -141,10 +150,11 @@ def read_metadata(variant):
     return data
 
 
-def import_variant(variant):
+def import_variant(chan, variant):
     """Import like kernels' `_import_from_path`: module id from metadata.json,
     `__init__.py` else `<module>/__init__.py`, registered in sys.modules."""
     metadata = read_metadata(variant)
+    chan.send("phase", phase="import", module=metadata["id"])
     module_name = metadata["name"].replace("-", "_")
     path = os.path.join(variant, "__init__.py")
     if not os.path.exists(path):
@@ -171,7 +181,6 @@ class Timer:
     """Device events when torch drives a GPU here, perf_counter_ns otherwise."""
 
     def __init__(self, device):
-        self.kind = "perf_counter"
         self.events = None
         torch = sys.modules.get("torch")
         if torch is not None and device.startswith("cuda"):
@@ -181,7 +190,6 @@ class Timer:
                         torch.cuda.Event(enable_timing=True),
                         torch.cuda.Event(enable_timing=True),
                     )
-                    self.kind = "cuda_event"
             except Exception:
                 self.events = None
 
@@ -208,11 +216,13 @@ def synchronize(device):
     torch = sys.modules.get("torch")
     if torch is None:
         return
-    for name in ("cuda", "xpu", "mps"):
-        if device.startswith(name) or (name == "mps" and device == "mps"):
-            backend = getattr(torch, name, None)
-            if backend is not None and backend.is_available():
-                backend.synchronize()
+    name = device.split(":")[0]
+    if name == "cuda" and torch.cuda.is_available():
+        torch.cuda.synchronize()
+    elif name == "xpu" and hasattr(torch, "xpu") and torch.xpu.is_available():
+        torch.xpu.synchronize()
+    elif name == "mps" and torch.backends.mps.is_available():
+        torch.mps.synchronize()
 
 
 def resolve_device(device):
@@ -234,113 +244,6 @@ def resolve_device(device):
     except Exception:
         pass
     return "cpu"
-
-
-# ---------------------------------------------------------------- comparison
-
-
-def default_tolerance(value):
-    """torch.testing.assert_close's defaults by dtype; float64 for Python numbers."""
-    dtype = str(getattr(value, "dtype", "float64"))
-    if "bfloat16" in dtype:
-        return 1.6e-2, 1e-5
-    if "float16" in dtype or "half" in dtype:
-        return 1e-3, 1e-5
-    if "float32" in dtype or dtype.endswith("float"):
-        return 1.3e-6, 1e-5
-    return 1e-7, 1e-7
-
-
-def is_torch_tensor(x):
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
-
-def is_numpy_array(x):
-    return type(x).__module__ == "numpy" and hasattr(x, "shape")
-
-
-def compare(actual, expected, rtol, atol):
-    """None when close, else a one-line description of the difference."""
-    if is_torch_tensor(actual) or is_torch_tensor(expected):
-        import torch
-
-        a = torch.as_tensor(actual).detach().to("cpu")
-        e = torch.as_tensor(expected).detach().to("cpu")
-        if tuple(a.shape) != tuple(e.shape):
-            return "shape %s, expected %s" % (tuple(a.shape), tuple(e.shape))
-        a, e = a.double(), e.double()
-        bad = ~torch.isclose(a, e, rtol=rtol, atol=atol)
-        if not bool(bad.any()):
-            return None
-        diff = (a - e).abs()
-        diff[torch.isnan(diff)] = float("inf")
-        return summary(int(bad.sum()), a.numel(), float(diff.max()), rtol, atol)
-    if is_numpy_array(actual) or is_numpy_array(expected):
-        import numpy
-
-        a = numpy.asarray(actual, dtype=numpy.float64)
-        e = numpy.asarray(expected, dtype=numpy.float64)
-        if a.shape != e.shape:
-            return "shape %s, expected %s" % (a.shape, e.shape)
-        bad = ~numpy.isclose(a, e, rtol=rtol, atol=atol)
-        if not bad.any():
-            return None
-        diff = numpy.nan_to_num(numpy.abs(a - e), nan=numpy.inf)
-        return summary(int(bad.sum()), a.size, float(diff.max()), rtol, atol)
-    flat_a, shape_a = flatten(actual)
-    flat_e, shape_e = flatten(expected)
-    if shape_a != shape_e:
-        return "shape %s, expected %s" % (shape_a, shape_e)
-    bad, worst = 0, 0.0
-    for x, y in zip(flat_a, flat_e):
-        if isinstance(x, (int, float, complex)) and isinstance(y, (int, float, complex)):
-            d = abs(x - y)
-            d = math.inf if d != d else d
-            if not d <= atol + rtol * abs(y):
-                bad += 1
-                worst = max(worst, d)
-        elif x != y:
-            bad += 1
-            worst = math.inf
-    if bad == 0:
-        return None
-    return summary(bad, len(flat_a), worst, rtol, atol)
-
-
-def flatten(value):
-    """Leaves and shape of nested lists/tuples; scalars have shape ()."""
-    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        leaves, shapes = [], set()
-        for item in value:
-            sub, shape = flatten(item)
-            leaves.extend(sub)
-            shapes.add(shape)
-        inner = shapes.pop() if len(shapes) == 1 else ("ragged",)
-        return leaves, (len(value),) + inner
-    return [value], ()
-
-
-def summary(bad, total, worst, rtol, atol):
-    return "%d of %d elements differ beyond rtol=%g atol=%g (max abs diff %g)" % (
-        bad, total, rtol, atol, worst,
-    )
-
-
-def check_close(actual, expected, rtol=None, atol=None):
-    default_rtol, default_atol = default_tolerance(actual)
-    rtol = default_rtol if rtol is None else rtol
-    atol = default_atol if atol is None else atol
-    try:
-        problem = compare(actual, expected, float(rtol), float(atol))
-    except Exception as e:
-        raise SmokeError(
-            "cannot compare %s with %s: %s: %s"
-            % (type(actual).__name__, type(expected).__name__, type(e).__name__, e)
-        ) from None
-    if problem is not None:
-        raise Mismatch(problem)
 
 
 # ---------------------------------------------------------------- smoke sources
@@ -468,6 +371,8 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
         bench.kernel = kernel
         bench.device = device
         if bench.seed is not None:
+            import random
+
             random.seed(bench.seed)
             torch = sys.modules.get("torch")
             if torch is not None:
@@ -489,20 +394,27 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
 # ---------------------------------------------------------------- main
 
 
+OPTIONS = ("--variant", "--device", "--smoke", "--smoke-kind", "--benchmarks", "--repo")
+
+
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="preflight-driver")
-    p.add_argument("--variant", required=True)
-    p.add_argument("--device", default="auto")
-    p.add_argument("--smoke", help="a file with def smoke(kernel, device)")
-    p.add_argument("--smoke-kind", default="file", choices=["file", "library"])
-    p.add_argument("--benchmarks", help="the kernel repo's benchmarks/ directory")
-    p.add_argument("--repo", help="the kernel repo (working directory of benchmark scripts)")
-    return p.parse_args(argv)
+    """`--name value` pairs; argparse would cost a tenth of a bare import."""
+    args = dict.fromkeys((o[2:].replace("-", "_") for o in OPTIONS), None)
+    args.update(device="auto", smoke_kind="file")
+    it = iter(argv)
+    for option in it:
+        value = next(it, None)
+        if option not in OPTIONS or value is None:
+            raise SystemExit("preflight-driver: bad argument %r" % option)
+        args[option[2:].replace("-", "_")] = value
+    if args["variant"] is None:
+        raise SystemExit("preflight-driver: --variant is required")
+    return types.SimpleNamespace(**args)
 
 
-def main(argv):
+def main(argv, result_file):
     faulthandler.enable()
-    chan = Channel(os.environ["PREFLIGHT_RESULT_FILE"])
+    chan = Channel(result_file)
     args = parse_args(argv)
     torch_version = None
     chan.enter(
@@ -515,7 +427,7 @@ def main(argv):
     try:
         chan.enter("import", variant=args.variant)
         start = time.perf_counter_ns()
-        kernel = import_variant(args.variant)
+        kernel = import_variant(chan, args.variant)
         import_ms = (time.perf_counter_ns() - start) / 1e6
         device = resolve_device(args.device)
         torch = sys.modules.get("torch")
@@ -530,11 +442,13 @@ def main(argv):
     except Mismatch as e:
         chan.send("mismatch", message=clip(e))
         return 1
-    except SmokeError as e:
+    except (SmokeError, Incomparable) as e:
         chan.send("invalid_smoke", message=clip(e))
         return 1
     except Exception as e:
         chan.send("exception", **describe(e))
+        import traceback
+
         traceback.print_exc()
         return 1
     chan.enter(
@@ -550,13 +464,17 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    # The kernel and its subprocesses need not know where results go.
+    result_file = os.environ.pop("PREFLIGHT_RESULT_FILE", None) or os.devnull
     try:
-        code = main(sys.argv[1:])
+        code = main(sys.argv[1:], result_file)
     except SystemExit:
         raise
     except BaseException as e:  # a bug here is preflight's fault, never the kernel's
+        import traceback
+
         try:
-            chan = Channel(os.environ.get("PREFLIGHT_RESULT_FILE", os.devnull))
+            chan = Channel(result_file)
             chan.send("driver_error", phase="start", message=clip("%s: %s" % (type(e).__name__, e)),
                       traceback=clip(traceback.format_exc()))
         finally:

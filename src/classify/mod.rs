@@ -13,6 +13,7 @@ mod tests;
 
 pub use crate::probe::channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
 
+use crate::probe::ProbeRun;
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
 use signatures::Cause;
@@ -92,15 +93,6 @@ impl OutcomeKind {
     /// Whether the variant works here.
     pub fn passed(self) -> bool {
         self == OutcomeKind::Pass
-    }
-
-    /// Whether the outcome says something about the kernel (not skipped, not
-    /// a fault of preflight).
-    pub fn is_failure(self) -> bool {
-        !matches!(
-            self,
-            OutcomeKind::Pass | OutcomeKind::Skipped | OutcomeKind::ProbeError
-        )
     }
 }
 
@@ -188,6 +180,16 @@ pub struct Evidence<'a> {
     pub channel_error: Option<&'a str>,
     /// Its captured stderr (head and tail).
     pub stderr: &'a str,
+}
+
+/// Classify what a python probe collected.
+pub fn classify_run(run: &ProbeRun) -> Outcome {
+    classify(&Evidence {
+        termination: &run.run.termination,
+        report: &run.report,
+        channel_error: run.channel_error.as_deref(),
+        stderr: &run.run.stderr.text(),
+    })
 }
 
 /// Lines of stderr kept in an outcome.

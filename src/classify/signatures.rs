@@ -193,9 +193,13 @@ fn structured(e: &ExceptionInfo, variant_module: Option<&str>, stderr: &str) -> 
     }
     if e.is_a("CalledProcessError") && e.command.as_deref().is_some_and(is_nvcc) {
         return Some(from_text(stderr).unwrap_or_else(|| {
+            let error = stderr
+                .lines()
+                .find(|l| l.contains("error"))
+                .map_or_else(|| first_line(&e.message), str::trim);
             Cause::new(
                 OutcomeKind::JitCompileError,
-                format!("nvcc failed: {}", first_line(&e.message)),
+                format!("nvcc failed: {error}"),
                 HINT_JIT,
             )
         }));

@@ -1,15 +1,13 @@
 //! `preflight check`
 
 use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::declared::detect;
 use kernel_preflight::discover;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::cuda::{self, CudaExecutor};
 use kernel_preflight::probe::{self, native};
-use kernel_preflight::report::check::{
-    self, CheckOptions, CheckReport, CheckResult, FingerprintRef, Target,
-};
-use kernel_preflight::sandbox::{self, Cancel, Limits};
+use kernel_preflight::report::check::{self, CheckOptions, CheckReport, CheckResult, Target};
+use kernel_preflight::report::native as native_report;
+use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,9 +28,10 @@ pub struct Args {
     /// Seconds between SIGTERM and SIGKILL when a probe is stopped.
     #[arg(long, default_value_t = 5.0, value_name = "S")]
     grace: f64,
-    /// Python interpreter the probes run in.
-    #[arg(long, default_value = "python3", value_name = "P")]
-    python: PathBuf,
+    /// The Python interpreter the probes run in (default: $VIRTUAL_ENV,
+    /// $CONDA_PREFIX, python3 on PATH, as for the fingerprint).
+    #[arg(long, value_name = "P")]
+    python: Option<PathBuf>,
     /// Smoke file with `def smoke(kernel, device)`, instead of the repo's
     /// benchmarks or preflight's own smoke library.
     #[arg(long, value_name = "FILE")]
@@ -62,76 +61,15 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         grace: seconds("grace", args.grace)?,
         ..Limits::default()
     };
-    let (native_dirs, hub): (Vec<PathBuf>, Vec<PathBuf>) = args
-        .targets
-        .iter()
-        .cloned()
-        .partition(|p| native::is_native_target(p));
-    let natives = native_dirs
-        .iter()
-        .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
-        .collect::<Result<Vec<_>, BadInput>>()?;
-    let cancel = sandbox::install_interrupt_handler();
-    let (mut report, mut text, mut answer) = if hub.is_empty() {
-        (
-            CheckReport {
-                fingerprint: FingerprintRef::default(),
-                results: Vec::new(),
-            },
-            String::new(),
-            true,
-        )
-    } else {
-        hub_check(&args, &hub, limits.clone(), &cancel)?
+    let given = match &args.python {
+        Some(p) => Some(probe::find_python(p).ok_or_else(|| {
+            BadInput(format!(
+                "--python {}: no such executable (give a path, or a name on PATH)",
+                p.display()
+            ))
+        })?),
+        None => None,
     };
-    if !natives.is_empty() {
-        let toolkits = Fingerprint::fast(&Sources::from_process())
-            .map(|fp| fp.toolkits)
-            .map_err(|e| BadInput(e.to_string()))?;
-        let executor = CudaExecutor::current()
-            .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
-            .with_nvrtc(cuda::nvrtc_library(&toolkits));
-        let executor = CudaExecutor { limits, ..executor };
-        for (given, target) in &natives {
-            let probed = native::probe(target, &executor, 0, &cancel)
-                .map_err(|e| BadInput(format!("{given}: {e}")))?;
-            answer &= probed.outcome.kind.passed();
-            report
-                .results
-                .extend(kernel_preflight::report::native::rows(given, &probed));
-            if !text.is_empty() {
-                text.push_str("\n\n");
-            }
-            text.push_str(&kernel_preflight::report::native::table(given, &probed));
-        }
-    }
-    if let Some(signal) = cancel.signal() {
-        eprintln!("preflight: interrupted; every probe was stopped");
-        std::process::exit(128 + signal);
-    }
-    if args.json {
-        emit_json(&report);
-    } else {
-        emit(&text);
-    }
-    Ok(if answer { Answer::Yes } else { Answer::No })
-}
-
-/// Checks the hub targets (kernel repos, variant directories, hub cache
-/// folders): the report, its table, and whether every target has a
-/// working variant.
-fn hub_check(
-    args: &Args,
-    hub: &[PathBuf],
-    limits: Limits,
-    cancel: &Cancel,
-) -> Result<(CheckReport, String, bool), BadInput> {
-    let python = probe::find_python(&args.python).ok_or_else(|| {
-        BadInput(format!(
-            "--python {}: no such executable (give a path, or a name on PATH)",
-            args.python.display()
-        ))
-    })?;
     if let Some(smoke) = &args.smoke
         && !smoke.is_file()
     {
@@ -140,6 +78,14 @@ fn hub_check(
             smoke.display()
         )));
     }
+    let (native_dirs, hub): (Vec<&PathBuf>, Vec<&PathBuf>) = args
+        .targets
+        .iter()
+        .partition(|p| native::is_native_target(p));
+    let natives = native_dirs
+        .iter()
+        .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
+        .collect::<Result<Vec<_>, BadInput>>()?;
     let targets = hub
         .iter()
         .map(|path| {
@@ -152,8 +98,73 @@ fn hub_check(
     for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
         eprintln!("preflight: warning: {warning}");
     }
-    let system = detect::detect(&python, Duration::from_secs(60));
-    let probes = check::probe_count(&targets, &system, args.all);
+    let mut sources = Sources::from_process();
+    sources.python = given.clone();
+    let fingerprint = Fingerprint::full(&sources)?;
+    let cancel = sandbox::install_interrupt_handler();
+    let mut report = CheckReport {
+        fingerprint: fingerprint.clone(),
+        results: Vec::new(),
+    };
+    let mut text = Vec::new();
+    let mut answer = true;
+    if !targets.is_empty() {
+        let hub = hub_check(
+            &args,
+            given,
+            &targets,
+            &fingerprint,
+            limits.clone(),
+            &cancel,
+        )?;
+        answer = hub.every_target_passes();
+        text.push(check::table(&hub, &targets));
+        report.results = hub.results;
+    }
+    if !natives.is_empty() {
+        let executor = CudaExecutor {
+            limits,
+            ..CudaExecutor::current()
+                .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
+                .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
+        };
+        for (given, target) in &natives {
+            let probed = native::probe(target, &executor, 0, &cancel)
+                .map_err(|e| BadInput(format!("{given}: {e}")))?;
+            answer &= probed.outcome.kind.passed();
+            report.results.extend(native_report::rows(given, &probed));
+            text.push(native_report::table(given, &probed));
+        }
+    }
+    if let Some(signal) = cancel.signal() {
+        eprintln!("preflight: interrupted; every probe was stopped");
+        std::process::exit(128 + signal);
+    }
+    if args.json {
+        emit_json(&report);
+    } else {
+        emit(&text.join("\n\n"));
+    }
+    Ok(if answer { Answer::Yes } else { Answer::No })
+}
+
+/// Probes the hub targets (kernel repos, variant directories, hub cache
+/// folders) in the Python executor.
+fn hub_check(
+    args: &Args,
+    given: Option<PathBuf>,
+    targets: &[Target],
+    fingerprint: &Fingerprint,
+    limits: Limits,
+    cancel: &sandbox::Cancel,
+) -> Result<CheckReport, BadInput> {
+    let python = given
+        .or_else(|| {
+            let found = fingerprint.python.as_ref()?;
+            probe::find_python(&found.interpreter)
+        })
+        .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
+    let probes = check::probe_count(targets, fingerprint, args.all);
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let jobs = match args.jobs {
         Some(n) => n as usize,
@@ -175,13 +186,11 @@ fn hub_check(
             bar.set_message(format!("{} {}", r.variant, r.outcome.kind));
         }
     };
-    let report = check::run(&targets, &system, &options, cancel, &on_result);
+    let report = check::run(targets, fingerprint, &options, cancel, &on_result);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    let text = check::table(&report, &targets, &system);
-    let passes = report.every_target_passes();
-    Ok((report, text, passes))
+    Ok(report)
 }
 
 /// A progress bar on stderr, only when stderr is a terminal.

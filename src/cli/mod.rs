@@ -31,11 +31,11 @@ enum Command {
     Resolve(resolve::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
+    /// Probe every variant in an isolated child: declared vs observed.
+    Check(check::Args),
     /// Describe this machine (GPUs, driver, CUDA toolkits, Python
     /// environment, host) and print the hash that keys cached outcomes.
     Fingerprint(fingerprint::Args),
-    /// Probe every variant in an isolated child: declared vs observed.
-    Check(check::Args),
     /// What this machine can do for compute kernels: driver, devices,
     /// NVRTC, nvcc, PTX JIT, bf16 / fp8 / wgmma, torch, Triton, CuTe-DSL.
     Doctor(doctor::Args),

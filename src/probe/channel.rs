@@ -145,6 +145,9 @@ pub enum ChildFailure {
     },
 }
 
+/// Most bytes of the result channel that are read.
+pub const CHANNEL_LIMIT: u64 = 4 << 20;
+
 /// One line of the channel. Unknown fields are ignored so that the driver
 /// can report more without breaking older parents.
 #[derive(Debug, Deserialize)]
@@ -201,12 +204,20 @@ impl ChildReport {
     }
 
     /// Read and fold the channel file; an absent file is an empty report.
+    /// Only the first [`CHANNEL_LIMIT`] bytes are read: the driver writes a
+    /// few kilobytes, and a child that floods the file must not flood the parent.
     pub fn read(path: &Path) -> std::io::Result<ChildReport> {
-        match std::fs::read(path) {
-            Ok(bytes) => Ok(Self::parse(&String::from_utf8_lossy(&bytes))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ChildReport::default()),
-            Err(e) => Err(e),
-        }
+        use std::io::Read;
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(ChildReport::default());
+            }
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        file.take(CHANNEL_LIMIT).read_to_end(&mut bytes)?;
+        Ok(Self::parse(&String::from_utf8_lossy(&bytes)))
     }
 
     fn absorb(&mut self, line: Line) {

@@ -3,7 +3,7 @@
 //! `exit(1)`, flood its output) the caller survives and learns what happened.
 //!
 //! This is the parent side of the *python executor*: it writes the embedded
-//! driver (`probes/python/driver.py`) into the sandbox's directory, starts
+//! driver (`probes/python/driver.py` and its `compare.py`) into the sandbox's directory, starts
 //! the interpreter there, and reads the child's phase events back from the
 //! result channel file. Classification of what it collects is
 //! [`crate::classify`]'s job.
@@ -24,10 +24,14 @@ use std::path::{Path, PathBuf};
 /// The child-side driver, embedded so that an installed binary needs no data files.
 pub const DRIVER: &str = include_str!("../../probes/python/driver.py");
 
+/// The driver's comparison of results with references, written next to it.
+pub const COMPARE: &str = include_str!("../../probes/python/compare.py");
+
 /// Environment variable that names the result channel file in the child.
 pub const RESULT_FILE_ENV: &str = "PREFLIGHT_RESULT_FILE";
 
 const DRIVER_NAME: &str = "preflight_driver.py";
+const COMPARE_NAME: &str = "compare.py";
 const RESULT_NAME: &str = "preflight_result.jsonl";
 const SMOKE_NAME: &str = "preflight_smoke.py";
 
@@ -76,16 +80,6 @@ impl SmokeSource {
                 source,
             },
             None => SmokeSource::LoadOnly,
-        }
-    }
-
-    /// A short label for people: `--smoke file`, `benchmarks`, `library`, `load only`.
-    pub fn label(&self) -> String {
-        match self {
-            SmokeSource::File(path) => format!("smoke file {}", path.display()),
-            SmokeSource::Benchmarks { dir, .. } => format!("benchmarks in {}", dir.display()),
-            SmokeSource::Library { kernel, .. } => format!("preflight's smoke for {kernel}"),
-            SmokeSource::LoadOnly => "load only (no smoke workload)".to_string(),
         }
     }
 }
@@ -216,6 +210,7 @@ impl PythonProbe {
             })
         };
         let driver = write(DRIVER_NAME, DRIVER)?;
+        write(COMPARE_NAME, COMPARE)?;
         let mut args: Vec<OsString> = vec![
             "-B".into(),
             driver.into(),

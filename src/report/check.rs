@@ -1,9 +1,10 @@
 //! `preflight check`: probe every variant of some targets in parallel, and
 //! show what each variant declares next to what it did.
 
-use crate::classify::{self, Evidence, Outcome, OutcomeKind, Timings};
+use crate::classify::{self, Outcome, OutcomeKind, Timings};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
+use crate::fingerprint::{Fingerprint, Hashed};
 use crate::probe::{self, PythonProbe, SmokeSource};
 use crate::sandbox::{Cancel, Limits};
 use serde::Serialize;
@@ -70,22 +71,19 @@ impl CheckResult {
     }
 }
 
-/// The machine the results hold for. The fingerprint is wired in later;
-/// until then its hash is `null`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct FingerprintRef {
-    /// sha256 of the machine's full fingerprint, when known.
-    pub hash: Option<String>,
-}
-
 /// The document `check --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckReport {
-    /// The machine.
-    pub fingerprint: FingerprintRef,
+    /// The machine the results hold for, with its hash.
+    #[serde(serialize_with = "hashed")]
+    pub fingerprint: Fingerprint,
     /// One row per variant, targets in the order given, each in the hub's
     /// preference order.
     pub results: Vec<CheckResult>,
+}
+
+fn hashed<S: serde::Serializer>(fp: &Fingerprint, s: S) -> Result<S::Ok, S::Error> {
+    Hashed::from(fp).serialize(s)
 }
 
 impl CheckReport {
@@ -128,8 +126,8 @@ impl Work<'_> {
 }
 
 /// Number of variants `check` will start children for.
-pub fn probe_count(targets: &[Target], system: &System, all: bool) -> usize {
-    plan(targets, system)
+pub fn probe_count(targets: &[Target], fingerprint: &Fingerprint, all: bool) -> usize {
+    plan(targets, &System::from_fingerprint(fingerprint))
         .iter()
         .filter(|w| w.skip_reason(all).is_none())
         .count()
@@ -157,17 +155,18 @@ fn plan<'a>(targets: &'a [Target], system: &System) -> Vec<Work<'a>> {
     work
 }
 
-/// Probe every variant of every target, `options.jobs` at a time; `each`
-/// is called as each result arrives (for progress).
+/// Probe every variant of every target on the machine `fingerprint`
+/// describes, `options.jobs` at a time; `each` is called as each result
+/// arrives (for progress).
 pub fn run(
     targets: &[Target],
-    system: &System,
+    fingerprint: &Fingerprint,
     options: &CheckOptions,
     cancel: &Cancel,
     each: &(dyn Fn(&CheckResult) + Sync),
 ) -> CheckReport {
     use rayon::prelude::*;
-    let work = plan(targets, system);
+    let work = plan(targets, &System::from_fingerprint(fingerprint));
     let check = |w: &Work| {
         let result = check_one(w, options, cancel);
         each(&result);
@@ -181,7 +180,7 @@ pub fn run(
         Err(_) => work.iter().map(check).collect(),
     };
     CheckReport {
-        fingerprint: FingerprintRef::default(),
+        fingerprint: fingerprint.clone(),
         results,
     }
 }
@@ -225,13 +224,7 @@ fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResul
     let total_ms = start.elapsed().as_secs_f64() * 1e3;
     match result {
         Ok(run) => {
-            let stderr = run.run.stderr.text();
-            let outcome = classify::classify(&Evidence {
-                termination: &run.run.termination,
-                report: &run.report,
-                channel_error: run.channel_error.as_deref(),
-                stderr: &stderr,
-            });
+            let outcome = classify::classify_run(&run);
             let timings = Timings {
                 total_ms: round_ms(total_ms),
                 import_ms: run.report.import_ms.map(round_ms),
@@ -288,9 +281,10 @@ fn ms(value: Option<f64>) -> String {
 
 /// The table `check` prints for people: per target, variant · declared ·
 /// observed · depth · smoke · total, then one line per failure.
-pub fn table(report: &CheckReport, targets: &[Target], system: &System) -> String {
+pub fn table(report: &CheckReport, targets: &[Target]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "system: {}", super::resolve::system_line(system));
+    let system = System::from_fingerprint(&report.fingerprint);
+    let _ = writeln!(out, "system: {}", super::resolve::system_line(&system));
     for target in targets {
         let rows: Vec<&CheckResult> = report
             .results

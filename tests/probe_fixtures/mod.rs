@@ -2,7 +2,7 @@
 //! that classifies like `preflight check` does.
 #![allow(dead_code)]
 
-use kernel_preflight::classify::{self, Evidence, Outcome};
+use kernel_preflight::classify::{self, Outcome};
 use kernel_preflight::probe::{ProbeRun, PythonProbe, SmokeSource};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
@@ -88,13 +88,7 @@ pub fn probe_with(
     let run = prober
         .run(variant, "cpu", &Cancel::new())
         .expect("the probe itself runs");
-    let stderr = run.run.stderr.text();
-    let outcome = classify::classify(&Evidence {
-        termination: &run.run.termination,
-        report: &run.report,
-        channel_error: run.channel_error.as_deref(),
-        stderr: &stderr,
-    });
+    let outcome = classify::classify_run(&run);
     assert_group_gone(&run);
     (run, outcome)
 }
