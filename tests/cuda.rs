@@ -146,11 +146,11 @@ fn nvrtc_on_good_source_compiles_then_load_fails_with_no_device() {
             &Cancel::new(),
         )
         .expect("run");
-    let (target, image, bytes, version) = run.facts.compiled.clone().expect("compiled");
-    assert_eq!(image, "ptx", "no device: NVRTC's default target is PTX");
-    assert!(target.contains("default"), "{target}");
-    assert!(bytes > 100);
-    assert!(version.starts_with("13."), "{version}");
+    let c = run.facts.compiled.clone().expect("compiled");
+    assert_eq!(c.image, "ptx", "no device: NVRTC's default target is PTX");
+    assert!(c.target.contains("default"), "{}", c.target);
+    assert!(c.bytes > 100);
+    assert!(c.nvrtc_version.starts_with("13."), "{}", c.nvrtc_version);
     assert_eq!(run.outcome.kind, OutcomeKind::NoDevice);
     assert!(
         run.outcome.message.contains("libcuda.so.1"),
@@ -170,9 +170,9 @@ fn nvrtc_compiles_arch_specific_cubins() {
             &Cancel::new(),
         )
         .expect("run");
-    let (target, image, bytes, _) = run.facts.compiled.clone().expect("compiled");
-    assert_eq!((target.as_str(), image.as_str()), ("sm_90a", "cubin"));
-    assert!(bytes > 1000);
+    let c = run.facts.compiled.clone().expect("compiled");
+    assert_eq!((c.target.as_str(), c.image.as_str()), ("sm_90a", "cubin"));
+    assert!(c.bytes > 1000);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! crash it could have avoided.
 
 use super::driver::{self, Driver, Module};
-use super::event::{Event, EventLog, Failure, LaunchTiming, Step};
+use super::event::{CompileInfo, Event, EventLog, Failure, LaunchTiming, Step};
 use super::nvrtc;
 use super::request::{Arg, CudaRequest, Launch, ModuleKind, ModuleSpec};
 use std::cell::Cell;
@@ -204,13 +204,13 @@ impl Child<'_> {
         let target = spec.target.as_deref().or(device_sm);
         let compiled = nvrtc::compile(&source, &name, target, &spec.nvrtc_options)
             .map_err(|f| (Step::Compile, f))?;
-        self.log.emit(&Event::Compiled {
+        self.log.emit(&Event::Compiled(CompileInfo {
             target: compiled.target.clone(),
             image: compiled.kind.as_str().to_owned(),
             bytes: compiled.image.len(),
             nvrtc_version: compiled.version.clone(),
             log: compiled.log.clone(),
-        });
+        }));
         Ok(compiled)
     }
 

@@ -4,7 +4,7 @@
 //! name a cause by themselves shared with the python executor
 //! ([`classify::from_cuda_error`]).
 
-use super::event::{DeviceInfo, Event, Failure, LaunchTiming, Step};
+use super::event::{CompileInfo, DeviceInfo, Event, Failure, LaunchTiming, Step};
 use crate::classify::{self, Depth, Outcome, OutcomeKind, Phase, Timings};
 use crate::sandbox::{RunReport, Termination};
 
@@ -19,8 +19,8 @@ pub struct Facts {
     pub device_count: Option<u32>,
     /// The device probed.
     pub device: Option<DeviceInfo>,
-    /// What NVRTC produced: target, image kind, bytes, NVRTC version.
-    pub compiled: Option<(String, String, usize, String)>,
+    /// What NVRTC produced.
+    pub compiled: Option<CompileInfo>,
     /// Host time of the module load, in milliseconds.
     pub load_ms: Option<f64>,
     /// Launches that ran, in order.
@@ -47,16 +47,7 @@ impl Facts {
                     f.device_count = Some(*devices);
                 }
                 Event::Device(d) => f.device = Some(d.clone()),
-                Event::Compiled {
-                    target,
-                    image,
-                    bytes,
-                    nvrtc_version,
-                    ..
-                } => {
-                    f.compiled =
-                        Some((target.clone(), image.clone(), *bytes, nvrtc_version.clone()))
-                }
+                Event::Compiled(c) => f.compiled = Some(c.clone()),
                 Event::Loaded { load_ms, .. } => f.load_ms = Some(*load_ms),
                 Event::Launched { function } => f.launched.push(function.clone()),
                 Event::Verified { compared, .. } => f.compared += compared,

@@ -131,6 +131,22 @@ pub enum Failure {
     },
 }
 
+/// What NVRTC produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileInfo {
+    /// The target it compiled for (`sm_90`, `compute_90`, or NVRTC's default).
+    pub target: String,
+    /// What was handed to the driver: `cubin` or `ptx`.
+    pub image: String,
+    /// Size of that image in bytes.
+    pub bytes: usize,
+    /// NVRTC's version, `major.minor`.
+    pub nvrtc_version: String,
+    /// Warnings in the compiler log, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log: String,
+}
+
 /// How long one launch configuration took, from CUDA events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchTiming {
@@ -174,19 +190,7 @@ pub enum Event {
     /// The device being probed.
     Device(DeviceInfo),
     /// NVRTC compiled the source.
-    Compiled {
-        /// The target it compiled for (`sm_90`, `compute_90`, …).
-        target: String,
-        /// What was handed to the driver: `cubin` or `ptx`.
-        image: String,
-        /// Size of that image in bytes.
-        bytes: usize,
-        /// NVRTC's version, `major.minor`.
-        nvrtc_version: String,
-        /// Warnings in the compiler log, if any.
-        #[serde(default, skip_serializing_if = "String::is_empty")]
-        log: String,
-    },
+    Compiled(CompileInfo),
     /// The module loaded.
     Loaded {
         /// Host time spent in `cuModuleLoadDataEx` (includes any PTX JIT).

@@ -18,7 +18,7 @@ pub mod event;
 mod nvrtc;
 pub mod request;
 
-pub use event::{DeviceInfo, Event, Failure, LaunchTiming, Step};
+pub use event::{CompileInfo, DeviceInfo, Event, Failure, LaunchTiming, Step};
 pub use request::{Arg, CudaRequest, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
 
 use crate::classify::{Outcome, Timings};

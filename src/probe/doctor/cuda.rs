@@ -218,9 +218,10 @@ pub(super) fn nvrtc(
         Err(e) => return probe_error(check, e),
     };
     if device.is_none() {
-        if let Some((_, image, bytes, version)) = &run.facts.compiled {
+        if let Some(c) = &run.facts.compiled {
             return check.took(wall_ms(&run)).skipped(format!(
-                "NVRTC {version} works: it compiled the test kernel ({bytes} B of {image}); loading and launching need a GPU"
+                "NVRTC {} works: it compiled the test kernel ({} B of {}); loading and launching need a GPU",
+                c.nvrtc_version, c.bytes, c.image
             ));
         }
         if !matches!(run.facts.failure, Some((_, Failure::LibraryMissing { .. }))) {
@@ -228,9 +229,12 @@ pub(super) fn nvrtc(
         }
     }
     judge(check, &run, |run| {
-        let (target, image, _, version) = run.facts.compiled.clone().unwrap_or_default();
+        let c = run.facts.compiled.clone().unwrap_or_default();
         format!(
-            "NVRTC {version} compiled a {image} for {target}; it loaded, ran and verified ({})",
+            "NVRTC {} compiled a {} for {}; it loaded, ran and verified ({})",
+            c.nvrtc_version,
+            c.image,
+            c.target,
             per_launch(run.facts.timings.first())
         )
     })
@@ -469,7 +473,11 @@ pub(super) fn feature(
     );
     match executor.run(0, Some(&spec), &[feature.launch()], cancel) {
         Ok(run) => judge(check, &run, |run| {
-            let target = run.facts.compiled.as_ref().map_or("?", |c| c.0.as_str());
+            let target = run
+                .facts
+                .compiled
+                .as_ref()
+                .map_or("?", |c| c.target.as_str());
             format!(
                 "compiled for {target} with NVRTC, ran and verified ({})",
                 per_launch(run.facts.timings.first())
