@@ -189,3 +189,64 @@ fn a_death_or_a_hang_is_attributed_to_its_phase() {
         (OutcomeKind::Timeout, Phase::Load)
     );
 }
+
+/// The CUDA 13 wheel layout of the test environment (`scripts/setup-env.sh`).
+fn cu13() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
+    std::fs::read_dir(&venv)
+        .expect("the test venv: run scripts/setup-env.sh")
+        .flatten()
+        .map(|e| e.path().join("site-packages/nvidia/cu13"))
+        .find(|p| p.is_dir())
+        .expect("the nvidia-cuda-* 13 wheels in the test venv")
+}
+
+#[test]
+fn doctor_takes_the_gpu_path_when_a_driver_answers() {
+    let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["doctor", "--json", "--timeout", "20"])
+        .env("PREFLIGHT_LIBCUDA", fake_libcuda())
+        .env("CUDA_HOME", cu13())
+        .env("PREFLIGHT_CACHE", tempfile::tempdir().unwrap().keep())
+        .output()
+        .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON");
+    assert_eq!(json["device"]["name"], "Fake GPU");
+    assert_eq!(json["driver_cuda"], "13.0");
+    assert!(
+        json["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Fake GPU (sm_90, 132 SMs, 1 GiB), CUDA driver 13.0"),
+        "{}",
+        json["summary"]
+    );
+    let check = |name: &str| {
+        json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check"))
+            .clone()
+    };
+    // The stand-in runs `preflight_axpy` only: NVRTC's sm_90 cubin, nvcc's
+    // cubin and the PTX-only module all reach launch and verification.
+    for name in ["driver", "nvrtc", "nvcc", "ptx_jit"] {
+        assert_eq!(check(name)["verdict"], "pass", "{}", check(name));
+    }
+    assert!(
+        check("nvrtc")["message"]
+            .as_str()
+            .unwrap()
+            .contains("compiled a cubin for sm_90; it loaded, ran and verified"),
+        "{}",
+        check("nvrtc")
+    );
+    // Its other kernels do not exist there: a present capability that does
+    // not work is a failure, and doctor answers 1.
+    assert_eq!(check("bf16")["kind"], "missing_symbol");
+    assert_eq!(check("bf16")["verdict"], "fail");
+    assert_eq!(out.status.code(), Some(1));
+}
