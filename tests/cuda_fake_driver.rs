@@ -250,3 +250,48 @@ fn doctor_takes_the_gpu_path_when_a_driver_answers() {
     assert_eq!(check("bf16")["verdict"], "fail");
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn check_shows_what_a_module_declares_next_to_what_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(cu13().join("bin/nvcc"))
+        .args(["-fatbin", "-gencode", "arch=compute_80,code=sm_80", "-o"])
+        .arg(dir.path().join("axpy.fatbin"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/axpy/axpy.cu"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(
+        dir.path().join("preflight.toml"),
+        "[[module]]\nfile = \"axpy.fatbin\"\n",
+    )
+    .unwrap();
+    let check = |json: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
+        cmd.arg("check").arg(dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.env("PREFLIGHT_LIBCUDA", fake_libcuda())
+            .env("PREFLIGHT_CACHE", tempfile::tempdir().unwrap().keep())
+            .output()
+            .unwrap()
+    };
+    let out = check(true);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = &json["results"][0];
+    // The stand-in loads anything; the rule says sm_80 SASS cannot run on
+    // its sm_90: declared and observed disagree, and both are shown.
+    assert_eq!(row["declared"]["accepted"], false, "{row}");
+    assert!(
+        row["declared"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("SASS for sm_80, no PTX; this GPU is sm_90"),
+        "{row}"
+    );
+    assert_eq!(row["outcome"]["kind"], "pass");
+    let text = String::from_utf8_lossy(&check(false).stdout).into_owned();
+    assert!(text.contains("rejected (no image fits)"), "{text}");
+    assert!(text.contains("≠ pass"), "{text}");
+}

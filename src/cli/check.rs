@@ -1,6 +1,7 @@
 //! `preflight check`
 
 use super::{Answer, BadInput, emit, emit_json};
+use kernel_preflight::declared::arch::driver_max_ptx_isa;
 use kernel_preflight::discover;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::cuda::{self, CudaExecutor};
@@ -128,12 +129,25 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
                 .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
                 .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
         };
+        let judge = native_report::Judge {
+            gpu: fingerprint
+                .gpus
+                .devices
+                .iter()
+                .find_map(|g| g.compute_capability.as_deref()?.parse().ok()),
+            driver_ptx: fingerprint
+                .gpus
+                .driver
+                .as_deref()
+                .and_then(driver_max_ptx_isa),
+        };
         for (given, target) in &natives {
             let probed = native::probe(target, &executor, 0, &cancel)
                 .map_err(|e| BadInput(format!("{given}: {e}")))?;
             answer &= probed.outcome.kind.passed();
-            report.results.extend(native_report::rows(given, &probed));
-            text.push(native_report::table(given, &probed));
+            let rows = native_report::rows(given, &probed, judge);
+            text.push(native_report::table(given, &probed, &rows));
+            report.results.extend(rows);
         }
     }
     if let Some(signal) = cancel.signal() {

@@ -1,30 +1,75 @@
 //! Output of `preflight check` for native module targets (a directory with
 //! a `preflight.toml`): one row per module, in the same JSON shape as the
-//! variants of hub targets.
+//! variants of hub targets, the declared verdict being what the module's
+//! embedded images allow (`preflight inspect`'s compatibility rule).
 
 use super::check::{CheckResult, Declared};
 use crate::classify::OutcomeKind;
-use crate::probe::native::NativeReport;
+use crate::declared::arch::{ComputeCapability, PtxIsa};
+use crate::declared::embedded;
+use crate::probe::cuda::ModuleKind;
+use crate::probe::native::{NativeModule, NativeReport};
 use std::fmt::Write;
 
-/// One [`CheckResult`] per module: `variant` is the module's file name and
-/// the declared verdict is "accepted" (a module declares nothing by name).
-pub fn rows(given: &str, report: &NativeReport) -> Vec<CheckResult> {
+/// The GPU a declared verdict is judged against: the device the probe
+/// found, else `fallback` (the fingerprint's), with the driver's PTX ISA.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judge {
+    /// Compute capability of device 0, when known.
+    pub gpu: Option<ComputeCapability>,
+    /// The newest PTX ISA the driver JIT-compiles, when known.
+    pub driver_ptx: Option<PtxIsa>,
+}
+
+/// What a module's embedded images declare about this GPU: accepted when
+/// some image can run (or when nothing can be judged: CUDA C source, no GPU
+/// known, a file inspect cannot read).
+fn declared(module: &NativeModule, gpu: Option<ComputeCapability>, judge: Judge) -> Declared {
+    let accepted = Declared {
+        accepted: true,
+        reason: None,
+        short: None,
+    };
+    let Some(gpu) = gpu else {
+        return accepted;
+    };
+    if module.spec.kind == ModuleKind::Cuda {
+        return accepted;
+    }
+    match embedded::inspect_file(&module.spec.path) {
+        Ok(file) if file.has_cuda() => {
+            let verdict = file.verdict(gpu, judge.driver_ptx);
+            Declared {
+                accepted: verdict.runnable,
+                reason: (!verdict.runnable).then_some(verdict.summary),
+                short: (!verdict.runnable).then_some("no image fits"),
+            }
+        }
+        _ => accepted,
+    }
+}
+
+/// One [`CheckResult`] per module: `variant` is the module's file name.
+pub fn rows(given: &str, report: &NativeReport, judge: Judge) -> Vec<CheckResult> {
     report
         .modules
         .iter()
-        .map(|(module, run)| CheckResult {
-            target: given.to_owned(),
-            variant: module.name(),
-            path: module.spec.path.display().to_string(),
-            declared: Declared {
-                accepted: true,
-                reason: None,
-                short: None,
-            },
-            outcome: run.outcome.clone(),
-            timings: run.timings,
-            leaked: run.run.leaked.clone(),
+        .map(|(module, run)| {
+            let gpu = run
+                .facts
+                .device
+                .as_ref()
+                .map(|d| ComputeCapability::new(d.major, d.minor))
+                .or(judge.gpu);
+            CheckResult {
+                target: given.to_owned(),
+                variant: module.name(),
+                path: module.spec.path.display().to_string(),
+                declared: declared(module, gpu, judge),
+                outcome: run.outcome.clone(),
+                timings: run.timings,
+                leaked: run.run.leaked.clone(),
+            }
         })
         .collect()
 }
@@ -39,9 +84,10 @@ fn ms(value: Option<f64>) -> String {
     }
 }
 
-/// The table for people: module · kind · observed · depth · load · launch
-/// (median of the timed launches) · total, then one line per failure.
-pub fn table(given: &str, report: &NativeReport) -> String {
+/// The table for people: module · kind · declared · observed · depth ·
+/// load · launch (median of the timed launches) · total, then one line per
+/// failure; `rows` are this target's [`rows`].
+pub fn table(given: &str, report: &NativeReport, rows: &[CheckResult]) -> String {
     let mut out = String::new();
     let device = report
         .modules
@@ -56,13 +102,19 @@ pub fn table(given: &str, report: &NativeReport) -> String {
     }
     out.push('\n');
     let mut table = super::table(&[
-        "module", "kind", "observed", "depth", "load", "launch", "total",
+        "module", "kind", "declared", "observed", "depth", "load", "launch", "total",
     ]);
-    for (module, run) in &report.modules {
+    for ((module, run), row) in report.modules.iter().zip(rows) {
+        let declared = match row.declared.short {
+            None => "accepted".to_owned(),
+            Some(short) => format!("rejected ({short})"),
+        };
+        let mark = if row.disagrees() { "≠ " } else { "" };
         table.add_row(vec![
             module.name(),
             module.spec.kind.as_str().to_owned(),
-            run.outcome.kind.to_string(),
+            declared,
+            format!("{mark}{}", run.outcome.kind),
             run.outcome.depth.map_or("-", |d| d.as_str()).to_owned(),
             ms(run.timings.import_ms),
             ms(run.timings.smoke_ms),
@@ -85,6 +137,11 @@ pub fn table(given: &str, report: &NativeReport) -> String {
         );
         if !o.hint.is_empty() {
             let _ = writeln!(out, "    hint: {}", o.hint);
+        }
+    }
+    for row in rows.iter().filter(|r| !r.declared.accepted) {
+        if let Some(reason) = &row.declared.reason {
+            let _ = writeln!(out, "  declared: {} — {reason}", row.variant);
         }
     }
     let passing = report
