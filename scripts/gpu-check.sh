@@ -141,6 +141,8 @@ check() { # check NAME WANT-EXIT WANT-KIND [WANT-DEPTH]
 check native 0 pass verified
 check wrong 1 unsupported_arch
 expect "check wrong: phase" load "$(jget "$WORK/wrong.check.json" "d['results'][0]['outcome']['phase']")"
+expect "check wrong: declared (inspect's rule)" False "$(jget "$WORK/wrong.check.json" "d['results'][0]['declared']['accepted']")"
+expect "check native: declared (inspect's rule)" True "$(jget "$WORK/native.check.json" "all(r['declared']['accepted'] for r in d['results'])")"
 if [ "$ptx_want" = pass ]; then
   check ptx 0 pass verified
   check ptxfat 0 pass verified
