@@ -11,6 +11,7 @@
 pub mod cache;
 pub mod declared;
 pub mod discover;
+pub mod fingerprint;
 pub mod report;
 pub mod sandbox;
 pub mod variant;

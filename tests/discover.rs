@@ -403,33 +403,3 @@ fn no_accepted_variant_is_exit_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("CPU (aarch64) does not match system CPU (x86_64)"));
 }
-
-#[test]
-fn detects_the_system_through_python_without_overrides() {
-    // No torch in the test environment: torch variants are rejected for
-    // lack of torch, the noarch cpu variant (backend cpu) is accepted.
-    let out = preflight_cmd()
-        .args([
-            "resolve",
-            "--variants",
-            "torch29-cpu-x86_64-linux,torch-cpu",
-            "--json",
-        ])
-        .args(["--python", common::venv_python().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["system"]["torch"], Value::Null);
-    assert_eq!(doc["decisions"][0]["variant"], "torch-cpu");
-    assert_eq!(doc["decisions"][1]["accepted"], false);
-    // A Python that does not exist is a plain fact: no torch, backend cpu.
-    let out = preflight(&[
-        "resolve",
-        "--variants",
-        "torch-cpu",
-        "--python",
-        "/nonexistent/python3",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-}

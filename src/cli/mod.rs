@@ -5,6 +5,8 @@
 //! internal error.
 
 mod cache;
+mod fingerprint;
+mod inspect;
 mod resolve;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +28,12 @@ enum Command {
     Resolve(resolve::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
+    /// Describe this machine (GPUs, driver, CUDA toolkits, Python
+    /// environment, host) and print the hash that keys cached outcomes.
+    Fingerprint(fingerprint::Args),
+    /// Architectures embedded in shared objects, cubins and fatbins: SASS
+    /// and PTX per target, and whether a given GPU can run them.
+    Inspect(inspect::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -52,6 +60,8 @@ pub fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Resolve(args) => resolve::run(args),
         Command::Cache(args) => cache::run(args),
+        Command::Fingerprint(args) => fingerprint::run(args),
+        Command::Inspect(args) => inspect::run(args),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -3,10 +3,10 @@
 use super::{Answer, BadInput, emit, emit_json};
 use kernel_preflight::declared::{self, System};
 use kernel_preflight::discover;
+use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::report;
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Arguments of `preflight resolve`.
 #[derive(clap::Args)]
@@ -24,9 +24,10 @@ pub struct Args {
     /// torch, cxx11, tvm-ffi, macos (e.g. backend=cuda,cuda=12.8,torch=2.9).
     #[arg(long, value_name = "K=V,…")]
     system: Option<String>,
-    /// Python interpreter to ask about torch (default: python3 on PATH).
-    #[arg(long, default_value = "python3")]
-    python: PathBuf,
+    /// The Python environment kernels load into (default: $VIRTUAL_ENV,
+    /// $CONDA_PREFIX, python3 on PATH).
+    #[arg(long)]
+    python: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -77,18 +78,20 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
 
 fn system(args: &Args) -> Result<System, BadInput> {
     let spec = args.system.as_deref().unwrap_or("");
-    // Parse first, so that a bad --system is reported before Python is started.
+    // Parse first, so that a bad --system is reported before anything is detected.
     System::bare_host().with_overrides(spec)?;
     let detected = if covers_python_facts(spec) {
         System::bare_host()
     } else {
-        declared::detect::detect(&args.python, Duration::from_secs(60))
+        let mut src = Sources::from_process();
+        src.python = args.python.clone();
+        System::from_fingerprint(&Fingerprint::full(&src)?)
     };
     Ok(detected.with_overrides(spec)?)
 }
 
-/// Whether `--system` pins every fact that only Python can tell, so that
-/// starting Python would be wasted time.
+/// Whether `--system` pins every fact the environment could tell, so that
+/// fingerprinting the machine would be wasted time.
 fn covers_python_facts(spec: &str) -> bool {
     let keys: Vec<&str> = spec
         .split(',')

@@ -1,6 +1,8 @@
 //! Declared checks: what a variant claims, judged without running it.
 
-pub mod detect;
+pub mod arch;
+pub mod embedded;
+pub mod fatbin;
 pub mod resolve;
 pub mod system;
 

@@ -1,6 +1,7 @@
 //! The facts about a machine that name-level resolution needs, and the
 //! `--system k=v,…` overrides that turn `resolve` into a what-if tool.
 
+use crate::fingerprint::{Fingerprint, FoundVia, TorchBuild};
 use crate::variant::{Backend, Cpu, Os, Version};
 use serde::Serialize;
 
@@ -195,4 +196,88 @@ impl System {
         };
         Ok(self)
     }
+}
+
+impl System {
+    /// The system as the hub loader would see it on the machine a fingerprint
+    /// describes: the backend torch was built for (CUDA, ROCm, XPU; Metal for
+    /// torch on macOS; else CPU), or without torch the CUDA runtime of the
+    /// active toolkit, as the hub's `cudart` fallback finds it.
+    pub fn from_fingerprint(fp: &Fingerprint) -> System {
+        let os = match fp.host.os.as_str() {
+            "macos" => "darwin".to_string(),
+            other => other.to_string(),
+        };
+        let python = fp.python.as_ref();
+        let package = |name: &str| {
+            python
+                .and_then(|p| p.packages.get(name).cloned().flatten())
+                .and_then(|v| v.parse::<Version>().ok())
+        };
+        let torch = package("torch");
+        let build = python.and_then(|p| p.torch.as_ref());
+        let backend = match (torch, build) {
+            (Some(_), Some(b)) => torch_backend(b, &os),
+            (Some(_), None) if os == "darwin" => Backend::Metal,
+            (Some(_), None) => Backend::Cpu,
+            (None, _) => active_cudart(fp).map_or(Backend::Cpu, Backend::Cuda),
+        };
+        System {
+            backend,
+            cpu: fp.host.arch.clone(),
+            cxx11_abi: if os == "linux" && torch.is_some() {
+                build.and_then(|b| b.cxx11_abi)
+            } else {
+                None
+            },
+            os,
+            torch,
+            tvm_ffi: package("apache-tvm-ffi"),
+            macos: None,
+        }
+    }
+}
+
+/// The backend torch was built for, checked in the hub's order.
+fn torch_backend(build: &TorchBuild, os: &str) -> Backend {
+    let version = |v: &Option<String>| v.as_deref().and_then(|v| v.split('-').next()?.parse().ok());
+    if let Some(v) = version(&build.cuda) {
+        Backend::Cuda(v)
+    } else if let Some(v) = version(&build.hip) {
+        Backend::Rocm(v)
+    } else if os == "darwin" {
+        Backend::Metal
+    } else if let Some(v) = build.xpu.as_deref().and_then(xpu_version) {
+        Backend::Xpu(v)
+    } else {
+        Backend::Cpu
+    }
+}
+
+/// `torch.version.xpu` is `YYYYMMDD…`; the hub reads `YYYY.M` from it
+/// (characters 0–3 and 5).
+fn xpu_version(s: &str) -> Option<Version> {
+    Some(Version::new(
+        s.get(0..4)?.parse().ok()?,
+        s.get(5..6)?.parse().ok()?,
+    ))
+}
+
+/// The CUDA runtime of the active system toolkit, if it has one. A pip
+/// wheel's runtime is not on the library path, so the hub does not see it.
+fn active_cudart(fp: &Fingerprint) -> Option<Version> {
+    let active = fp.toolkits.active.as_ref()?;
+    let system_toolkit = fp
+        .toolkits
+        .found
+        .iter()
+        .any(|t| &t.root == active && t.found_via != FoundVia::PipWheel);
+    if !system_toolkit {
+        return None;
+    }
+    fp.toolkits
+        .cudart
+        .iter()
+        .find(|lib| lib.path.starts_with(active))
+        .and_then(|lib| lib.version.parse().ok())
 }

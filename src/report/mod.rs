@@ -2,6 +2,7 @@
 //! the library's types.
 
 pub mod cache;
+pub mod inspect;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

@@ -1,0 +1,202 @@
+//! `preflight fingerprint`
+
+use super::{Answer, BadInput, emit, emit_json};
+use kernel_preflight::fingerprint::{Fingerprint, Hashed, Libcuda, Sources};
+use kernel_preflight::report;
+use std::path::PathBuf;
+
+/// Arguments of `preflight fingerprint`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print JSON (every field and the hash) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Add the facts measured in a child process (compute capability, CUDA
+    /// driver API version, …); cached after the first time.
+    #[arg(long)]
+    full: bool,
+    /// The Python interpreter whose environment kernels load into (default:
+    /// $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Also report this package's version (a variant's python-depends);
+    /// repeatable.
+    #[arg(long = "package", value_name = "NAME")]
+    packages: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<Answer, BadInput> {
+    let mut src = Sources::from_process();
+    src.python = args.python;
+    src.extra_packages = args.packages;
+    let fp = if args.full {
+        Fingerprint::full(&src)?
+    } else {
+        Fingerprint::fast(&src)?
+    };
+    if args.json {
+        emit_json(&Hashed::from(&fp));
+    } else {
+        emit(&table(&fp));
+    }
+    Ok(Answer::Yes)
+}
+
+fn table(fp: &Fingerprint) -> String {
+    let mut t = report::table(&["fact", "this machine"]);
+    let g = &fp.gpus;
+    let gpus = if g.devices.is_empty() {
+        "none (no NVIDIA GPU on the PCI bus)".to_string()
+    } else {
+        g.devices
+            .iter()
+            .map(|d| {
+                let index = d
+                    .cuda_index
+                    .map_or("hidden".to_string(), |i| format!("cuda:{i}"));
+                let model = d.model.as_deref().unwrap_or("NVIDIA GPU");
+                let cc = d
+                    .compute_capability
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(", compute {c}"));
+                format!("{index}  {model} [{}] at {}{cc}", d.device_id, d.pci_bus_id)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    t.add_row(vec!["GPU".to_string(), gpus]);
+    t.add_row(vec![
+        "driver".to_string(),
+        g.driver
+            .clone()
+            .unwrap_or_else(|| "none (no NVIDIA kernel module loaded)".into()),
+    ]);
+    let api = match (&g.cuda_driver_api, &g.libcuda) {
+        (Some(v), _) => v.clone(),
+        (None, None) => "not measured (use --full)".into(),
+        (None, Some(Libcuda::Missing)) => "none (libcuda.so.1 not installed)".into(),
+        (None, Some(Libcuda::InitFailed { code })) => format!("cuInit failed with CUresult {code}"),
+        (None, Some(Libcuda::NotMeasured { reason })) => format!("not measured: {reason}"),
+        (None, Some(Libcuda::Ok)) => "unknown".into(),
+    };
+    t.add_row(vec!["CUDA driver API".to_string(), api]);
+    let tk = &fp.toolkits;
+    let toolkits = if tk.found.is_empty() {
+        "none found (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda, pip wheels)".to_string()
+    } else {
+        tk.found
+            .iter()
+            .map(|k| {
+                let mark = if tk.active.as_ref() == Some(&k.root) {
+                    "* "
+                } else {
+                    "  "
+                };
+                let version = k.version.as_deref().unwrap_or("version unknown");
+                let via = serde_json::to_value(k.found_via)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let problem = match (&k.problem, &k.nvcc, &k.ptxas) {
+                    (Some(p), _, _) => format!(" — {p}"),
+                    (None, None, Some(_)) => " — ptxas only, no nvcc".to_string(),
+                    _ => String::new(),
+                };
+                format!("{mark}{version}  {} ({via}){problem}", k.root.display())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    t.add_row(vec!["CUDA toolkits".to_string(), toolkits]);
+    for (name, libs) in [("NVRTC", &tk.nvrtc), ("CUDA runtime", &tk.cudart)] {
+        let text = if libs.is_empty() {
+            "none found".to_string()
+        } else {
+            libs.iter()
+                .map(|l| format!("{}  {}", l.version, l.path.display()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        t.add_row(vec![name.to_string(), text]);
+    }
+    match &fp.python {
+        None => {
+            t.add_row(vec![
+                "Python".to_string(),
+                "none (no interpreter: --python, VIRTUAL_ENV, CONDA_PREFIX, python3 on PATH)"
+                    .to_string(),
+            ]);
+        }
+        Some(p) => {
+            t.add_row(vec![
+                "Python".to_string(),
+                format!(
+                    "{}  {}",
+                    p.version.as_deref().unwrap_or("version unknown"),
+                    p.interpreter.display()
+                ),
+            ]);
+            let packages = p
+                .packages
+                .iter()
+                .map(|(name, v)| {
+                    let mut line = format!("{name} {}", v.as_deref().unwrap_or("—"));
+                    if let (Some(torch), "torch") = (&p.torch, name.as_str()) {
+                        let backend = match (&torch.cuda, &torch.hip, &torch.xpu) {
+                            (Some(c), _, _) => format!("CUDA {c}"),
+                            (_, Some(h), _) => format!("ROCm {h}"),
+                            (_, _, Some(x)) => format!("XPU {x}"),
+                            _ => "CPU".to_string(),
+                        };
+                        let abi = match torch.cxx11_abi {
+                            Some(true) => "cxx11 ABI",
+                            Some(false) => "pre-cxx11 ABI",
+                            None => "ABI unknown",
+                        };
+                        line.push_str(&format!(" ({backend}, {abi})"));
+                    }
+                    line
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            t.add_row(vec!["packages".to_string(), packages]);
+        }
+    }
+    let h = &fp.host;
+    t.add_row(vec![
+        "host".to_string(),
+        format!(
+            "{} {}, {}, glibc {}\nISA: {}",
+            h.os,
+            h.arch,
+            h.cpu_model.as_deref().unwrap_or("CPU model unknown"),
+            h.glibc.as_deref().unwrap_or("none"),
+            if h.cpu_flags.is_empty() {
+                "none known".to_string()
+            } else {
+                h.cpu_flags.join(" ")
+            }
+        ),
+    ]);
+    if !fp.env.is_empty() {
+        let env = fp
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        t.add_row(vec!["environment".to_string(), env]);
+    }
+    t.add_row(vec![
+        format!(
+            "hash ({})",
+            if fp.depth == kernel_preflight::fingerprint::Depth::Full {
+                "full"
+            } else {
+                "fast"
+            }
+        ),
+        fp.hash(),
+    ]);
+    t.to_string()
+}

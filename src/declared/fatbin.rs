@@ -1,0 +1,499 @@
+//! The fatbinary container: what an ELF `.nv_fatbin` section or a `.fatbin`
+//! file holds, parsed with every read bounds-checked.
+//!
+//! Layout (REFERENCE §4, checked against nvcc 13.5): concatenated containers
+//! (`0xBA55ED50`, 16-byte header); each holds entries with their own header
+//! size; a payload may be LZ4- or zstd-compressed. nvcc's `--concat` mode
+//! adds group entries (kind 0x100) whose compressed payload holds several
+//! images, described by a table of sub-headers inside the group header.
+
+use crate::declared::arch::{ImageKind, PtxIsa};
+use serde::Serialize;
+use std::borrow::Cow;
+
+/// Magic number that opens every fatbin container.
+pub const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+
+const CONTAINER_HEADER: usize = 16;
+const ENTRY_HEADER_MIN: usize = 64;
+const KIND_PTX: u16 = 1;
+const KIND_ELF: u16 = 2;
+const KIND_GROUP: u16 = 0x100;
+const FLAG_LZ4: u64 = 0x2000;
+const FLAG_ZSTD: u64 = 0x8000;
+/// Seen in nvcc 13.5 entries built for `…a` targets.
+const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
+/// Seen in nvcc 13.5 entries built for `…f` targets.
+const FLAG_FAMILY: u64 = 0x20_0000;
+/// Refuse to inflate a single image beyond this (a corrupt size field must
+/// not allocate terabytes).
+const MAX_UNCOMPRESSED: u64 = 4 << 30;
+
+/// How an entry's payload is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// An LZ4 block (flag 0x2000).
+    Lz4,
+    /// A zstd frame (flag 0x8000).
+    Zstd,
+}
+
+impl std::fmt::Display for Compression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        })
+    }
+}
+
+/// A fatbin that cannot be read. Offsets are absolute (from the start of the
+/// file that holds the fatbin).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FatbinError {
+    /// A container does not start with [`FATBIN_MAGIC`].
+    #[error(
+        "fatbin container at offset {offset:#x}: expected magic 0xba55ed50, found {found:#010x}"
+    )]
+    BadMagic {
+        /// Where the container was expected.
+        offset: u64,
+        /// The four bytes found there.
+        found: u32,
+    },
+    /// A header or payload runs past the end of the data.
+    #[error("fatbin {what} at offset {offset:#x} needs {needed} bytes, only {available} remain")]
+    Truncated {
+        /// Which structure.
+        what: &'static str,
+        /// Where it starts.
+        offset: u64,
+        /// Bytes it claims.
+        needed: u64,
+        /// Bytes there are.
+        available: u64,
+    },
+    /// A header field holds an impossible value.
+    #[error("fatbin {what} at offset {offset:#x}: {problem}")]
+    Corrupt {
+        /// Which structure.
+        what: &'static str,
+        /// Where it starts.
+        offset: u64,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A compressed payload does not decompress to its declared size.
+    #[error(
+        "fatbin entry at offset {offset:#x}: cannot decompress its {method} payload: {problem}"
+    )]
+    Decompress {
+        /// The entry.
+        offset: u64,
+        /// The compression method.
+        method: Compression,
+        /// The decoder's complaint.
+        problem: String,
+    },
+}
+
+/// One image in a fatbin, with its payload (decompressed on demand).
+#[derive(Debug, Clone)]
+pub struct Entry<'a> {
+    /// Absolute offset of the entry header (for a `--concat` group member:
+    /// of its sub-header).
+    pub offset: u64,
+    /// SASS (an ELF cubin) or PTX.
+    pub kind: ImageKind,
+    /// SM number from the entry header (`90`, `100`).
+    pub sm: u32,
+    /// For PTX: the ISA version from the header.
+    pub ptx_isa: Option<PtxIsa>,
+    /// The header's flags.
+    pub flags: u64,
+    /// Compression of the stored bytes, if any.
+    pub compression: Option<Compression>,
+    /// Bytes stored in the file (compressed size when compressed).
+    pub stored_size: u64,
+    /// The image's size once decompressed.
+    pub size: u64,
+    payload: Payload<'a>,
+}
+
+#[derive(Debug, Clone)]
+enum Payload<'a> {
+    Plain(&'a [u8]),
+    Compressed(&'a [u8]),
+    /// A slice of a `--concat` group, already inflated and shared.
+    Shared(std::sync::Arc<Vec<u8>>, std::ops::Range<usize>),
+}
+
+impl<'a> Entry<'a> {
+    /// Whether the header marks the entry arch-specific (`a`).
+    pub fn flags_arch_specific(&self) -> bool {
+        self.flags & FLAG_ARCH_SPECIFIC != 0
+    }
+
+    /// Whether the header marks the entry family-specific (`f`).
+    pub fn flags_family(&self) -> bool {
+        self.flags & FLAG_FAMILY != 0
+    }
+
+    /// The image bytes, decompressed if needed.
+    pub fn bytes(&self) -> Result<Cow<'a, [u8]>, FatbinError> {
+        match &self.payload {
+            Payload::Plain(b) => Ok(Cow::Borrowed(b)),
+            Payload::Compressed(b) => {
+                let method = self.compression.unwrap_or(Compression::Zstd);
+                decompress(b, method, self.size, self.offset).map(Cow::Owned)
+            }
+            Payload::Shared(all, range) => Ok(Cow::Owned(all[range.clone()].to_vec())),
+        }
+    }
+}
+
+fn decompress(
+    data: &[u8],
+    method: Compression,
+    size: u64,
+    offset: u64,
+) -> Result<Vec<u8>, FatbinError> {
+    let fail = |problem: String| FatbinError::Decompress {
+        offset,
+        method,
+        problem,
+    };
+    if size > MAX_UNCOMPRESSED {
+        return Err(fail(format!("declared size {size} is implausible")));
+    }
+    let size = size as usize;
+    let out = match method {
+        Compression::Lz4 => {
+            // LZ4 cannot expand more than 255-fold; a larger claim is corruption,
+            // and must not become a huge allocation.
+            if size > data.len().saturating_mul(255).saturating_add(16) {
+                return Err(fail(format!(
+                    "declared size {size} is impossible for {} compressed bytes",
+                    data.len()
+                )));
+            }
+            let mut out = vec![0u8; size];
+            let n = lz4_flex::block::decompress_into(data, &mut out)
+                .map_err(|e| fail(e.to_string()))?;
+            out.truncate(n);
+            out
+        }
+        Compression::Zstd => {
+            use std::io::Read;
+            let decoder =
+                ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| fail(e.to_string()))?;
+            let mut out = Vec::with_capacity(size.min(64 << 20));
+            // One byte past the declared size reveals a frame that is too long.
+            decoder
+                .take(size as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| fail(e.to_string()))?;
+            out
+        }
+    };
+    if out.len() != size {
+        return Err(fail(format!(
+            "decompressed to {} bytes, header says {size}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// Little-endian reads that fail with the structure's name and offset.
+struct Reader<'a> {
+    data: &'a [u8],
+    base: u64,
+}
+
+impl<'a> Reader<'a> {
+    fn slice(&self, at: usize, len: usize, what: &'static str) -> Result<&'a [u8], FatbinError> {
+        match at.checked_add(len) {
+            Some(end) if end <= self.data.len() => Ok(&self.data[at..end]),
+            _ => Err(FatbinError::Truncated {
+                what,
+                offset: self.base + at as u64,
+                needed: len as u64,
+                available: self.data.len().saturating_sub(at) as u64,
+            }),
+        }
+    }
+
+    fn u16(&self, at: usize) -> u16 {
+        u16::from_le_bytes([self.data[at], self.data[at + 1]])
+    }
+
+    fn u32(&self, at: usize) -> u32 {
+        let b = &self.data[at..at + 4];
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    fn u64(&self, at: usize) -> u64 {
+        let b = &self.data[at..at + 8];
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    }
+}
+
+/// The fields of an entry header (or a `--concat` sub-header).
+struct Header {
+    kind: u16,
+    size_or_offset: u32,
+    payload_size: u64,
+    compressed_size: u32,
+    minor: u16,
+    major: u16,
+    sm: u32,
+    flags: u64,
+    uncompressed_size: u64,
+}
+
+fn header(h: &[u8]) -> Header {
+    let r = Reader { data: h, base: 0 };
+    Header {
+        kind: r.u16(0),
+        size_or_offset: r.u32(4),
+        payload_size: r.u64(8),
+        compressed_size: r.u32(0x10),
+        minor: r.u16(0x18),
+        major: r.u16(0x1a),
+        sm: r.u32(0x1c),
+        flags: r.u64(0x28),
+        uncompressed_size: r.u64(0x38),
+    }
+}
+
+fn compression(flags: u64) -> Option<Compression> {
+    if flags & FLAG_ZSTD != 0 {
+        Some(Compression::Zstd)
+    } else if flags & FLAG_LZ4 != 0 {
+        Some(Compression::Lz4)
+    } else {
+        None
+    }
+}
+
+fn image_kind(kind: u16) -> Option<ImageKind> {
+    match kind {
+        KIND_PTX => Some(ImageKind::Ptx),
+        KIND_ELF => Some(ImageKind::Sass),
+        _ => None,
+    }
+}
+
+fn ptx_isa(kind: ImageKind, h: &Header) -> Option<PtxIsa> {
+    (kind == ImageKind::Ptx).then(|| PtxIsa::new(u32::from(h.major), u32::from(h.minor)))
+}
+
+/// What a fatbin holds: its images, and how many entries of other kinds
+/// (LTO IR, …) were skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Fatbin<'a> {
+    /// Number of containers found.
+    pub containers: usize,
+    /// SASS and PTX images, in file order.
+    pub entries: Vec<Entry<'a>>,
+    /// Entries of other kinds (e.g. LTO IR, kind 8), which the driver does
+    /// not load directly.
+    pub other_entries: usize,
+}
+
+/// Parse every container in `data`, which starts at absolute offset `base`
+/// of its file. Zero padding between and after containers is skipped.
+pub fn parse(data: &[u8], base: u64) -> Result<Fatbin<'_>, FatbinError> {
+    let r = Reader { data, base };
+    let mut fatbin = Fatbin::default();
+    let mut at = 0usize;
+    loop {
+        while at < data.len() && data[at] == 0 {
+            at += 1;
+        }
+        if at >= data.len() {
+            break;
+        }
+        let head = r.slice(at, CONTAINER_HEADER, "container header")?;
+        let hr = Reader {
+            data: head,
+            base: 0,
+        };
+        let magic = hr.u32(0);
+        if magic != FATBIN_MAGIC {
+            return Err(FatbinError::BadMagic {
+                offset: base + at as u64,
+                found: magic,
+            });
+        }
+        let header_size = usize::from(hr.u16(6));
+        if header_size < CONTAINER_HEADER {
+            return Err(FatbinError::Corrupt {
+                what: "container",
+                offset: base + at as u64,
+                problem: format!("header size {header_size} is below {CONTAINER_HEADER}"),
+            });
+        }
+        let body_size = usize::try_from(hr.u64(8)).unwrap_or(usize::MAX);
+        let body_at = at + header_size;
+        r.slice(at, header_size, "container header")?;
+        let body = r.slice(body_at, body_size, "container body")?;
+        parse_entries(body, base + body_at as u64, &mut fatbin)?;
+        fatbin.containers += 1;
+        at = body_at + body_size;
+    }
+    Ok(fatbin)
+}
+
+fn parse_entries<'a>(body: &'a [u8], base: u64, out: &mut Fatbin<'a>) -> Result<(), FatbinError> {
+    let r = Reader { data: body, base };
+    let mut at = 0usize;
+    while at < body.len() {
+        let offset = base + at as u64;
+        let h = header(r.slice(at, ENTRY_HEADER_MIN, "entry header")?);
+        let header_size = h.size_or_offset as usize;
+        if header_size < ENTRY_HEADER_MIN {
+            return Err(FatbinError::Corrupt {
+                what: "entry",
+                offset,
+                problem: format!("header size {header_size} is below {ENTRY_HEADER_MIN}"),
+            });
+        }
+        let full_header = r.slice(at, header_size, "entry header")?;
+        let payload_size = usize::try_from(h.payload_size).unwrap_or(usize::MAX);
+        let payload_at = at.saturating_add(header_size);
+        let payload = r.slice(payload_at, payload_size, "entry payload")?;
+        let compression = compression(h.flags);
+        let stored = match compression {
+            Some(_) if h.compressed_size as usize <= payload.len() => {
+                &payload[..h.compressed_size as usize]
+            }
+            Some(_) => {
+                return Err(FatbinError::Corrupt {
+                    what: "entry",
+                    offset,
+                    problem: format!(
+                        "compressed size {} exceeds its payload of {} bytes",
+                        h.compressed_size,
+                        payload.len()
+                    ),
+                });
+            }
+            None => payload,
+        };
+        if h.kind == KIND_GROUP {
+            let method = compression.unwrap_or(Compression::Zstd);
+            let inflated = match compression {
+                Some(_) => decompress(stored, method, h.uncompressed_size, offset)?,
+                None => stored.to_vec(),
+            };
+            parse_group(full_header, offset, inflated, compression, out)?;
+        } else if let Some(kind) = image_kind(h.kind) {
+            out.entries.push(Entry {
+                offset,
+                kind,
+                sm: h.sm,
+                ptx_isa: ptx_isa(kind, &h),
+                flags: h.flags,
+                compression,
+                stored_size: stored.len() as u64,
+                size: match compression {
+                    Some(_) => h.uncompressed_size,
+                    None => stored.len() as u64,
+                },
+                payload: match compression {
+                    Some(_) => Payload::Compressed(stored),
+                    None => Payload::Plain(stored),
+                },
+            });
+        } else {
+            out.other_entries += 1;
+        }
+        at = payload_at + payload_size;
+    }
+    Ok(())
+}
+
+/// A `--concat` group: after the usual 64-byte header, `u32 count`, `u32
+/// table size`, then one sub-header per image, whose size field holds the
+/// image's offset in the inflated payload instead. A sub-header is 64 bytes,
+/// or longer when it carries an attribute block (`u32 0x48`, `u32 length`,
+/// the attributes, padded to 8).
+fn parse_group<'a>(
+    header_bytes: &[u8],
+    offset: u64,
+    inflated: Vec<u8>,
+    compression: Option<Compression>,
+    out: &mut Fatbin<'a>,
+) -> Result<(), FatbinError> {
+    let corrupt = |problem: String| FatbinError::Corrupt {
+        what: "concatenated entry",
+        offset,
+        problem,
+    };
+    let r = Reader {
+        data: header_bytes,
+        base: offset,
+    };
+    let table = r.slice(ENTRY_HEADER_MIN, 8, "concatenated entry table")?;
+    let tr = Reader {
+        data: table,
+        base: 0,
+    };
+    let count = tr.u32(0) as usize;
+    let table_size = tr.u32(4) as usize;
+    let subs = r.slice(
+        ENTRY_HEADER_MIN + 8,
+        table_size.saturating_sub(8),
+        "concatenated entry table",
+    )?;
+    let sr = Reader {
+        data: subs,
+        base: offset + ENTRY_HEADER_MIN as u64 + 8,
+    };
+    let inflated = std::sync::Arc::new(inflated);
+    let mut at = 0usize;
+    for _ in 0..count {
+        let h = header(sr.slice(at, ENTRY_HEADER_MIN, "concatenated sub-header")?);
+        let mut size = ENTRY_HEADER_MIN;
+        if at + 0x48 <= subs.len() && sr.u32(at + 0x40) == 0x48 {
+            let attrs = sr.u32(at + 0x44) as usize;
+            size = (0x48 + attrs + 4).next_multiple_of(8);
+        }
+        let start = h.size_or_offset as usize;
+        let len = usize::try_from(h.payload_size).unwrap_or(usize::MAX);
+        let range = match start.checked_add(len) {
+            Some(end) if end <= inflated.len() => start..end,
+            _ => {
+                return Err(corrupt(format!(
+                    "image at {start}+{len} lies outside its {} inflated bytes",
+                    inflated.len()
+                )));
+            }
+        };
+        match image_kind(h.kind) {
+            Some(kind) => out.entries.push(Entry {
+                offset: sr.base + at as u64,
+                kind,
+                sm: h.sm,
+                ptx_isa: ptx_isa(kind, &h),
+                flags: h.flags,
+                compression,
+                stored_size: len as u64,
+                size: len as u64,
+                payload: Payload::Shared(inflated.clone(), range),
+            }),
+            None => out.other_entries += 1,
+        }
+        at += size;
+    }
+    if at != subs.len() {
+        return Err(corrupt(format!(
+            "{count} sub-headers take {at} bytes, the table holds {}",
+            subs.len()
+        )));
+    }
+    Ok(())
+}

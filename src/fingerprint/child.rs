@@ -1,0 +1,67 @@
+//! Run a helper (`nvcc --version`, the measuring child) in the sandbox: its
+//! own session and process group, a fresh working directory, no
+//! credentials, a time limit, bounded output, no process left behind.
+
+use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::Duration;
+
+/// Name of the variable that tells the child where to write its result.
+pub(crate) const RESULT_VAR: &str = "PREFLIGHT_RESULT";
+
+/// How a helper's run went.
+pub(crate) struct Ran {
+    /// How it ended and what it printed.
+    pub report: RunReport,
+    /// The result file it wrote (at `$PREFLIGHT_RESULT`), if it wrote one.
+    pub result: Option<Vec<u8>>,
+}
+
+/// Why a helper could not be run.
+pub(crate) enum NotRun {
+    /// The program cannot be executed (missing, not executable, bad
+    /// interpreter line): a fact about it.
+    Unusable(String),
+    /// The sandbox itself failed (no temp dir, a system call): says nothing
+    /// about the program.
+    Sandbox(String),
+}
+
+/// Run `program args…` with `env` set on top of this process's environment
+/// (credentials are never passed), within `timeout`.
+pub(crate) fn run(
+    program: &Path,
+    args: &[&str],
+    env: &BTreeMap<String, String>,
+    timeout: Duration,
+) -> Result<Ran, NotRun> {
+    let sandbox = Sandbox::new().map_err(|e| NotRun::Sandbox(e.to_string()))?;
+    let result = sandbox.dir().join("result.json");
+    let mut cmd = ChildCommand::new(program);
+    for arg in args {
+        cmd = cmd.arg(arg);
+    }
+    for (k, v) in env {
+        if !crate::sandbox::is_secret_name(OsStr::new(k)) {
+            cmd = cmd.env(k, v);
+        }
+    }
+    cmd = cmd.env(RESULT_VAR, &result);
+    let limits = Limits {
+        timeout,
+        grace: Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let report = sandbox
+        .run(&cmd, &limits, &Cancel::new())
+        .map_err(|e| match e {
+            SandboxError::NotFound { .. }
+            | SandboxError::Exec { .. }
+            | SandboxError::NulByte { .. } => NotRun::Unusable(e.to_string()),
+            other => NotRun::Sandbox(other.to_string()),
+        })?;
+    let result = std::fs::read(&result).ok();
+    Ok(Ran { report, result })
+}

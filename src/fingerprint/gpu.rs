@@ -1,0 +1,250 @@
+//! GPUs and the NVIDIA driver, read from `/sys` and `/proc` only: no libcuda,
+//! no NVML, nothing that wakes a GPU.
+
+use super::{FingerprintError, Sources};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The NVIDIA driver and the GPUs on the PCI bus.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gpus {
+    /// Kernel module version (`535.146.02`); `None`: no NVIDIA driver loaded.
+    pub driver: Option<String>,
+    /// NVIDIA display and 3D controllers, ordered by PCI bus id.
+    pub devices: Vec<Gpu>,
+    /// CUDA driver API version that libcuda reports (`12.8`); full fingerprint only.
+    pub cuda_driver_api: Option<String>,
+    /// What happened when libcuda was loaded; full fingerprint only.
+    pub libcuda: Option<Libcuda>,
+}
+
+/// One NVIDIA GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// PCI address, `dddd:bb:dd.f` in lower case.
+    pub pci_bus_id: String,
+    /// PCI device id (`0x2330`).
+    pub device_id: String,
+    /// Model name from the driver (`NVIDIA H100 80GB HBM3`), when it says.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Ordinal CUDA gives it after `CUDA_VISIBLE_DEVICES`; `None`: hidden.
+    #[serde(default)]
+    pub cuda_index: Option<u32>,
+    /// Compute capability (`9.0`); full fingerprint only.
+    #[serde(default)]
+    pub compute_capability: Option<String>,
+}
+
+/// The outcome of loading libcuda in the measuring child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Libcuda {
+    /// Loaded and initialised.
+    Ok,
+    /// `libcuda.so.1` is not installed: no NVIDIA driver for CUDA.
+    Missing,
+    /// Loaded, but `cuInit` failed with this `CUresult`.
+    InitFailed {
+        /// The `CUresult` code (100: no device).
+        code: i64,
+    },
+    /// The measurement itself did not complete.
+    NotMeasured {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Read the driver and the GPUs, honouring overrides.
+pub(crate) fn detect(src: &Sources) -> Result<Gpus, FingerprintError> {
+    let driver = match src.override_opt("PREFLIGHT_NVIDIA_DRIVER") {
+        Some(v) => v.map(str::to_string),
+        None => driver_version(&src.sys_root, &src.proc_root),
+    };
+    let mut devices = match src.var("PREFLIGHT_GPUS") {
+        Some("none") => Vec::new(),
+        Some(json) => {
+            serde_json::from_str::<Vec<Gpu>>(json).map_err(|e| FingerprintError::BadOverride {
+                var: "PREFLIGHT_GPUS".into(),
+                value: json.into(),
+                why: format!("expected a JSON array of GPUs: {e}"),
+            })?
+        }
+        None => scan_pci(&src.sys_root, &src.proc_root),
+    };
+    devices.sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
+    apply_visible(
+        &mut devices,
+        src.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+    );
+    let mut gpus = Gpus {
+        driver,
+        devices,
+        cuda_driver_api: None,
+        libcuda: None,
+    };
+    apply_overrides(src, &mut gpus)?;
+    Ok(gpus)
+}
+
+/// The overrides of measured facts: `PREFLIGHT_COMPUTE_CAPABILITY` and
+/// `PREFLIGHT_CUDA_DRIVER_API`. Applied to the fast fingerprint and again
+/// after measuring, so that they win over what was measured.
+pub(crate) fn apply_overrides(src: &Sources, gpus: &mut Gpus) -> Result<(), FingerprintError> {
+    if let Some(list) = src.var("PREFLIGHT_COMPUTE_CAPABILITY") {
+        apply_capabilities(&mut gpus.devices, list)?;
+    }
+    if let Some(v) = src.override_opt("PREFLIGHT_CUDA_DRIVER_API") {
+        if let Some(v) = v {
+            v.parse::<crate::variant::Version>()
+                .map_err(|why| FingerprintError::BadOverride {
+                    var: "PREFLIGHT_CUDA_DRIVER_API".into(),
+                    value: v.into(),
+                    why,
+                })?;
+        }
+        gpus.cuda_driver_api = v.map(str::to_string);
+    }
+    Ok(())
+}
+
+/// `PREFLIGHT_COMPUTE_CAPABILITY`: one value for every GPU, or one per GPU
+/// in bus order.
+fn apply_capabilities(devices: &mut [Gpu], list: &str) -> Result<(), FingerprintError> {
+    let values: Vec<&str> = list.split(',').map(str::trim).collect();
+    let bad = |why: String| FingerprintError::BadOverride {
+        var: "PREFLIGHT_COMPUTE_CAPABILITY".into(),
+        value: list.into(),
+        why,
+    };
+    for v in &values {
+        v.parse::<crate::variant::Version>().map_err(bad)?;
+    }
+    if values.len() != 1 && values.len() != devices.len() {
+        return Err(bad(format!(
+            "{} values for {} GPUs: give one for all, or one per GPU",
+            values.len(),
+            devices.len()
+        )));
+    }
+    for (i, gpu) in devices.iter_mut().enumerate() {
+        let v = if values.len() == 1 {
+            values[0]
+        } else {
+            values[i]
+        };
+        gpu.compute_capability = Some(v.to_string());
+    }
+    Ok(())
+}
+
+/// The driver version: `/sys/module/nvidia/version`, else the first line of
+/// `/proc/driver/nvidia/version`.
+pub fn driver_version(sys: &Path, proc: &Path) -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string(sys.join("module/nvidia/version")) {
+        if let Some(v) = text
+            .split_whitespace()
+            .next()
+            .filter(|v| looks_like_version(v))
+        {
+            return Some(v.to_string());
+        }
+    }
+    let text = std::fs::read_to_string(proc.join("driver/nvidia/version")).ok()?;
+    parse_proc_version(&text)
+}
+
+/// The version in `/proc/driver/nvidia/version`: the first version-shaped
+/// word after `Kernel Module` on the `NVRM version:` line, in both the
+/// proprietary (`Kernel Module  535.146.02  …`) and the open
+/// (`Open Kernel Module for x86_64  550.54.15  …`) formats. The `GCC version`
+/// line is never read.
+pub fn parse_proc_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version:"))?;
+    let (_, rest) = line.split_once("Kernel Module")?;
+    rest.split_whitespace()
+        .find(|w| looks_like_version(w))
+        .map(str::to_string)
+}
+
+/// `535.146.02`, `550.54`: two or three dot-separated digit groups.
+fn looks_like_version(word: &str) -> bool {
+    let parts: Vec<&str> = word.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// NVIDIA display (0x0300) and 3D (0x0302) controllers on the PCI bus.
+fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
+    let Ok(entries) = std::fs::read_dir(sys.join("bus/pci/devices")) else {
+        return Vec::new();
+    };
+    let mut gpus = Vec::new();
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join(f))
+                .ok()
+                .map(|s| s.trim().to_ascii_lowercase())
+        };
+        if read("vendor").as_deref() != Some("0x10de") {
+            continue;
+        }
+        let Some(class) = read("class") else { continue };
+        if !(class.starts_with("0x0300") || class.starts_with("0x0302")) {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+        gpus.push(Gpu {
+            model: driver_model(proc, &name),
+            pci_bus_id: name,
+            device_id: read("device").unwrap_or_default(),
+            cuda_index: None,
+            compute_capability: None,
+        });
+    }
+    gpus
+}
+
+/// `Model:  NVIDIA …` in `/proc/driver/nvidia/gpus/<bus id>/information`.
+fn driver_model(proc: &Path, bus_id: &str) -> Option<String> {
+    let path = proc
+        .join("driver/nvidia/gpus")
+        .join(bus_id)
+        .join("information");
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Model")?.trim_start().strip_prefix(':'))
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Number the GPUs the way CUDA will under `CUDA_VISIBLE_DEVICES`.
+///
+/// Ordinals are taken in PCI bus order (what `CUDA_DEVICE_ORDER=PCI_BUS_ID`
+/// gives, and the default order on machines of one GPU model). Like CUDA,
+/// the list stops at the first entry that names no GPU. Entries by UUID
+/// (`GPU-…`, `MIG-…`) cannot be resolved from files; they leave every GPU
+/// unnumbered, and the variable itself is still part of the fingerprint.
+pub(crate) fn apply_visible(devices: &mut [Gpu], visible: Option<&str>) {
+    for gpu in devices.iter_mut() {
+        gpu.cuda_index = None;
+    }
+    let Some(spec) = visible else {
+        for (i, gpu) in devices.iter_mut().enumerate() {
+            gpu.cuda_index = u32::try_from(i).ok();
+        }
+        return;
+    };
+    for (ordinal, token) in (0u32..).zip(spec.split(',').map(str::trim)) {
+        let Ok(i) = token.parse::<usize>() else { break };
+        let Some(gpu) = devices.get_mut(i) else { break };
+        if gpu.cuda_index.is_some() {
+            break;
+        }
+        gpu.cuda_index = Some(ordinal);
+    }
+}

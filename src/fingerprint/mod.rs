@@ -1,0 +1,209 @@
+//! Fingerprint: a description of this machine, complete enough that nothing
+//! which changes whether a kernel runs is left out, and cheap enough to be
+//! computed on every call; its sha256 keys every cached probe outcome.
+//!
+//! The *fast* fingerprint reads files only (`/sys`, `/proc`, the `stat` and
+//! listings of toolkits and site-packages): it never loads libcuda, never
+//! starts Python, never wakes a GPU. The *full* fingerprint adds what only a
+//! child process can measure (compute capability, CUDA driver API version,
+//! the exact Python version, torch's C++ ABI), measured once and cached
+//! under the fast fingerprint's hash.
+//!
+//! Every detected fact can be overridden by a `PREFLIGHT_…` variable, and
+//! `/sys` and `/proc` can be redirected (`PREFLIGHT_SYSFS_ROOT`,
+//! `PREFLIGHT_PROCFS_ROOT`): see `docs/fingerprint.md`.
+
+mod cache;
+mod child;
+pub mod env;
+pub mod full;
+pub mod gpu;
+pub mod host;
+pub mod python;
+mod sources;
+pub mod toolkit;
+
+#[cfg(test)]
+mod tests;
+
+pub use full::Measured;
+pub use gpu::{Gpu, Gpus, Libcuda};
+pub use host::Host;
+pub use python::{PythonEnv, PythonVia, TorchBuild};
+pub use sources::Sources;
+pub use toolkit::{FoundVia, Library, Toolkit, Toolkits, VersionFrom};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Version of the fingerprint's layout; part of the hash, so that a new
+/// layout never matches an old cache entry.
+pub const SCHEMA: u32 = 1;
+
+/// A description of this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// `fast` or `full`.
+    pub depth: Depth,
+    /// The NVIDIA driver and GPUs.
+    pub gpus: Gpus,
+    /// CUDA toolkits, NVRTC and the CUDA runtime.
+    pub toolkits: Toolkits,
+    /// The Python environment; `None`: no interpreter found.
+    pub python: Option<PythonEnv>,
+    /// OS, CPU and C library.
+    pub host: Host,
+    /// The environment variables that change kernel behaviour (see [`env`]).
+    pub env: BTreeMap<String, String>,
+}
+
+/// How much of the fingerprint was determined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Depth {
+    /// Files only.
+    Fast,
+    /// Files plus the facts measured in a child process.
+    Full,
+}
+
+/// A fingerprint could not be made: only a bad override or a bad
+/// `--python` does this; a missing GPU, Python or toolkit is a fact.
+#[derive(Debug, thiserror::Error)]
+pub enum FingerprintError {
+    /// A `PREFLIGHT_…` variable whose value does not fit.
+    #[error("invalid {var}={value:?}: {why}")]
+    BadOverride {
+        /// The variable.
+        var: String,
+        /// Its value.
+        value: String,
+        /// What was expected.
+        why: String,
+    },
+    /// `--python` (or `PREFLIGHT_PYTHON`) names no file.
+    #[error("{}: no such Python interpreter", .0.display())]
+    NoSuchPython(PathBuf),
+}
+
+impl Fingerprint {
+    /// The fast fingerprint: files only.
+    pub fn fast(src: &Sources) -> Result<Fingerprint, FingerprintError> {
+        let mut tools = cache::ToolCache::load(src.cache_dir.as_deref());
+        let python = python::detect(src)?;
+        let site: &[PathBuf] = python.as_ref().map_or(&[], |p| &p.site_packages);
+        let toolkits = toolkit::detect(src, site, &mut tools)?;
+        tools.save();
+        Ok(Fingerprint {
+            schema: SCHEMA,
+            depth: Depth::Fast,
+            gpus: gpu::detect(src)?,
+            toolkits,
+            python,
+            host: host::detect(src)?,
+            env: env::detect(src),
+        })
+    }
+
+    /// The full fingerprint: the fast one plus the measured facts, taken
+    /// from the cache or measured now in a child process.
+    pub fn full(src: &Sources) -> Result<Fingerprint, FingerprintError> {
+        let timeout = full::timeout(src)?;
+        let mut fp = Fingerprint::fast(src)?;
+        let hash = fp.hash();
+        let interpreter = fp.python.as_ref().map(|p| p.interpreter.clone());
+        let measured = full::measured(src, interpreter.as_deref(), &hash, timeout);
+        fp.merge(measured);
+        // Overrides win over what was measured.
+        gpu::apply_overrides(src, &mut fp.gpus)?;
+        if let Some(p) = fp.python.as_mut() {
+            python::apply_overrides(src, p)?;
+        }
+        Ok(fp)
+    }
+
+    /// Add measured facts: each GPU's compute capability and CUDA ordinal,
+    /// matched by PCI bus id; the driver API version; and what Python said.
+    pub fn merge(&mut self, m: Measured) {
+        self.depth = Depth::Full;
+        self.gpus.cuda_driver_api = m.cuda_driver_api.or(self.gpus.cuda_driver_api.take());
+        if m.libcuda == Libcuda::Ok {
+            // CUDA's own numbering replaces the one inferred from files.
+            for gpu in &mut self.gpus.devices {
+                gpu.cuda_index = None;
+            }
+        }
+        for d in m.devices {
+            match self
+                .gpus
+                .devices
+                .iter_mut()
+                .find(|g| g.pci_bus_id == d.pci_bus_id)
+            {
+                Some(gpu) => {
+                    gpu.cuda_index = Some(d.ordinal);
+                    gpu.compute_capability = Some(d.compute_capability);
+                    gpu.model.get_or_insert(d.name);
+                }
+                // CUDA sees a device that the PCI bus listing did not show
+                // (a restricted /sys): keep it rather than lose it.
+                None => self.gpus.devices.push(Gpu {
+                    pci_bus_id: d.pci_bus_id,
+                    device_id: String::new(),
+                    model: Some(d.name),
+                    cuda_index: Some(d.ordinal),
+                    compute_capability: Some(d.compute_capability),
+                }),
+            }
+        }
+        self.gpus
+            .devices
+            .sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
+        self.gpus.libcuda = Some(m.libcuda);
+        if let Some(p) = self.python.as_mut() {
+            if m.python_version.is_some() {
+                p.version = m.python_version;
+            }
+            if let (Some(t), Some(abi)) = (p.torch.as_mut(), m.torch_cxx11_abi) {
+                t.cxx11_abi = Some(abi);
+            }
+        }
+    }
+
+    /// The canonical serialization: compact JSON of the fields in declared
+    /// order, maps in key order (`BTreeMap`), lists in a defined order.
+    pub fn canonical(&self) -> Vec<u8> {
+        // Serializing these types cannot fail: no maps with non-string keys,
+        // no floats, no custom serializers.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// sha256 of [`Fingerprint::canonical`], lower-case hex.
+    pub fn hash(&self) -> String {
+        let digest = Sha256::digest(self.canonical());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A fingerprint with its hash, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct Hashed<'a> {
+    /// [`Fingerprint::hash`].
+    pub hash: String,
+    /// The fingerprint.
+    #[serde(flatten)]
+    pub fingerprint: &'a Fingerprint,
+}
+
+impl<'a> From<&'a Fingerprint> for Hashed<'a> {
+    fn from(fingerprint: &'a Fingerprint) -> Self {
+        Hashed {
+            hash: fingerprint.hash(),
+            fingerprint,
+        }
+    }
+}

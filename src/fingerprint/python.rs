@@ -1,0 +1,469 @@
+//! The Python environment kernels would be loaded into, read from disk:
+//! the interpreter, its version, its site-packages and the versions of the
+//! packages that decide whether kernels run. Python is not started here.
+
+use super::{FingerprintError, Sources};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Packages whose versions are always part of the fingerprint (distribution
+/// names, normalized).
+pub const TRACKED_PACKAGES: [&str; 6] = [
+    "torch",
+    "triton",
+    "nvidia-cutlass-dsl",
+    "apache-tvm-ffi",
+    "einops",
+    "kernels",
+];
+
+/// A Python environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonEnv {
+    /// The interpreter, as found (links not resolved: a venv's `python` is a
+    /// link to its base interpreter).
+    pub interpreter: PathBuf,
+    /// How it was chosen.
+    pub found_via: PythonVia,
+    /// `3.11.7` when a file says so, else `3.11`; `None`: unknown.
+    pub version: Option<String>,
+    /// Import folders in `sys.path` order: `PYTHONPATH`, the user site, the
+    /// environment's site-packages.
+    pub site_packages: Vec<PathBuf>,
+    /// Tracked packages (and any asked for) → installed version; `None`:
+    /// not installed.
+    pub packages: BTreeMap<String, Option<String>>,
+    /// How the installed torch was built, if torch is installed.
+    pub torch: Option<TorchBuild>,
+}
+
+/// How the interpreter was chosen, in order of precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PythonVia {
+    /// `--python`.
+    Flag,
+    /// `PREFLIGHT_PYTHON`.
+    Override,
+    /// `$VIRTUAL_ENV/bin/python`.
+    VirtualEnv,
+    /// `$CONDA_PREFIX/bin/python`.
+    CondaPrefix,
+    /// `python3` on `PATH`.
+    Path,
+}
+
+/// What torch was built with, from `torch/version.py` and its CMake config.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TorchBuild {
+    /// `torch.version.cuda` (`12.8`); `None` for CPU or ROCm builds.
+    pub cuda: Option<String>,
+    /// `torch.version.hip`; `None` unless a ROCm build.
+    pub hip: Option<String>,
+    /// `torch.version.xpu`; `None` unless an XPU build.
+    pub xpu: Option<String>,
+    /// Built with the C++11 ABI (`_GLIBCXX_USE_CXX11_ABI=1`); `None`: unknown.
+    pub cxx11_abi: Option<bool>,
+}
+
+/// Find and describe the Python environment; `None`: no interpreter.
+pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintError> {
+    // Checked even when there is no Python, so that a typo is reported.
+    src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)?;
+    let Some((interpreter, found_via)) = interpreter(src)? else {
+        return Ok(None);
+    };
+    let interpreter = std::path::absolute(&interpreter).unwrap_or(interpreter);
+    let interpreter = pyenv_target(src, &interpreter).unwrap_or(interpreter);
+    let prefix = interpreter
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let venv = read_pyvenv_cfg(&prefix);
+    let mut version = venv
+        .as_ref()
+        .and_then(|v| v.version.clone())
+        .or_else(|| minor_from_name(&interpreter))
+        .or_else(|| minor_from_lib(&prefix));
+    if let Some(minor) = version.as_deref().filter(|v| v.matches('.').count() == 1) {
+        let base = venv
+            .as_ref()
+            .and_then(|v| v.home.as_deref()?.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| prefix.clone());
+        if let Some(exact) = patchlevel(&base, minor) {
+            version = Some(exact);
+        }
+    }
+    let site_packages = match src.var("PREFLIGHT_SITE_PACKAGES") {
+        Some(list) => std::env::split_paths(list).collect(),
+        None => site_dirs(src, &prefix, venv.as_ref(), version.as_deref()),
+    };
+    let installed = installed(&site_packages);
+    let mut names: Vec<String> = TRACKED_PACKAGES.iter().map(|s| s.to_string()).collect();
+    names.extend(src.extra_packages.iter().map(|n| normalize(n)));
+    let mut packages = BTreeMap::new();
+    for name in names {
+        let key = format!(
+            "PREFLIGHT_PKG_{}",
+            name.to_ascii_uppercase().replace('-', "_")
+        );
+        let v = match src.override_opt(&key) {
+            Some(v) => v.map(str::to_string),
+            None => installed.get(&name).cloned(),
+        };
+        packages.insert(name, v);
+    }
+    let torch = packages
+        .get("torch")
+        .and_then(Option::as_ref)
+        .map(|_| torch_build(&site_packages));
+    let mut env = PythonEnv {
+        interpreter,
+        found_via,
+        version,
+        site_packages,
+        packages,
+        torch,
+    };
+    apply_overrides(src, &mut env)?;
+    Ok(Some(env))
+}
+
+/// The overrides of facts that measuring may also set: the Python version
+/// and torch's build. Applied again after measuring, so that they win.
+pub(crate) fn apply_overrides(src: &Sources, env: &mut PythonEnv) -> Result<(), FingerprintError> {
+    if let Some(v) = src.override_opt("PREFLIGHT_PYTHON_VERSION") {
+        env.version = v.map(str::to_string);
+    }
+    let abi = src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)?;
+    if let Some(t) = env.torch.as_mut() {
+        if let Some(v) = src.override_opt("PREFLIGHT_TORCH_CUDA") {
+            t.cuda = v.map(str::to_string);
+        }
+        if let Some(v) = src.override_opt("PREFLIGHT_TORCH_HIP") {
+            t.hip = v.map(str::to_string);
+        }
+        if let Some(abi) = abi {
+            t.cxx11_abi = abi;
+        }
+    }
+    Ok(())
+}
+
+fn parse_bool(v: &str) -> Result<Option<bool>, String> {
+    match v {
+        "true" | "1" => Ok(Some(true)),
+        "false" | "0" => Ok(Some(false)),
+        "none" => Ok(None),
+        _ => Err("expected true, false or none".into()),
+    }
+}
+
+/// The interpreter: `--python`, `PREFLIGHT_PYTHON`, `VIRTUAL_ENV`,
+/// `CONDA_PREFIX`, else `python3` on `PATH`.
+fn interpreter(src: &Sources) -> Result<Option<(PathBuf, PythonVia)>, FingerprintError> {
+    if let Some(p) = &src.python {
+        return resolve_given(src, p, PythonVia::Flag).map(Some);
+    }
+    if let Some(p) = src.override_opt("PREFLIGHT_PYTHON") {
+        return match p {
+            None => Ok(None),
+            Some(p) => resolve_given(src, Path::new(p), PythonVia::Override).map(Some),
+        };
+    }
+    for (var, via) in [
+        ("VIRTUAL_ENV", PythonVia::VirtualEnv),
+        ("CONDA_PREFIX", PythonVia::CondaPrefix),
+    ] {
+        if let Some(prefix) = src.var(var) {
+            let bin = Path::new(prefix).join("bin");
+            if let Some(p) = ["python", "python3"]
+                .iter()
+                .map(|n| bin.join(n))
+                .find(|p| p.is_file())
+            {
+                return Ok(Some((p, via)));
+            }
+        }
+    }
+    Ok(src
+        .var("PATH")
+        .and_then(|path| on_path(path, "python3"))
+        .map(|p| (p, PythonVia::Path)))
+}
+
+/// The interpreter a pyenv shim (`$PYENV_ROOT/shims/python3`) runs:
+/// `$PYENV_VERSION`, else the global `$PYENV_ROOT/version` file. (A
+/// `.python-version` file in the working directory is not consulted: the
+/// fingerprint does not depend on where it is run.)
+fn pyenv_target(src: &Sources, shim: &Path) -> Option<PathBuf> {
+    let shims = shim.parent()?;
+    if shims.file_name()? != "shims" {
+        return None;
+    }
+    let root = shims.parent()?;
+    let version = match src.var("PYENV_VERSION") {
+        Some(v) => v.to_string(),
+        None => std::fs::read_to_string(root.join("version"))
+            .ok()?
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))?
+            .to_string(),
+    };
+    let version = version.split(':').next()?;
+    if version == "system" {
+        return None;
+    }
+    let target = root
+        .join("versions")
+        .join(version)
+        .join("bin")
+        .join(shim.file_name()?);
+    target.is_file().then_some(target)
+}
+
+/// A given interpreter: a path, or a bare name looked up on `PATH`.
+fn resolve_given(
+    src: &Sources,
+    p: &Path,
+    via: PythonVia,
+) -> Result<(PathBuf, PythonVia), FingerprintError> {
+    let found = if p.components().count() == 1 && !p.is_file() {
+        src.var("PATH")
+            .and_then(|path| on_path(path, &p.to_string_lossy()))
+    } else {
+        Some(p.to_path_buf()).filter(|p| p.is_file())
+    };
+    found
+        .map(|f| (f, via))
+        .ok_or_else(|| FingerprintError::NoSuchPython(p.to_path_buf()))
+}
+
+fn on_path(path: &str, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+struct PyvenvCfg {
+    home: Option<PathBuf>,
+    version: Option<String>,
+    system_site: bool,
+}
+
+/// `pyvenv.cfg` of a virtual environment (`home`, `version` or
+/// `version_info`, `include-system-site-packages`).
+fn read_pyvenv_cfg(prefix: &Path) -> Option<PyvenvCfg> {
+    let text = std::fs::read_to_string(prefix.join("pyvenv.cfg")).ok()?;
+    let mut cfg = PyvenvCfg {
+        home: None,
+        version: None,
+        system_site: false,
+    };
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        match k {
+            "home" => cfg.home = Some(PathBuf::from(v)),
+            "version" | "version_info" => {
+                let parts: Vec<&str> = v.split('.').take(3).collect();
+                if parts.len() >= 2 && parts.iter().all(|p| p.parse::<u32>().is_ok()) {
+                    cfg.version = Some(parts.join("."));
+                }
+            }
+            "include-system-site-packages" => cfg.system_site = v.eq_ignore_ascii_case("true"),
+            _ => {}
+        }
+    }
+    Some(cfg)
+}
+
+/// `python3.11` (after following links) → `3.11`.
+fn minor_from_name(interpreter: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(interpreter).ok()?;
+    let v = real.file_name()?.to_str()?.strip_prefix("python")?;
+    let (major, minor) = v.split_once('.')?;
+    (major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok()).then(|| v.to_string())
+}
+
+/// The one `lib/python3.X` folder of a prefix, when there is exactly one.
+fn minor_from_lib(prefix: &Path) -> Option<String> {
+    let mut found = std::fs::read_dir(prefix.join("lib"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let v = name.strip_prefix("python")?.to_string();
+            let (a, b) = v.split_once('.')?;
+            (a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok()).then_some(v)
+        });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// `include/python3.11/patchlevel.h` → `3.11.7`.
+fn patchlevel(prefix: &Path, minor: &str) -> Option<String> {
+    let text =
+        std::fs::read_to_string(prefix.join(format!("include/python{minor}/patchlevel.h"))).ok()?;
+    let v = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("#define PY_VERSION"))?
+        .trim()
+        .trim_matches('"');
+    v.starts_with(minor).then(|| v.to_string())
+}
+
+/// Import folders in `sys.path` order, those that exist, each once.
+fn site_dirs(
+    src: &Sources,
+    prefix: &Path,
+    venv: Option<&PyvenvCfg>,
+    version: Option<&str>,
+) -> Vec<PathBuf> {
+    let minor = version.map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."));
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(pp) = src.var("PYTHONPATH") {
+        dirs.extend(std::env::split_paths(pp));
+    }
+    let system = |dirs: &mut Vec<PathBuf>, prefix: &Path| {
+        if let Some(m) = &minor {
+            dirs.push(prefix.join(format!("local/lib/python{m}/dist-packages")));
+            dirs.push(prefix.join("lib/python3/dist-packages"));
+            dirs.push(prefix.join(format!("lib/python{m}/site-packages")));
+            dirs.push(prefix.join(format!("lib64/python{m}/site-packages")));
+        }
+    };
+    match venv {
+        Some(cfg) => {
+            if let Some(m) = &minor {
+                dirs.push(prefix.join(format!("lib/python{m}/site-packages")));
+                dirs.push(prefix.join(format!("lib64/python{m}/site-packages")));
+            }
+            if cfg.system_site {
+                if let Some(base) = cfg.home.as_deref().and_then(Path::parent) {
+                    system(&mut dirs, base);
+                }
+            }
+        }
+        None => {
+            if src.var("PYTHONNOUSERSITE").is_none() {
+                if let (Some(home), Some(m)) = (src.var("HOME"), &minor) {
+                    dirs.push(Path::new(home).join(format!(".local/lib/python{m}/site-packages")));
+                }
+            }
+            system(&mut dirs, prefix);
+        }
+    }
+    let mut seen = Vec::new();
+    dirs.retain(|d| match std::fs::canonicalize(d) {
+        Ok(c) if !seen.contains(&c) => {
+            seen.push(c);
+            true
+        }
+        _ => false,
+    });
+    dirs
+}
+
+/// A distribution name as PEP 503 compares them: lower case, runs of
+/// `-`, `_`, `.` as one `-`.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// `name-version.dist-info` / `name-version[-pyX.Y].egg-info` → (normalized
+/// name, version).
+pub fn parse_dist_dir(dir_name: &str) -> Option<(String, String)> {
+    let stem = dir_name
+        .strip_suffix(".dist-info")
+        .or_else(|| dir_name.strip_suffix(".egg-info"))?;
+    let mut parts = stem.split('-');
+    let name = parts.next().filter(|n| !n.is_empty())?;
+    let version = parts.next().filter(|v| !v.is_empty())?;
+    Some((normalize(name), version.to_string()))
+}
+
+/// Installed distributions of the folders, the first folder winning.
+fn installed(site_packages: &[PathBuf]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for dir in site_packages {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if let Some((name, version)) = e.file_name().to_str().and_then(parse_dist_dir) {
+                out.entry(name).or_insert(version);
+            }
+        }
+    }
+    out
+}
+
+/// The version of distribution `name` in one site-packages folder.
+pub(crate) fn dist_version(site: &Path, name: &str) -> Option<String> {
+    let want = normalize(name);
+    std::fs::read_dir(site).ok()?.flatten().find_map(|e| {
+        let (n, v) = parse_dist_dir(e.file_name().to_str()?)?;
+        (n == want).then_some(v)
+    })
+}
+
+/// torch's build, from the first `torch/` in import order.
+fn torch_build(site_packages: &[PathBuf]) -> TorchBuild {
+    let torch = site_packages
+        .iter()
+        .map(|d| d.join("torch"))
+        .find(|t| t.join("version.py").is_file());
+    let text = torch
+        .as_ref()
+        .and_then(|t| std::fs::read_to_string(t.join("version.py")).ok())
+        .unwrap_or_default();
+    let cxx11_abi = torch.as_ref().and_then(|t| {
+        let cmake = std::fs::read_to_string(t.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
+        let (_, rest) = cmake.split_once("_GLIBCXX_USE_CXX11_ABI=")?;
+        match rest.as_bytes().first() {
+            Some(b'1') => Some(true),
+            Some(b'0') => Some(false),
+            _ => None,
+        }
+    });
+    TorchBuild {
+        cuda: version_py_field(&text, "cuda"),
+        hip: version_py_field(&text, "hip"),
+        xpu: version_py_field(&text, "xpu"),
+        cxx11_abi,
+    }
+}
+
+/// A string field of `torch/version.py` (`cuda: Optional[str] = '12.8'`,
+/// `cuda = None`).
+pub fn version_py_field(text: &str, field: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?;
+        if !rest.starts_with([' ', ':', '=']) {
+            return None;
+        }
+        let (_, value) = rest.split_once('=')?;
+        let value = value.trim();
+        let quoted = value
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))?;
+        Some(quoted.to_string())
+    })
+}

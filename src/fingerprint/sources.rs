@@ -1,0 +1,86 @@
+//! Where the facts come from: a snapshot of the environment variables, the
+//! roots standing in for `/sys` and `/proc`, and the cache directory.
+
+use super::FingerprintError;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Everything a fingerprint reads besides files, captured once so that a
+/// test (or a caller describing another machine) can pass its own.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    /// The environment variables (only those that are valid UTF-8).
+    pub env: BTreeMap<String, String>,
+    /// Stands in for `/sys` (`PREFLIGHT_SYSFS_ROOT`).
+    pub sys_root: PathBuf,
+    /// Stands in for `/proc` (`PREFLIGHT_PROCFS_ROOT`).
+    pub proc_root: PathBuf,
+    /// Where measured facts and tool versions are cached; `None`: nowhere.
+    pub cache_dir: Option<PathBuf>,
+    /// The interpreter given on the command line (`--python`).
+    pub python: Option<PathBuf>,
+    /// Packages to report besides the built-in list (a variant's
+    /// `python-depends`), by distribution name.
+    pub extra_packages: Vec<String>,
+}
+
+impl Sources {
+    /// Sources of this process: its environment, `/sys`, `/proc` (or their
+    /// redirections) and the preflight cache directory.
+    pub fn from_process() -> Sources {
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        Sources::from_vars(env)
+    }
+
+    /// Sources described by these environment variables alone.
+    pub fn from_vars(env: BTreeMap<String, String>) -> Sources {
+        let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let sys_root = get("PREFLIGHT_SYSFS_ROOT").unwrap_or_else(|| PathBuf::from("/sys"));
+        let proc_root = get("PREFLIGHT_PROCFS_ROOT").unwrap_or_else(|| PathBuf::from("/proc"));
+        let cache_dir = get("PREFLIGHT_CACHE")
+            .or_else(|| get("XDG_CACHE_HOME").map(|d| d.join("kernel-preflight")))
+            .or_else(|| get("HOME").map(|h| h.join(".cache/kernel-preflight")));
+        Sources {
+            env,
+            sys_root,
+            proc_root,
+            cache_dir,
+            python: None,
+            extra_packages: Vec::new(),
+        }
+    }
+
+    /// A variable's value; unset and empty are the same.
+    pub(crate) fn var(&self, key: &str) -> Option<&str> {
+        self.env
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// An override: `Ok(None)` when unset, `Ok(Some(None))` for `none`.
+    pub(crate) fn override_opt(&self, key: &str) -> Option<Option<&str>> {
+        self.var(key)
+            .map(|v| if v == "none" { None } else { Some(v) })
+    }
+
+    /// A parsed override, with the variable named in the error.
+    pub(crate) fn override_parsed<T>(
+        &self,
+        key: &str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, FingerprintError> {
+        match self.var(key) {
+            None => Ok(None),
+            Some(value) => parse(value)
+                .map(Some)
+                .map_err(|why| FingerprintError::BadOverride {
+                    var: key.to_string(),
+                    value: value.to_string(),
+                    why,
+                }),
+        }
+    }
+}

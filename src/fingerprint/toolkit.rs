@@ -1,0 +1,484 @@
+//! CUDA toolkits (nvcc, ptxas), NVRTC and the CUDA runtime library, found
+//! where kernels look for them. Versions come from files; nvcc is asked
+//! only when its `stat` changed since it was last asked.
+
+use super::cache::{Asked, ToolCache};
+use super::child::{self, NotRun};
+use super::python::dist_version;
+use super::{FingerprintError, Sources};
+use crate::sandbox::Termination;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Every toolkit found, the active one, and the CUDA libraries beside them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Toolkits {
+    /// Root of the toolkit whose nvcc a kernel would use; `None`: no nvcc.
+    pub active: Option<PathBuf>,
+    /// Toolkits in lookup order, each root once.
+    pub found: Vec<Toolkit>,
+    /// NVRTC libraries (`libnvrtc.so.N`) in the toolkits and wheels.
+    pub nvrtc: Vec<Library>,
+    /// CUDA runtime libraries (`libcudart.so.N`) in the toolkits and wheels.
+    pub cudart: Vec<Library>,
+}
+
+/// One CUDA toolkit (or pip wheel layout).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Toolkit {
+    /// The toolkit root (the folder holding `bin/`).
+    pub root: PathBuf,
+    /// Where the lookup found it.
+    pub found_via: FoundVia,
+    /// `bin/nvcc`, if present.
+    pub nvcc: Option<PathBuf>,
+    /// `bin/ptxas`, if present.
+    pub ptxas: Option<PathBuf>,
+    /// The toolkit version (`12.8.93`, or `12.8` from `cuda.h`).
+    pub version: Option<String>,
+    /// Which source gave the version.
+    pub version_from: Option<VersionFrom>,
+    /// Why this toolkit is unusable or doubtful, said plainly.
+    pub problem: Option<String>,
+}
+
+/// How a toolkit was found, in the order kernels look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FoundVia {
+    /// `PREFLIGHT_NVCC`.
+    Override,
+    /// `CUDA_HOME`.
+    CudaHome,
+    /// `CUDA_PATH`.
+    CudaPath,
+    /// `nvcc` on `PATH`.
+    Path,
+    /// `/usr/local/cuda` (or `PREFLIGHT_CUDA_DEFAULT_ROOT`).
+    DefaultRoot,
+    /// A pip wheel in the Python environment (`nvidia/cu13`, `nvidia/cuda_nvcc`).
+    PipWheel,
+}
+
+/// The source of a toolkit version, most exact first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionFrom {
+    /// `PREFLIGHT_CUDA_VERSION`.
+    Override,
+    /// `version.json` (`cuda_nvcc`, else `cuda`).
+    VersionJson,
+    /// `version.txt` (CUDA 10 and older).
+    VersionTxt,
+    /// `nvcc --version`, cached under nvcc's `stat`.
+    Nvcc,
+    /// The `nvidia-cuda-nvcc` wheel's `*.dist-info`.
+    DistInfo,
+    /// `CUDA_VERSION` in `include/cuda.h` (major.minor only).
+    CudaH,
+}
+
+/// A shared library found on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Library {
+    /// The `libX.so.N` file.
+    pub path: PathBuf,
+    /// Its version: from the file the link points to, the wheel's
+    /// `*.dist-info`, a sibling such as `libnvrtc-builtins.so.13.5`, else
+    /// the soname's major number.
+    pub version: String,
+}
+
+const NVCC_TIMEOUT: Duration = Duration::from_secs(20);
+
+struct Candidate {
+    root: PathBuf,
+    via: FoundVia,
+    /// The site-packages folder of a wheel layout.
+    site: Option<PathBuf>,
+}
+
+/// Find toolkits and libraries; `site_packages` are the active Python's.
+pub(crate) fn detect(
+    src: &Sources,
+    site_packages: &[PathBuf],
+    tools: &mut ToolCache,
+) -> Result<Toolkits, FingerprintError> {
+    let mut found: Vec<Toolkit> = Vec::new();
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for c in candidates(src, site_packages) {
+        let canonical = std::fs::canonicalize(&c.root).unwrap_or_else(|_| c.root.clone());
+        if seen.contains(&canonical) {
+            continue;
+        }
+        seen.push(canonical);
+        found.push(describe(&c, tools));
+    }
+    let mut active = found
+        .iter()
+        .find(|t| t.nvcc.is_some())
+        .map(|t| t.root.clone());
+    apply_overrides(src, &mut found, &mut active)?;
+    let lib_dirs = library_dirs(&found, site_packages);
+    let mut nvrtc = libraries(&lib_dirs, "libnvrtc", "nvidia_cuda_nvrtc");
+    let mut cudart = libraries(&lib_dirs, "libcudart", "nvidia_cuda_runtime");
+    override_library(src, "PREFLIGHT_NVRTC_VERSION", &mut nvrtc)?;
+    override_library(src, "PREFLIGHT_CUDART_VERSION", &mut cudart)?;
+    Ok(Toolkits {
+        active,
+        found,
+        nvrtc,
+        cudart,
+    })
+}
+
+/// `PREFLIGHT_NVCC=none` leaves no active toolkit (a path was already put
+/// first by [`candidates`]); `PREFLIGHT_CUDA_VERSION` sets the active
+/// toolkit's version.
+fn apply_overrides(
+    src: &Sources,
+    found: &mut [Toolkit],
+    active: &mut Option<PathBuf>,
+) -> Result<(), FingerprintError> {
+    if let Some(None) = src.override_opt("PREFLIGHT_NVCC") {
+        *active = None;
+    }
+    let Some(v) = src.override_parsed("PREFLIGHT_CUDA_VERSION", |v| {
+        v.parse::<crate::variant::Version>()?;
+        Ok(v.to_string())
+    })?
+    else {
+        return Ok(());
+    };
+    let toolkit = found
+        .iter_mut()
+        .find(|t| Some(&t.root) == active.as_ref())
+        .ok_or_else(|| FingerprintError::BadOverride {
+            var: "PREFLIGHT_CUDA_VERSION".into(),
+            value: v.clone(),
+            why: "there is no active toolkit to apply it to (set PREFLIGHT_NVCC too)".into(),
+        })?;
+    toolkit.version = Some(v);
+    toolkit.version_from = Some(VersionFrom::Override);
+    Ok(())
+}
+
+/// Candidate roots in the order kernels look: CUDA_HOME, CUDA_PATH, nvcc on
+/// PATH, /usr/local/cuda, then the wheels of the Python environment.
+fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    let mut push = |root: PathBuf, via, site| {
+        let root = std::path::absolute(&root).unwrap_or(root);
+        out.push(Candidate { root, via, site })
+    };
+    if let Some(Some(nvcc)) = src.override_opt("PREFLIGHT_NVCC") {
+        push(root_of(Path::new(nvcc)), FoundVia::Override, None);
+    }
+    if let Some(home) = src.var("CUDA_HOME") {
+        push(PathBuf::from(home), FoundVia::CudaHome, None);
+    }
+    if let Some(path) = src.var("CUDA_PATH") {
+        push(PathBuf::from(path), FoundVia::CudaPath, None);
+    }
+    if let Some(path) = src.var("PATH") {
+        if let Some(nvcc) = std::env::split_paths(path)
+            .map(|d| d.join("nvcc"))
+            .find(|p| is_executable(p))
+        {
+            push(root_of(&nvcc), FoundVia::Path, None);
+        }
+    }
+    let default = src
+        .var("PREFLIGHT_CUDA_DEFAULT_ROOT")
+        .unwrap_or("/usr/local/cuda");
+    if Path::new(default).is_dir() {
+        push(PathBuf::from(default), FoundVia::DefaultRoot, None);
+    }
+    for site in site_packages {
+        let nvidia = site.join("nvidia");
+        let Ok(entries) = std::fs::read_dir(&nvidia) else {
+            continue;
+        };
+        // Newest layout first: cu14, cu13, … then the CUDA 11 / 12
+        // `cuda_nvcc` layout.
+        let mut layouts: Vec<(u32, String)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let rank = if name == "cuda_nvcc" {
+                    0
+                } else {
+                    name.strip_prefix("cu")?.parse::<u32>().ok()?
+                };
+                Some((rank, name))
+            })
+            .collect();
+        layouts.sort_by(|a, b| b.cmp(a));
+        let names = layouts.into_iter().map(|(_, name)| name);
+        for name in names {
+            push(nvidia.join(name), FoundVia::PipWheel, Some(site.clone()));
+        }
+    }
+    out
+}
+
+/// The toolkit root of an nvcc binary: `<root>/bin/nvcc`, links resolved.
+fn root_of(nvcc: &Path) -> PathBuf {
+    let real = std::fs::canonicalize(nvcc).unwrap_or_else(|_| nvcc.to_path_buf());
+    real.parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or(real)
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn describe(c: &Candidate, tools: &mut ToolCache) -> Toolkit {
+    let file = |rel: &str| Some(c.root.join(rel)).filter(|p| p.is_file());
+    let nvcc = file("bin/nvcc");
+    let ptxas = file("bin/ptxas");
+    let mut problem = None;
+    if !c.root.is_dir() {
+        problem = Some(format!("{} is not a directory", c.root.display()));
+    } else if nvcc.is_none() && ptxas.is_none() {
+        problem = Some("no bin/nvcc or bin/ptxas in it".to_string());
+    }
+    let mut version = None;
+    if let Some(v) = version_json(&c.root) {
+        version = Some((v, VersionFrom::VersionJson));
+    } else if let Some(v) = version_txt(&c.root) {
+        version = Some((v, VersionFrom::VersionTxt));
+    } else if let Some(nvcc) = &nvcc {
+        let answer = tools.answer(nvcc, || ask_version(nvcc));
+        match answer.version {
+            Some(v) => version = Some((v, VersionFrom::Nvcc)),
+            None => {
+                problem = Some(format!(
+                    "nvcc --version failed: {}",
+                    answer.problem.unwrap_or_else(|| "no version".into())
+                ))
+            }
+        }
+    }
+    if version.is_none() {
+        version = c
+            .site
+            .as_deref()
+            .and_then(|site| wheel_version(site, &c.root))
+            .map(|v| (v, VersionFrom::DistInfo))
+            .or_else(|| cuda_h_version(&c.root).map(|v| (v, VersionFrom::CudaH)));
+    }
+    Toolkit {
+        root: c.root.clone(),
+        found_via: c.via,
+        nvcc,
+        ptxas,
+        version_from: version.as_ref().map(|(_, from)| *from),
+        version: version.map(|(v, _)| v),
+        problem,
+    }
+}
+
+/// The version of the nvcc wheel that installed a layout: `nvidia/cu13`
+/// comes from `nvidia-cuda-nvcc` 13.x, `nvidia/cuda_nvcc` from
+/// `nvidia-cuda-nvcc-cu12` (or `-cu11`). Both may be installed side by side,
+/// so the major version must match the layout.
+fn wheel_version(site: &Path, root: &Path) -> Option<String> {
+    let layout = root.file_name()?.to_str()?;
+    let matches = |v: &String, major: &str| v.split('.').next() == Some(major);
+    match layout
+        .strip_prefix("cu")
+        .filter(|m| m.parse::<u32>().is_ok())
+    {
+        Some(major) => dist_version(site, "nvidia-cuda-nvcc").filter(|v| matches(v, major)),
+        None => ["12", "11"].iter().find_map(|major| {
+            dist_version(site, &format!("nvidia-cuda-nvcc-cu{major}")).filter(|v| matches(v, major))
+        }),
+    }
+}
+
+/// Run `nvcc --version` and read its `release X.Y, VX.Y.Z` line.
+fn ask_version(nvcc: &Path) -> Asked {
+    let ran = match child::run(nvcc, &["--version"], &BTreeMap::new(), NVCC_TIMEOUT) {
+        Ok(ran) => ran,
+        Err(NotRun::Unusable(why)) => return Asked::Failed(why),
+        Err(NotRun::Sandbox(why)) => return Asked::Inconclusive(why),
+    };
+    match ran.report.termination {
+        Termination::Exited { code: 0 } => {}
+        Termination::TimedOut { .. } | Termination::Cancelled => {
+            return Asked::Inconclusive(ran.report.termination.to_string());
+        }
+        ended => {
+            let said = ran.report.stderr.tail_lines(1).trim().to_string();
+            return Asked::Failed(if said.is_empty() {
+                ended.to_string()
+            } else {
+                format!("{ended}: {said}")
+            });
+        }
+    }
+    match parse_nvcc_version(&ran.report.stdout.text()) {
+        Some(v) => Asked::Version(v),
+        None => Asked::Failed("its output has no `release X.Y, VX.Y.Z` line".to_string()),
+    }
+}
+
+/// The version in `nvcc --version` (`Cuda compilation tools, release 12.8,
+/// V12.8.93` → `12.8.93`; `release 12.8` alone → `12.8`).
+pub fn parse_nvcc_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.contains("release "))?;
+    let (_, rest) = line.split_once("release ")?;
+    let mut parts = rest.split(',').map(str::trim);
+    let release = parts.next()?;
+    let full = parts
+        .next()
+        .and_then(|v| v.strip_prefix('V'))
+        .map(|v| v.split_whitespace().next().unwrap_or(v));
+    let pick = full.filter(|f| f.starts_with(release)).unwrap_or(release);
+    pick.parse::<crate::variant::Version>().ok()?;
+    Some(pick.to_string())
+}
+
+fn version_json(root: &Path) -> Option<String> {
+    let value: serde_json::Value = super::cache::read(&root.join("version.json"))?;
+    ["cuda_nvcc", "cuda"]
+        .iter()
+        .find_map(|k| value.get(k)?.get("version")?.as_str())
+        .map(str::to_string)
+}
+
+fn version_txt(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("version.txt")).ok()?;
+    let v = text
+        .split("CUDA Version")
+        .nth(1)?
+        .split_whitespace()
+        .next()?;
+    Some(v.to_string())
+}
+
+/// `#define CUDA_VERSION 12080` → `12.8`.
+fn cuda_h_version(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("include/cuda.h")).ok()?;
+    let n: u64 = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION"))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(format!("{}.{}", n / 1000, (n % 1000) / 10))
+}
+
+/// Folders that hold the CUDA libraries: each toolkit's `lib64` and `lib`,
+/// and the NVRTC / runtime wheels. Each pairs with the site-packages whose
+/// `*.dist-info` may name the version.
+fn library_dirs(found: &[Toolkit], site_packages: &[PathBuf]) -> Vec<(PathBuf, Option<PathBuf>)> {
+    let mut dirs = Vec::new();
+    for t in found {
+        let site = (t.found_via == FoundVia::PipWheel)
+            .then(|| t.root.parent()?.parent().map(Path::to_path_buf))
+            .flatten();
+        for sub in ["lib64", "lib"] {
+            dirs.push((t.root.join(sub), site.clone()));
+        }
+    }
+    for site in site_packages {
+        for sub in ["nvidia/cuda_nvrtc/lib", "nvidia/cuda_runtime/lib"] {
+            dirs.push((site.join(sub), Some(site.clone())));
+        }
+    }
+    let mut seen = Vec::new();
+    dirs.retain(|(d, _)| {
+        let c = std::fs::canonicalize(d).ok();
+        let keep = c.as_ref().is_some_and(|c| !seen.contains(c));
+        if let Some(c) = c {
+            seen.push(c);
+        }
+        keep
+    });
+    dirs
+}
+
+/// `<stem>.so.N` files in `dirs`, with the best version each can tell.
+fn libraries(dirs: &[(PathBuf, Option<PathBuf>)], stem: &str, dist: &str) -> Vec<Library> {
+    let prefix = format!("{stem}.so.");
+    let mut out = Vec::new();
+    for (dir, site) in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names.iter().filter(|n| {
+            n.strip_prefix(&prefix)
+                .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        }) {
+            let path = dir.join(name);
+            let soname_major = &name[prefix.len()..];
+            let from_link = std::fs::canonicalize(&path).ok().and_then(|real| {
+                let real = real.file_name()?.to_string_lossy().into_owned();
+                let v = real.strip_prefix(&prefix)?.to_string();
+                v.contains('.').then_some(v)
+            });
+            let from_sibling = || {
+                let builtins = format!("{stem}-builtins.so.{soname_major}.");
+                names
+                    .iter()
+                    .find_map(|n| n.strip_prefix(&builtins))
+                    .map(|minor| format!("{soname_major}.{minor}"))
+            };
+            let from_dist = || {
+                let site = site.as_deref()?;
+                dist_version(site, dist)
+                    .or_else(|| dist_version(site, &format!("{dist}_cu{soname_major}")))
+                    .filter(|v| v.split('.').next() == Some(soname_major))
+            };
+            let version = from_link
+                .or_else(from_dist)
+                .or_else(from_sibling)
+                .unwrap_or_else(|| soname_major.to_string());
+            out.push(Library { path, version });
+        }
+    }
+    out
+}
+
+fn override_library(
+    src: &Sources,
+    var: &str,
+    libs: &mut Vec<Library>,
+) -> Result<(), FingerprintError> {
+    let Some(v) = src.override_opt(var) else {
+        return Ok(());
+    };
+    match v {
+        None => libs.clear(),
+        Some(v) => {
+            v.parse::<crate::variant::Version>()
+                .map_err(|why| FingerprintError::BadOverride {
+                    var: var.into(),
+                    value: v.into(),
+                    why,
+                })?;
+            if libs.is_empty() {
+                libs.push(Library {
+                    path: PathBuf::from(format!("<{var}>")),
+                    version: String::new(),
+                });
+            }
+            for lib in libs.iter_mut() {
+                lib.version = v.to_string();
+            }
+        }
+    }
+    Ok(())
+}
