@@ -75,8 +75,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             smoke.display()
         )));
     }
-    let targets = args
-        .targets
+    let mut paths = args.targets.clone();
+    // A target named twice is checked once.
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+    let targets = paths
         .iter()
         .map(|path| {
             Ok(Target {
