@@ -9,9 +9,11 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod classify;
 pub mod declared;
 pub mod discover;
 pub mod fingerprint;
+pub mod probe;
 pub mod report;
 pub mod sandbox;
 pub mod variant;

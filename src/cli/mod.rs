@@ -5,6 +5,7 @@
 //! internal error.
 
 mod cache;
+mod check;
 mod fingerprint;
 mod inspect;
 mod resolve;
@@ -28,6 +29,8 @@ enum Command {
     Resolve(resolve::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
+    /// Probe every variant in an isolated child: declared vs observed.
+    Check(check::Args),
     /// Describe this machine (GPUs, driver, CUDA toolkits, Python
     /// environment, host) and print the hash that keys cached outcomes.
     Fingerprint(fingerprint::Args),
@@ -60,6 +63,7 @@ pub fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Resolve(args) => resolve::run(args),
         Command::Cache(args) => cache::run(args),
+        Command::Check(args) => check::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Inspect(args) => inspect::run(args),
     });

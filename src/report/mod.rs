@@ -2,6 +2,7 @@
 //! the library's types.
 
 pub mod cache;
+pub mod check;
 pub mod inspect;
 pub mod resolve;
 

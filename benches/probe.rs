@@ -1,0 +1,182 @@
+//! What a probe costs over the import it wraps: a bare `python -c` that
+//! imports a variant the way the hub loader does, against preflight's python
+//! executor importing the same variant (load only, and with an empty smoke),
+//! each in a fresh sandbox with the driver, the result channel and
+//! classification. Cases are interleaved round by round, their order
+//! rotating, so machine drift hits all of them alike.
+//!
+//! `cargo bench --bench probe` (rounds: `PREFLIGHT_BENCH_ROUNDS`, default 60;
+//! interpreter: `PREFLIGHT_BENCH_PYTHON`, else `.venv/bin/python`, else
+//! `python3` on PATH).
+
+use kernel_preflight::classify::{self, OutcomeKind};
+use kernel_preflight::probe::{PythonProbe, SmokeSource, find_python};
+use kernel_preflight::sandbox::{Cancel, Limits};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        return venv;
+    }
+    find_python(Path::new("python3")).expect("python3 on PATH")
+}
+
+/// A variant like the example's `torch-universal`: metadata and a package.
+fn variant(root: &Path) -> PathBuf {
+    let dir = root.join("build/torch-universal");
+    std::fs::create_dir_all(dir.join("bench_kernel")).expect("variant dir");
+    std::fs::write(
+        dir.join("metadata.json"),
+        r#"{"name":"bench-kernel","id":"_bench_kernel_0","version":1,"license":"MIT","python-depends":[],"backend":{"type":"cpu"}}"#,
+    )
+    .expect("metadata");
+    std::fs::write(
+        dir.join("bench_kernel/__init__.py"),
+        "from ._impl import relu\n",
+    )
+    .expect("init");
+    std::fs::write(
+        dir.join("bench_kernel/_impl.py"),
+        "def relu(out, x):\n    for i, v in enumerate(x):\n        out[i] = max(v, 0.0)\n",
+    )
+    .expect("impl");
+    dir
+}
+
+/// The same import the hub loader (and the driver) does, as one `-c` line.
+fn bare_import(python: &Path, variant: &Path) -> impl FnMut() {
+    let code = format!(
+        "import importlib.util, json, sys\n\
+         meta = json.load(open({meta:?}))\n\
+         spec = importlib.util.spec_from_file_location(meta['id'], {init:?})\n\
+         m = importlib.util.module_from_spec(spec)\n\
+         sys.modules[meta['id']] = m\n\
+         spec.loader.exec_module(m)\n",
+        meta = variant.join("metadata.json").display().to_string(),
+        init = variant
+            .join("bench_kernel/__init__.py")
+            .display()
+            .to_string(),
+    );
+    let python = python.to_path_buf();
+    move || {
+        let out = Command::new(&python)
+            .args(["-B", "-c", &code])
+            .stdin(Stdio::null())
+            .output()
+            .expect("bare python");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+fn probed(python: &Path, variant: &Path, smoke: SmokeSource) -> impl FnMut() {
+    let prober = PythonProbe {
+        python: python.to_path_buf(),
+        smoke,
+        limits: Limits::default(),
+        env: Vec::new(),
+    };
+    let variant = variant.to_path_buf();
+    let cancel = Cancel::new();
+    move || {
+        let run = prober.run(&variant, "cpu", &cancel).expect("probe");
+        let outcome = classify::classify_run(&run);
+        assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+    }
+}
+
+/// Runs every case once per round, in an order that rotates each round,
+/// after a warm-up of a tenth of the rounds.
+fn measure(cases: &mut [Case], rounds: usize) -> Vec<Vec<Duration>> {
+    for _ in 0..rounds.div_ceil(10) {
+        for (_, run) in cases.iter_mut() {
+            run();
+        }
+    }
+    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
+    for round in 0..rounds {
+        for i in 0..cases.len() {
+            let at = (i + round) % cases.len();
+            let started = Instant::now();
+            (cases[at].1)();
+            samples[at].push(started.elapsed());
+        }
+    }
+    samples
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    let at = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    let frac = at - lo as f64;
+    sorted[lo].mul_f64(1.0 - frac) + sorted[hi].mul_f64(frac)
+}
+
+fn main() {
+    // `cargo test --all-targets` runs this too, without `--bench`: then only
+    // check that every case works.
+    let benchmarking = std::env::args().any(|a| a == "--bench");
+    let rounds: usize = std::env::var("PREFLIGHT_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|_| benchmarking)
+        .unwrap_or(if benchmarking { 60 } else { 2 })
+        .max(2);
+    let python = python();
+    let root = tempfile::tempdir().expect("temp dir");
+    let variant = variant(root.path());
+    let empty = root.path().join("empty_smoke.py");
+    std::fs::write(&empty, "def smoke(kernel, device):\n    pass\n").expect("smoke");
+
+    let mut cases: Vec<Case> = vec![
+        (
+            "bare python -c (hub-style import)",
+            Box::new(bare_import(&python, &variant)),
+        ),
+        (
+            "probe, load only",
+            Box::new(probed(&python, &variant, SmokeSource::LoadOnly)),
+        ),
+        (
+            "probe, empty smoke",
+            Box::new(probed(&python, &variant, SmokeSource::File(empty.clone()))),
+        ),
+    ];
+    let samples = measure(&mut cases, rounds);
+
+    println!("python: {}", python.display());
+    println!(
+        "rounds: {rounds} (after {} warm-up rounds)",
+        rounds.div_ceil(10)
+    );
+    println!("\n| case | n | q1 | median | q3 | min | median Δ |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut baseline = None;
+    for ((name, _), mut times) in cases.iter().zip(samples) {
+        times.sort();
+        let median = quantile(&times, 0.5);
+        let base = *baseline.get_or_insert(median);
+        let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {:+.2} ms |",
+            times.len(),
+            ms(quantile(&times, 0.25)),
+            ms(median),
+            ms(quantile(&times, 0.75)),
+            ms(times[0]),
+            (median.as_secs_f64() - base.as_secs_f64()) * 1e3,
+        );
+    }
+}

@@ -1,0 +1,470 @@
+//! Table-driven classification tests over real message texts.
+
+use super::*;
+use std::time::Duration;
+
+const START: &str = r#"{"event":"phase","phase":"start","pid":7,"pgid":7}"#;
+const IMPORT: &str = r#"{"event":"phase","phase":"import","variant":"/v"}"#;
+const SMOKE: &str = r#"{"event":"phase","phase":"smoke","import_ms":1.0,"device":"cuda"}"#;
+const DONE: &str = r#"{"event":"phase","phase":"done","depth":"verified","module":"_k_1","device":"cpu","import_ms":1.0,"smoke_ms":0.5}"#;
+
+fn exited(code: i32) -> Termination {
+    Termination::Exited { code }
+}
+
+fn signaled(name: &str) -> Termination {
+    Termination::Signaled {
+        signal: 11,
+        name: name.into(),
+        core_dumped: false,
+    }
+}
+
+/// An exception event in `phase` with the given class, module, bases and extra fields.
+fn exception(
+    phase: &str,
+    type_name: &str,
+    module: &str,
+    bases: &[&str],
+    message: &str,
+    extra: &str,
+) -> String {
+    let mut mro = vec![format!("{module}.{type_name}")];
+    mro.extend(bases.iter().map(|b| b.to_string()));
+    format!(
+        r#"{{"event":"exception","phase":"{phase}","type":"{type_name}","module":"{module}","mro":{},"message":{}{extra}}}"#,
+        serde_json::to_string(&mro).unwrap(),
+        serde_json::to_string(message).unwrap()
+    )
+}
+
+struct Case {
+    name: &'static str,
+    termination: Termination,
+    channel: Vec<String>,
+    stderr: &'static str,
+    kind: OutcomeKind,
+    phase: Phase,
+    message_has: &'static str,
+}
+
+fn lines(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn with(mut base: Vec<String>, last: String) -> Vec<String> {
+    base.push(last);
+    base
+}
+
+fn cases() -> Vec<Case> {
+    let imported = lines(&[
+        START,
+        IMPORT,
+        r#"{"event":"phase","phase":"import","module":"_relu_abc"}"#,
+    ]);
+    let smoking = lines(&[START, IMPORT, SMOKE]);
+    vec![
+        Case {
+            name: "pass, verified",
+            termination: exited(0),
+            channel: lines(&[START, IMPORT, SMOKE, DONE]),
+            stderr: "",
+            kind: OutcomeKind::Pass,
+            phase: Phase::Done,
+            message_has: "verified",
+        },
+        Case {
+            name: "flash-attn3: message then exit(1), no traceback",
+            termination: exited(1),
+            channel: smoking.clone(),
+            stderr: "CUDA error (/tmp/flash-attention/hopper/flash_fwd_launch_template.h:180): no kernel image is available for execution on the device\n",
+            kind: OutcomeKind::UnsupportedArch,
+            phase: Phase::Smoke,
+            message_has: "no kernel image is available",
+        },
+        Case {
+            name: "torch AcceleratorError with error_code 209",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "AcceleratorError", "torch", &["builtins.RuntimeError"],
+                "CUDA error: no kernel image is available for execution on the device\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
+                r#","error_code":209"#)),
+            stderr: "",
+            kind: OutcomeKind::UnsupportedArch,
+            phase: Phase::Smoke,
+            message_has: "209",
+        },
+        Case {
+            name: "plain RuntimeError: CUDA error 222 text",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+                "CUDA error: the provided PTX was compiled with an unsupported toolchain.\nCUDA kernel errors might be asynchronously reported at some other API call", "")),
+            stderr: "",
+            kind: OutcomeKind::PtxTooNew,
+            phase: Phase::Smoke,
+            message_has: "unsupported toolchain",
+        },
+        Case {
+            name: "legacy cuda runtime error (35)",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+                "cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version at /pytorch/aten/src/THC/THCGeneral.cpp:50", "")),
+            stderr: "",
+            kind: OutcomeKind::DriverTooOld,
+            phase: Phase::Smoke,
+            message_has: "insufficient",
+        },
+        Case {
+            name: "tvm-ffi driver error name, no device",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+                "CUDA Driver Error: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected", "")),
+            stderr: "",
+            kind: OutcomeKind::NoDevice,
+            phase: Phase::Smoke,
+            message_has: "no CUDA-capable device",
+        },
+        Case {
+            name: "CuTe-DSL DSLCudaRuntimeError with ANSI colours",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "DSLCudaRuntimeError", "cutlass.base_dsl.common", &["cutlass.base_dsl.common.DSLRuntimeError", "cutlass.base_dsl.common.DSLBaseError"],
+                "\u{1b}[91mCUDA error during kernel load\u{1b}[0m\nError name: CUDA_ERROR_NO_BINARY_FOR_GPU", r#","error_code":209,"error_name":"CUDA_ERROR_NO_BINARY_FOR_GPU""#)),
+            stderr: "",
+            kind: OutcomeKind::UnsupportedArch,
+            phase: Phase::Smoke,
+            message_has: "CUDA_ERROR_NO_BINARY_FOR_GPU (209)",
+        },
+        Case {
+            name: "torch OutOfMemoryError",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "OutOfMemoryError", "torch", &["builtins.RuntimeError"],
+                "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.12 GiB is free.", "")),
+            stderr: "",
+            kind: OutcomeKind::OutOfMemory,
+            phase: Phase::Smoke,
+            message_has: "Tried to allocate",
+        },
+        Case {
+            name: "ModuleNotFoundError names the module",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
+                "No module named 'einops'", r#","name":"einops""#)),
+            stderr: "",
+            kind: OutcomeKind::MissingDependency,
+            phase: Phase::Import,
+            message_has: "`einops`",
+        },
+        Case {
+            name: "the variant's own missing submodule is an import error",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
+                "No module named '_relu_abc._ops'", r#","name":"_relu_abc._ops""#)),
+            stderr: "",
+            kind: OutcomeKind::ImportError,
+            phase: Phase::Import,
+            message_has: "_relu_abc._ops",
+        },
+        Case {
+            name: "undefined symbol names the symbol",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+                "/root/.cache/huggingface/hub/kernels--kernels-community--activation/snapshots/1/build/torch28-cxx11-cu128-x86_64-linux/_activation_0c3eb4e.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa", "")),
+            stderr: "",
+            kind: OutcomeKind::ImportError,
+            phase: Phase::Import,
+            message_has: "undefined symbol: _ZN3c104cuda9SetDeviceEa",
+        },
+        Case {
+            name: "missing shared library names it",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+                "libcudart.so.13: cannot open shared object file: No such file or directory", "")),
+            stderr: "",
+            kind: OutcomeKind::ImportError,
+            phase: Phase::Import,
+            message_has: "libcudart.so.13",
+        },
+        Case {
+            name: "missing libcuda means no driver",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "OSError", "builtins", &[],
+                "libcuda.so.1: cannot open shared object file: No such file or directory", r#","errno":2"#)),
+            stderr: "",
+            kind: OutcomeKind::NoDevice,
+            phase: Phase::Import,
+            message_has: "libcuda.so.1",
+        },
+        Case {
+            name: "GLIBC version names it",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+                "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /x/_ops.abi3.so)", "")),
+            stderr: "",
+            kind: OutcomeKind::ImportError,
+            phase: Phase::Import,
+            message_has: "GLIBC_2.34",
+        },
+        Case {
+            name: "subprocess nvcc absent",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "FileNotFoundError", "builtins", &["builtins.OSError"],
+                "[Errno 2] No such file or directory: 'nvcc'", r#","filename":"nvcc","errno":2"#)),
+            stderr: "",
+            kind: OutcomeKind::NvccMissing,
+            phase: Phase::Smoke,
+            message_has: "nvcc not found",
+        },
+        Case {
+            name: "nvcc too old for the target arch",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "CalledProcessError", "subprocess", &["subprocess.SubprocessError"],
+                "Command '['nvcc', '-arch=sm_103a', 'k.cu']' returned non-zero exit status 1.", r#","command":"nvcc","returncode":1"#)),
+            stderr: "nvcc fatal   : Unsupported gpu architecture 'compute_103a'\n",
+            kind: OutcomeKind::NvccTooOld,
+            phase: Phase::Smoke,
+            message_has: "compute_103a",
+        },
+        Case {
+            name: "Triton compilation error",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "CompilationError", "triton.compiler.errors", &["triton.compiler.errors.TritonError"],
+                "at 12:4:\n    x = tl.load(ptr)\n    ^\nunsupported", "")),
+            stderr: "",
+            kind: OutcomeKind::JitCompileError,
+            phase: Phase::Smoke,
+            message_has: "CompilationError",
+        },
+        Case {
+            name: "Triton out of shared memory",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "OutOfResources", "triton.runtime.errors", &["triton.runtime.errors.TritonError"],
+                "out of resource: shared memory, Required: 232448, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", "")),
+            stderr: "",
+            kind: OutcomeKind::JitCompileError,
+            phase: Phase::Smoke,
+            message_has: "shared memory",
+        },
+        Case {
+            name: "NVRTC compile failure in text",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+                "NVRTC_ERROR_COMPILATION: kernel.cu(3): error: identifier \"foo\" is undefined", "")),
+            stderr: "",
+            kind: OutcomeKind::JitCompileError,
+            phase: Phase::Smoke,
+            message_has: "NVRTC_ERROR_COMPILATION",
+        },
+        Case {
+            name: "cannot import name from a dependency",
+            termination: exited(1),
+            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+                "cannot import name 'make_fake_compact_tensor' from 'cutlass.cute.runtime' (/site-packages/cutlass/cute/runtime.py)", r#","name":"cutlass.cute.runtime""#)),
+            stderr: "",
+            kind: OutcomeKind::DependencyVersion,
+            phase: Phase::Import,
+            message_has: "make_fake_compact_tensor",
+        },
+        Case {
+            name: "kernel lacks the called function",
+            termination: exited(1),
+            channel: with(with(imported.clone(), r#"{"event":"phase","phase":"smoke"}"#.into()), exception("smoke", "AttributeError", "builtins", &[],
+                "module '_relu_abc' has no attribute 'gelu_fast'", r#","name":"gelu_fast""#)),
+            stderr: "",
+            kind: OutcomeKind::MissingSymbol,
+            phase: Phase::Smoke,
+            message_has: "gelu_fast",
+        },
+        Case {
+            name: "wrong result",
+            termination: exited(1),
+            channel: with(lines(&[START, IMPORT, SMOKE, r#"{"event":"phase","phase":"verify"}"#]),
+                r#"{"event":"mismatch","phase":"verify","message":"3 of 16 elements differ beyond rtol=1e-07 atol=1e-07 (max abs diff 1)"}"#.into()),
+            stderr: "",
+            kind: OutcomeKind::WrongResult,
+            phase: Phase::Verify,
+            message_has: "3 of 16",
+        },
+        Case {
+            name: "segfault",
+            termination: signaled("SIGSEGV"),
+            channel: smoking.clone(),
+            stderr: "Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n  File \"/v/__init__.py\", line 3 in relu\n",
+            kind: OutcomeKind::Crashed,
+            phase: Phase::Smoke,
+            message_has: "SIGSEGV",
+        },
+        Case {
+            name: "abort after a CUDA message is the CUDA cause",
+            termination: signaled("SIGABRT"),
+            channel: smoking.clone(),
+            stderr: "terminate called after throwing an instance of 'c10::Error'\n  what():  CUDA error: no kernel image is available for execution on the device\n",
+            kind: OutcomeKind::UnsupportedArch,
+            phase: Phase::Smoke,
+            message_has: "no kernel image",
+        },
+        Case {
+            name: "plain nonzero exit",
+            termination: exited(3),
+            channel: smoking.clone(),
+            stderr: "something went wrong\n",
+            kind: OutcomeKind::Exited,
+            phase: Phase::Smoke,
+            message_has: "code 3: something went wrong",
+        },
+        Case {
+            name: "timeout in import",
+            termination: Termination::TimedOut { after: Duration::from_secs(5), needed_sigkill: true },
+            channel: lines(&[START, IMPORT]),
+            stderr: "",
+            kind: OutcomeKind::Timeout,
+            phase: Phase::Import,
+            message_has: "5.0 s",
+        },
+        Case {
+            name: "exit 0 without done is preflight's fault",
+            termination: exited(0),
+            channel: lines(&[START, IMPORT]),
+            stderr: "",
+            kind: OutcomeKind::ProbeError,
+            phase: Phase::Import,
+            message_has: "without reporting",
+        },
+        Case {
+            name: "driver never started",
+            termination: exited(1),
+            channel: vec![],
+            stderr: "  File \"preflight_driver.py\", line 1\nSyntaxError: invalid syntax\n",
+            kind: OutcomeKind::ProbeError,
+            phase: Phase::Start,
+            message_has: "SyntaxError",
+        },
+        Case {
+            name: "driver bug",
+            termination: exited(3),
+            channel: lines(&[START, r#"{"event":"driver_error","phase":"start","message":"KeyError: 'x'"}"#]),
+            stderr: "",
+            kind: OutcomeKind::ProbeError,
+            phase: Phase::Start,
+            message_has: "KeyError",
+        },
+        Case {
+            name: "broken metadata.json",
+            termination: exited(1),
+            channel: with(lines(&[START, IMPORT]), exception("import", "MetadataError", "preflight", &[],
+                "metadata.json unreadable: Expecting ',' delimiter: line 4 column 3 (char 50)", "")),
+            stderr: "",
+            kind: OutcomeKind::ImportError,
+            phase: Phase::Import,
+            message_has: "metadata.json",
+        },
+        Case {
+            name: "unknown exception in smoke",
+            termination: exited(1),
+            channel: with(smoking.clone(), exception("smoke", "ValueError", "builtins", &[], "bad shape (3, 4)", "")),
+            stderr: "",
+            kind: OutcomeKind::Exited,
+            phase: Phase::Smoke,
+            message_has: "ValueError: bad shape",
+        },
+    ]
+}
+
+#[test]
+fn classifies_real_failure_texts() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let report = ChildReport::parse(&case.channel.join("\n"));
+        let outcome = classify(&Evidence {
+            termination: &case.termination,
+            report: &report,
+            channel_error: None,
+            stderr: case.stderr,
+        });
+        if outcome.kind != case.kind
+            || outcome.phase != case.phase
+            || !outcome.message.contains(case.message_has)
+            || outcome.message.contains('\n')
+            || outcome.hint.contains('\n')
+        {
+            failures.push(format!(
+                "{}: expected {} in {} with {:?}, got {:?}",
+                case.name,
+                case.kind,
+                case.phase.as_str(),
+                case.message_has,
+                outcome
+            ));
+        }
+        if case.kind != OutcomeKind::Pass && outcome.hint.is_empty() {
+            failures.push(format!("{}: no hint", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn records_exit_code_signal_and_stderr_tail() {
+    let report = ChildReport::parse(SMOKE);
+    let stderr: String = (0..50).map(|i| format!("line {i}\n")).collect();
+    let outcome = classify(&Evidence {
+        termination: &signaled("SIGABRT"),
+        report: &report,
+        channel_error: None,
+        stderr: &stderr,
+    });
+    assert_eq!(outcome.signal.as_deref(), Some("SIGABRT"));
+    assert_eq!(outcome.exit_code, None);
+    assert_eq!(outcome.stderr_tail.lines().count(), STDERR_TAIL_LINES);
+    assert!(outcome.stderr_tail.ends_with("line 49"));
+}
+
+#[test]
+fn an_unreadable_channel_after_exit_0_is_a_probe_error() {
+    let outcome = classify(&Evidence {
+        termination: &exited(0),
+        report: &ChildReport::default(),
+        channel_error: Some("permission denied"),
+        stderr: "",
+    });
+    assert_eq!(outcome.kind, OutcomeKind::ProbeError);
+    assert!(outcome.message.contains("permission denied"));
+}
+
+#[test]
+fn serde_names_are_snake_case() {
+    let json = serde_json::to_value(Outcome::skipped(
+        "OS (windows) does not match system OS (linux)",
+    ))
+    .unwrap();
+    assert_eq!(json["kind"], "skipped");
+    assert_eq!(json["phase"], "start");
+    assert_eq!(json["depth"], serde_json::Value::Null);
+    let kinds: Vec<String> = [
+        OutcomeKind::NoDevice,
+        OutcomeKind::JitCompileError,
+        OutcomeKind::OutOfMemory,
+    ]
+    .iter()
+    .map(|k| {
+        serde_json::to_value(k)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
+    })
+    .collect();
+    assert_eq!(kinds, ["no_device", "jit_compile_error", "out_of_memory"]);
+    for kind in [
+        OutcomeKind::Pass,
+        OutcomeKind::DriverTooOld,
+        OutcomeKind::ProbeError,
+    ] {
+        assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+    }
+}
+
+#[test]
+fn one_line_strips_colour_and_newlines() {
+    assert_eq!(one_line("\u{1b}[91ma\u{1b}[0m\n  b\tc"), "a b c");
+    assert!(one_line(&"x".repeat(1000)).chars().count() <= 240);
+}
