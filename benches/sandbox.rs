@@ -128,17 +128,31 @@ fn main() {
     let samples = measure(&mut cases, rounds);
     report("no-op child", &cases, samples);
 
-    let python = ChildCommand::new("python3").arg("-c").arg("pass");
+    // The interpreter itself, not a version manager's shim in front of it.
+    let python: &'static str = String::from_utf8(
+        Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 on PATH")
+            .stdout,
+    )
+    .expect("UTF-8 path")
+    .trim()
+    .to_owned()
+    .leak();
     let mut cases: Vec<Case> = vec![
         (
             "bare Command::output(python3 -c pass)",
-            Box::new(bare("python3", &["-c", "pass"])),
+            Box::new(bare(python, &["-c", "pass"])),
         ),
         (
             "Sandbox::new + run(python3 -c pass)",
-            Box::new(sandboxed(None, python)),
+            Box::new(sandboxed(
+                None,
+                ChildCommand::new(python).arg("-c").arg("pass"),
+            )),
         ),
     ];
-    let samples = measure(&mut cases, (rounds / 8).max(2));
-    report("python3 startup", &cases, samples);
+    let samples = measure(&mut cases, (rounds / 4).max(2));
+    report(&format!("python3 startup ({python})"), &cases, samples);
 }

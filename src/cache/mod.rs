@@ -5,6 +5,7 @@
 pub mod identity;
 pub mod key;
 pub mod ops;
+pub mod outcomes;
 pub mod store;
 
 pub use identity::Identities;

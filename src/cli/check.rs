@@ -79,8 +79,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             smoke.display()
         )));
     }
-    let (native_dirs, hub): (Vec<&PathBuf>, Vec<&PathBuf>) = args
-        .targets
+    let mut paths = args.targets.clone();
+    // A target named twice is checked once.
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+    let (native_dirs, hub): (Vec<&PathBuf>, Vec<&PathBuf>) = paths
         .iter()
         .partition(|p| native::is_native_target(p));
     let natives = native_dirs
