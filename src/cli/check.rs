@@ -83,9 +83,8 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     // A target named twice is checked once.
     let mut seen = std::collections::HashSet::new();
     paths.retain(|p| seen.insert(p.clone()));
-    let (native_dirs, hub): (Vec<&PathBuf>, Vec<&PathBuf>) = paths
-        .iter()
-        .partition(|p| native::is_native_target(p));
+    let (native_dirs, hub): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        paths.iter().partition(|p| native::is_native_target(p));
     let natives = native_dirs
         .iter()
         .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
