@@ -15,5 +15,6 @@ pub mod discover;
 pub mod fingerprint;
 pub mod probe;
 pub mod report;
+pub mod run;
 pub mod sandbox;
 pub mod variant;

@@ -1,16 +1,20 @@
 //! `preflight check`
 
 use super::{Answer, BadInput, emit, emit_json};
+use kernel_preflight::cache::Store;
+use kernel_preflight::cache::outcomes::OutcomeCache;
 use kernel_preflight::declared::arch::driver_max_ptx_isa;
 use kernel_preflight::discover;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::cuda::{self, CudaExecutor};
 use kernel_preflight::probe::{self, native};
-use kernel_preflight::report::check::{self, CheckOptions, CheckReport, CheckResult, Target};
+use kernel_preflight::report::check;
 use kernel_preflight::report::native as native_report;
+use kernel_preflight::run::{self, CheckOptions, CheckReport, CheckResult, Target};
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Arguments of `preflight check`.
@@ -43,6 +47,9 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Probe every variant again, and keep no outcome.
+    #[arg(long)]
+    no_cache: bool,
 }
 
 fn seconds(name: &str, value: f64) -> Result<Duration, BadInput> {
@@ -180,7 +187,7 @@ fn hub_check(
             probe::find_python(&found.interpreter)
         })
         .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
-    let probes = check::probe_count(targets, fingerprint, args.all);
+    let probes = run::probe_count(targets, fingerprint, args.all);
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let jobs = match args.jobs {
         Some(n) => n as usize,
@@ -192,6 +199,8 @@ fn hub_check(
         all: args.all,
         jobs,
         limits,
+        cache: (!args.no_cache)
+            .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), fingerprint))),
     };
     let progress = progress_bar(probes);
     let on_result = |r: &CheckResult| {
@@ -202,7 +211,7 @@ fn hub_check(
             bar.set_message(format!("{} {}", r.variant, r.outcome.kind));
         }
     };
-    let report = check::run(targets, fingerprint, &options, cancel, &on_result);
+    let report = run::run(targets, fingerprint, &options, cancel, &on_result);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }

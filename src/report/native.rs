@@ -3,12 +3,12 @@
 //! variants of hub targets, the declared verdict being what the module's
 //! embedded images allow (`preflight inspect`'s compatibility rule).
 
-use super::check::{CheckResult, Declared};
 use crate::classify::OutcomeKind;
 use crate::declared::arch::{ComputeCapability, PtxIsa};
 use crate::declared::embedded;
 use crate::probe::cuda::ModuleKind;
 use crate::probe::native::{NativeModule, NativeReport};
+use crate::run::{CheckResult, Declared};
 use std::fmt::Write;
 
 /// The GPU a declared verdict is judged against: the device the probe
@@ -69,6 +69,7 @@ pub fn rows(given: &str, report: &NativeReport, judge: Judge) -> Vec<CheckResult
                 outcome: run.outcome.clone(),
                 timings: run.timings,
                 leaked: run.run.leaked.clone(),
+                cached: false,
             }
         })
         .collect()

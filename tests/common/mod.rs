@@ -30,8 +30,29 @@ pub fn preflight(args: &[&str]) -> Output {
 }
 
 /// A `Command` for the `preflight` binary, for tests that set env or cwd.
+///
+/// Each command gets an empty outcome cache of its own, so that no test sees
+/// another's outcomes (or the user's); a test that wants to share one sets
+/// `PREFLIGHT_CACHE` itself.
 pub fn preflight_cmd() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_preflight"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
+    cmd.env("PREFLIGHT_CACHE", fresh_dir("cache"));
+    cmd
+}
+
+/// A new empty directory under cargo's scratch folder for integration tests
+/// (`target/tmp`, gone with `cargo clean`), unique to this test process.
+pub fn fresh_dir(what: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{what}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
 }
 
 /// Stdout as text.

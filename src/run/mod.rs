@@ -1,0 +1,308 @@
+//! Run: for every variant of some targets, what happens when it is loaded
+//! here — answered from the outcome cache when it knows, else by a fresh
+//! probe in a sandboxed child — in parallel, in the hub's preference order.
+//! `check`, `select` and `warmup` are thin shells over [`run`].
+
+use crate::cache::outcomes::OutcomeCache;
+use crate::classify::{self, Outcome, OutcomeKind, Timings};
+use crate::declared::{self, Decision, Rejection, System};
+use crate::discover::{Discovery, FoundVariant};
+use crate::fingerprint::{Fingerprint, Hashed};
+use crate::probe::{self, PythonProbe, SmokeSource};
+use crate::sandbox::{Cancel, Limits};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// The Python interpreter that probes run in (absolute path).
+    pub python: PathBuf,
+    /// A smoke file that overrides every other smoke source.
+    pub smoke: Option<PathBuf>,
+    /// Probe variants for another OS or CPU too.
+    pub all: bool,
+    /// Probes run at the same time.
+    pub jobs: usize,
+    /// Limits of each child.
+    pub limits: Limits,
+    /// Where outcomes are looked up first and kept after a probe; `None`:
+    /// probe everything, keep nothing (`--no-cache`).
+    pub cache: Option<Arc<OutcomeCache>>,
+}
+
+/// The declared, name-level verdict, as `check --json` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Declared {
+    /// Whether the hub loader would accept the variant here by its name.
+    pub accepted: bool,
+    /// Why not, in the hub's words.
+    pub reason: Option<String>,
+    /// Why not, in a word or two (for the table).
+    #[serde(skip)]
+    pub short: Option<&'static str>,
+}
+
+/// One variant's row: what it declares, what it did, how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    /// The target as given on the command line.
+    pub target: String,
+    /// The variant's name.
+    pub variant: String,
+    /// The variant's directory.
+    pub path: String,
+    /// The name-level verdict.
+    pub declared: Declared,
+    /// What probing it showed.
+    pub outcome: Outcome,
+    /// Where the time went.
+    pub timings: Timings,
+    /// Processes that outlived the probe and were killed, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leaked: Option<String>,
+    /// Whether the outcome came from the cache rather than a probe now.
+    pub cached: bool,
+}
+
+impl CheckResult {
+    /// Whether the declared verdict and the observed outcome disagree: a
+    /// variant accepted by name that fails here, or one rejected that works.
+    pub fn disagrees(&self) -> bool {
+        match self.outcome.kind {
+            OutcomeKind::Pass => !self.declared.accepted,
+            OutcomeKind::Skipped | OutcomeKind::ProbeError => false,
+            _ => self.declared.accepted,
+        }
+    }
+}
+
+/// The document `check --json` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckReport {
+    /// The machine the results hold for, with its hash.
+    #[serde(serialize_with = "hashed")]
+    pub fingerprint: Fingerprint,
+    /// One row per variant, targets in the order given, each in the hub's
+    /// preference order.
+    pub results: Vec<CheckResult>,
+}
+
+fn hashed<S: serde::Serializer>(fp: &Fingerprint, s: S) -> Result<S::Ok, S::Error> {
+    Hashed::from(fp).serialize(s)
+}
+
+impl CheckReport {
+    /// Whether every target has at least one passing variant.
+    pub fn every_target_passes(&self) -> bool {
+        let mut targets: Vec<&str> = self.results.iter().map(|r| r.target.as_str()).collect();
+        targets.dedup();
+        targets.iter().all(|t| {
+            self.results
+                .iter()
+                .any(|r| r.target == *t && r.outcome.kind.passed())
+        })
+    }
+}
+
+/// A discovered target, with the name it was given.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// As given on the command line.
+    pub given: String,
+    /// What is in it.
+    pub discovery: Discovery,
+}
+
+/// One variant to check, before it runs.
+struct Work<'a> {
+    target: &'a Target,
+    variant: &'a FoundVariant,
+    decision: Decision,
+}
+
+impl Work<'_> {
+    /// Variants for another OS or CPU cannot load here at all.
+    fn skip_reason(&self, all: bool) -> Option<String> {
+        match &self.decision.rejection {
+            Some(r @ (Rejection::Cpu { .. } | Rejection::Os { .. })) if !all => Some(r.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Number of variants `check` will start children for.
+pub fn probe_count(targets: &[Target], fingerprint: &Fingerprint, all: bool) -> usize {
+    plan(targets, &System::from_fingerprint(fingerprint))
+        .iter()
+        .filter(|w| w.skip_reason(all).is_none())
+        .count()
+}
+
+fn plan<'a>(targets: &'a [Target], system: &System) -> Vec<Work<'a>> {
+    let mut work = Vec::new();
+    for target in targets {
+        let names = target.discovery.variants.iter().map(|v| &v.name);
+        for decision in declared::resolve(names, system) {
+            if let Some(variant) = target
+                .discovery
+                .variants
+                .iter()
+                .find(|v| v.name == decision.variant)
+            {
+                work.push(Work {
+                    target,
+                    variant,
+                    decision,
+                });
+            }
+        }
+    }
+    work
+}
+
+/// Probe every variant of every target on the machine `fingerprint`
+/// describes, `options.jobs` at a time; `each` is called as each result
+/// arrives (for progress).
+pub fn run(
+    targets: &[Target],
+    fingerprint: &Fingerprint,
+    options: &CheckOptions,
+    cancel: &Cancel,
+    each: &(dyn Fn(&CheckResult) + Sync),
+) -> CheckReport {
+    use rayon::prelude::*;
+    let work = plan(targets, &System::from_fingerprint(fingerprint));
+    let check = |w: &Work| {
+        let result = check_one(w, options, cancel);
+        each(&result);
+        result
+    };
+    let results = match rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()
+    {
+        Ok(pool) => pool.install(|| work.par_iter().map(check).collect()),
+        Err(_) => work.iter().map(check).collect(),
+    };
+    CheckReport {
+        fingerprint: fingerprint.clone(),
+        results,
+    }
+}
+
+fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResult {
+    let variant = work.variant;
+    let row =
+        |outcome: Outcome, timings: Timings, leaked: Option<String>, cached: bool| CheckResult {
+            target: work.target.given.clone(),
+            variant: variant.name.to_string(),
+            path: variant.path.display().to_string(),
+            declared: Declared {
+                accepted: work.decision.accepted(),
+                reason: work.decision.rejection.as_ref().map(ToString::to_string),
+                short: work.decision.rejection.as_ref().map(short_reason),
+            },
+            outcome,
+            timings,
+            leaked,
+            cached,
+        };
+    if let Some(reason) = work.skip_reason(options.all) {
+        return row(Outcome::skipped(&reason), Timings::default(), None, false);
+    }
+    let discovery = &work.target.discovery;
+    let kernel = variant
+        .metadata
+        .metadata()
+        .map(|m| m.name.clone())
+        .or_else(|| discovery.kernel.clone());
+    let smoke = SmokeSource::choose(
+        options.smoke.as_deref(),
+        repo_dir(&discovery.root),
+        kernel.as_deref(),
+    );
+    // A variant whose files cannot be read for its identity is still probed;
+    // only its outcome is not kept.
+    let key = options.cache.as_ref().and_then(|cache| {
+        cache
+            .key(variant, &smoke)
+            .inspect_err(|e| {
+                eprintln!(
+                    "preflight: warning: {}: not cached: {e}",
+                    variant.path.display()
+                )
+            })
+            .ok()
+            .map(|key| (cache, key))
+    });
+    if let Some((cache, key)) = &key
+        && let Some(record) = cache.get(key)
+    {
+        return row(record.outcome, record.timings, None, true);
+    }
+    let prober = PythonProbe {
+        python: options.python.clone(),
+        smoke,
+        limits: options.limits.clone(),
+        env: Vec::new(),
+    };
+    let start = Instant::now();
+    let result = prober.run(&variant.path, probe::device_for(&variant.name), cancel);
+    let total_ms = start.elapsed().as_secs_f64() * 1e3;
+    let (outcome, timings, leaked) = match result {
+        Ok(run) => {
+            let outcome = classify::classify_run(&run);
+            let timings = Timings {
+                total_ms: round_ms(total_ms),
+                import_ms: run.report.import_ms.map(round_ms),
+                smoke_ms: run.report.smoke_ms.map(round_ms),
+            };
+            (outcome, timings, run.run.leaked)
+        }
+        Err(e) => (
+            Outcome::probe_error(classify::Phase::Start, &e.to_string()),
+            Timings {
+                total_ms: round_ms(total_ms),
+                ..Timings::default()
+            },
+            None,
+        ),
+    };
+    // An interrupted probe says nothing about the variant.
+    if let Some((cache, key)) = &key
+        && !cancel.is_cancelled()
+    {
+        cache.put(key, variant, &outcome, &timings);
+    }
+    row(outcome, timings, leaked, false)
+}
+
+fn short_reason(rejection: &Rejection) -> &'static str {
+    match rejection {
+        Rejection::Cpu { .. } => "other CPU",
+        Rejection::Os { .. } => "other OS",
+        Rejection::TorchVersion { .. } => "torch version",
+        Rejection::Cxx11Abi { .. } => "C++ ABI",
+        Rejection::StableAbiTooNew { .. } => "stable ABI too new",
+        Rejection::TvmFfiVersion { .. } => "tvm-ffi version",
+        Rejection::CudaVersion { .. } => "CUDA version",
+        Rejection::Backend { .. } | Rejection::NoarchBackend { .. } => "backend",
+        Rejection::MacosTooOld { .. } => "macOS too old",
+    }
+}
+
+/// Milliseconds, rounded to the microsecond.
+fn round_ms(value: f64) -> f64 {
+    (value * 1e3).round() / 1e3
+}
+
+/// The kernel repo above a directory of variants (`<repo>/build`), where
+/// `benchmarks/` lives.
+fn repo_dir(variants_root: &Path) -> Option<&Path> {
+    (variants_root.file_name()? == "build")
+        .then(|| variants_root.parent())
+        .flatten()
+}
