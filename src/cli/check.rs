@@ -1,21 +1,17 @@
 //! `preflight check`
 
+use super::probing::{ProbeArgs, Probing, progress_bar};
 use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::cache::Store;
-use kernel_preflight::cache::outcomes::OutcomeCache;
 use kernel_preflight::declared::arch::driver_max_ptx_isa;
 use kernel_preflight::discover;
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::Fingerprint;
 use kernel_preflight::probe::cuda::{self, CudaExecutor};
-use kernel_preflight::probe::{self, native};
+use kernel_preflight::probe::native;
 use kernel_preflight::report::check;
 use kernel_preflight::report::native as native_report;
-use kernel_preflight::run::{self, CheckOptions, CheckReport, CheckResult, Target};
-use kernel_preflight::sandbox::{self, Limits};
-use std::io::IsTerminal;
+use kernel_preflight::run::{self, CheckReport, CheckResult, Target};
+use kernel_preflight::sandbox;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 /// Arguments of `preflight check`.
 #[derive(clap::Args)]
@@ -24,68 +20,18 @@ pub struct Args {
     /// module directories (with a preflight.toml).
     #[arg(required = true, value_name = "TARGET")]
     targets: Vec<PathBuf>,
-    /// Probes at the same time (default: min(variants, CPUs, 4)).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
-    jobs: Option<u32>,
-    /// Seconds each probe may run before it is stopped.
-    #[arg(long, default_value_t = 60.0, value_name = "S")]
-    timeout: f64,
-    /// Seconds between SIGTERM and SIGKILL when a probe is stopped.
-    #[arg(long, default_value_t = 5.0, value_name = "S")]
-    grace: f64,
-    /// The Python interpreter the probes run in (default: $VIRTUAL_ENV,
-    /// $CONDA_PREFIX, python3 on PATH, as for the fingerprint).
-    #[arg(long, value_name = "P")]
-    python: Option<PathBuf>,
-    /// Smoke file with `def smoke(kernel, device)`, instead of the repo's
-    /// benchmarks or preflight's own smoke library.
-    #[arg(long, value_name = "FILE")]
-    smoke: Option<PathBuf>,
+    #[command(flatten)]
+    probing: ProbeArgs,
     /// Probe variants for another OS or CPU too.
     #[arg(long)]
     all: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Probe every variant again, and keep no outcome.
-    #[arg(long)]
-    no_cache: bool,
-}
-
-fn seconds(name: &str, value: f64) -> Result<Duration, BadInput> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            BadInput(format!(
-                "--{name} {value}: expected a positive number of seconds"
-            ))
-        })
 }
 
 pub fn run(args: Args) -> Result<Answer, BadInput> {
-    let limits = Limits {
-        timeout: seconds("timeout", args.timeout)?,
-        grace: seconds("grace", args.grace)?,
-        ..Limits::default()
-    };
-    let given = match &args.python {
-        Some(p) => Some(probe::find_python(p).ok_or_else(|| {
-            BadInput(format!(
-                "--python {}: no such executable (give a path, or a name on PATH)",
-                p.display()
-            ))
-        })?),
-        None => None,
-    };
-    if let Some(smoke) = &args.smoke
-        && !smoke.is_file()
-    {
-        return Err(BadInput(format!(
-            "--smoke {}: no such file (expected a Python file with def smoke(kernel, device))",
-            smoke.display()
-        )));
-    }
+    let probing = args.probing.validate()?;
     let mut paths = args.targets.clone();
     // A target named twice is checked once.
     let mut seen = std::collections::HashSet::new();
@@ -108,9 +54,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
         eprintln!("preflight: warning: {warning}");
     }
-    let mut sources = Sources::from_process();
-    sources.python = given.clone();
-    let fingerprint = Fingerprint::full(&sources)?;
+    let fingerprint = probing.fingerprint()?;
     let cancel = sandbox::install_interrupt_handler();
     let mut report = CheckReport {
         fingerprint: fingerprint.clone(),
@@ -119,21 +63,14 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     let mut text = Vec::new();
     let mut answer = true;
     if !targets.is_empty() {
-        let hub = hub_check(
-            &args,
-            given,
-            &targets,
-            &fingerprint,
-            limits.clone(),
-            &cancel,
-        )?;
+        let hub = hub_check(&probing, args.all, &targets, &fingerprint, &cancel)?;
         answer = hub.every_target_passes();
         text.push(check::table(&hub, &targets));
         report.results = hub.results;
     }
     if !natives.is_empty() {
         let executor = CudaExecutor {
-            limits,
+            limits: probing.limits.clone(),
             ..CudaExecutor::current()
                 .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
                 .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
@@ -174,35 +111,15 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
 /// Probes the hub targets (kernel repos, variant directories, hub cache
 /// folders) in the Python executor.
 fn hub_check(
-    args: &Args,
-    given: Option<PathBuf>,
+    probing: &Probing,
+    all: bool,
     targets: &[Target],
     fingerprint: &Fingerprint,
-    limits: Limits,
     cancel: &sandbox::Cancel,
 ) -> Result<CheckReport, BadInput> {
-    let python = given
-        .or_else(|| {
-            let found = fingerprint.python.as_ref()?;
-            probe::find_python(&found.interpreter)
-        })
-        .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
-    let probes = run::probe_count(targets, fingerprint, args.all);
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let jobs = match args.jobs {
-        Some(n) => n as usize,
-        None => probes.min(cpus).clamp(1, 4),
-    };
-    let options = CheckOptions {
-        python,
-        smoke: args.smoke.clone(),
-        all: args.all,
-        jobs,
-        limits,
-        cache: (!args.no_cache)
-            .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), fingerprint))),
-    };
-    let progress = progress_bar(probes);
+    let probes = run::probe_count(targets, fingerprint, all);
+    let options = probing.options(fingerprint, probes, all)?;
+    let progress = progress_bar(probes, "probing");
     let on_result = |r: &CheckResult| {
         if let Some(bar) = &progress
             && r.outcome.kind != kernel_preflight::classify::OutcomeKind::Skipped
@@ -216,19 +133,4 @@ fn hub_check(
         bar.finish_and_clear();
     }
     Ok(report)
-}
-
-/// A progress bar on stderr, only when stderr is a terminal.
-fn progress_bar(probes: usize) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() || probes == 0 {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(probes as u64);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{spinner} probing [{bar:30}] {pos}/{len} {wide_msg}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.enable_steady_tick(Duration::from_millis(120));
-    Some(bar)
 }

@@ -6,6 +6,7 @@
 
 mod cache;
 mod check;
+mod probing;
 mod cuda_child;
 mod doctor;
 mod fingerprint;
