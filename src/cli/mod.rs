@@ -6,12 +6,14 @@
 
 mod cache;
 mod check;
-mod probing;
 mod cuda_child;
 mod doctor;
 mod fingerprint;
 mod inspect;
+mod probing;
 mod resolve;
+mod select;
+mod warmup;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;
@@ -27,25 +29,31 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Declared, name-level check: which variants the hub loader would accept
-    /// here, in its preference order.
-    Resolve(resolve::Args),
-    /// Manage the outcome cache.
-    Cache(cache::Args),
-    /// Probe every variant in an isolated child: declared vs observed.
-    Check(check::Args),
     /// Describe this machine (GPUs, driver, CUDA toolkits, Python
     /// environment, host) and print the hash that keys cached outcomes.
     Fingerprint(fingerprint::Args),
-    /// What this machine can do for compute kernels: driver, devices,
-    /// NVRTC, nvcc, PTX JIT, bf16 / fp8 / wgmma, torch, Triton, CuTe-DSL.
-    Doctor(doctor::Args),
-    /// The cuda executor's child mode (internal: run by preflight itself).
-    #[command(name = "__cuda-child", hide = true)]
-    CudaChild(cuda_child::Args),
+    /// Declared, name-level check: which variants the hub loader would accept
+    /// here, in its preference order.
+    Resolve(resolve::Args),
     /// Architectures embedded in shared objects, cubins and fatbins: SASS
     /// and PTX per target, and whether a given GPU can run them.
     Inspect(inspect::Args),
+    /// Probe every variant in an isolated child: declared vs observed.
+    Check(check::Args),
+    /// Print the path of the best variant that works here (instant when
+    /// its outcomes are cached): the fallback for get_kernel.
+    Select(select::Args),
+    /// Probe every variant that has no cached outcome yet (default: every
+    /// kernel in the hub cache), for a new machine.
+    Warmup(warmup::Args),
+    /// What this machine can do for compute kernels: driver, devices,
+    /// NVRTC, nvcc, PTX JIT, bf16 / fp8 / wgmma, torch, Triton, CuTe-DSL.
+    Doctor(doctor::Args),
+    /// Manage the outcome cache.
+    Cache(cache::Args),
+    /// The cuda executor's child mode (internal: run by preflight itself).
+    #[command(name = "__cuda-child", hide = true)]
+    CudaChild(cuda_child::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -73,13 +81,15 @@ pub fn main() -> ExitCode {
         return cuda_child::run(args);
     }
     let result = std::panic::catch_unwind(|| match cli.command {
-        Command::Resolve(args) => resolve::run(args),
-        Command::Cache(args) => cache::run(args),
-        Command::Check(args) => check::run(args),
         Command::Fingerprint(args) => fingerprint::run(args),
-        Command::Doctor(args) => doctor::run(args),
-        Command::CudaChild(_) => unreachable!("handled before"),
+        Command::Resolve(args) => resolve::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Select(args) => select::run(args),
+        Command::Warmup(args) => warmup::run(args),
+        Command::Doctor(args) => doctor::run(args),
+        Command::Cache(args) => cache::run(args),
+        Command::CudaChild(_) => unreachable!("handled before"),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -75,3 +75,25 @@ pub fn pick_snapshot(folder: &Path) -> Result<PathBuf, DiscoverError> {
         .map(|(_, path)| path)
         .ok_or_else(|| DiscoverError::NoSnapshot(folder.to_path_buf()))
 }
+
+/// Every kernel repo in the hub cache at `root`: `kernels--ORG--NAME`
+/// folders, and `models--ORG--NAME` folders whose snapshot has `build/`.
+pub fn cached_kernels(root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            match repo_id(&name) {
+                Some(_) if name.starts_with("kernels--") => true,
+                Some(_) => pick_snapshot(&e.path()).is_ok_and(|s| s.join("build").is_dir()),
+                None => false,
+            }
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}

@@ -3,6 +3,8 @@
 //! probe in a sandboxed child — in parallel, in the hub's preference order.
 //! `check`, `select` and `warmup` are thin shells over [`run`].
 
+pub mod select;
+
 use crate::cache::outcomes::OutcomeCache;
 use crate::classify::{self, Outcome, OutcomeKind, Timings};
 use crate::declared::{self, Decision, Rejection, System};
