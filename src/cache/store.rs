@@ -155,8 +155,9 @@ impl Store {
         let path = self.path_of(key);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Lookup::Miss,
-            Err(e) => return Lookup::Corrupt(format!("{}: {e}", path.display())),
+            // Missing, or a cache that cannot be read at all (not a
+            // directory, no permission): nothing known, nothing to remove.
+            Err(_) => return Lookup::Miss,
         };
         let why = match serde_json::from_slice::<Entry<T>>(&bytes) {
             Ok(entry) if entry.is_valid_for(key) => return Lookup::Hit(entry),

@@ -64,3 +64,36 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// `n` distinct variant names for this host's CPU and Linux, in the hub's forms.
+pub fn variant_names(n: usize) -> Vec<String> {
+    let arch = std::env::consts::ARCH;
+    let mut names: Vec<String> = ["torch-universal", "torch-cpu", "torch-cuda"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for minor in 0..40 {
+        for tag in ["", "-cxx11", "-cxx98"] {
+            names.push(format!("torch2{minor}{tag}-cpu-{arch}-linux"));
+        }
+    }
+    names.truncate(n);
+    names
+}
+
+/// A kernel repo `root/name` in the hub layout with one variant per name,
+/// each a Python package whose `__init__.py` is `body`, with valid metadata.
+pub fn kernel_repo(root: &std::path::Path, name: &str, variants: &[String], body: &str) -> PathBuf {
+    let repo = root.join(name);
+    for (i, v) in variants.iter().enumerate() {
+        let dir = repo.join("build").join(v);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("__init__.py"), body).unwrap();
+        let metadata = serde_json::json!({
+            "name": name, "id": format!("_{}_{i}", name.replace('-', "_")), "version": 1,
+            "license": "MIT", "python-depends": [], "backend": {"type": "cpu"},
+        });
+        std::fs::write(dir.join("metadata.json"), metadata.to_string()).unwrap();
+    }
+    repo
+}

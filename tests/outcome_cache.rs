@@ -1,0 +1,349 @@
+//! The outcome cache behind `check`, `select` and `warmup`: what makes an
+//! outcome stale, and what a damaged or shared cache does.
+
+mod common;
+
+use common::{fresh_dir, kernel_repo, preflight_cmd, stderr, stdout, variant_names};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A machine description the tests can change one fact at a time.
+struct Setup {
+    cache: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup {
+            cache: fresh_dir("cache"),
+            env: Vec::new(),
+        }
+    }
+
+    fn set(&mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) {
+        self.env.retain(|(key, _)| key != k);
+        self.env
+            .push((k.into(), v.as_ref().to_string_lossy().into_owned()));
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = preflight_cmd();
+        cmd.args(args)
+            .arg("--python")
+            .arg(common::venv_python())
+            .env("PREFLIGHT_CACHE", &self.cache)
+            .env_remove("CUDA_HOME")
+            .env_remove("CUDA_PATH")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("PYTHONPATH");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// `select --json` on `repo`: the document.
+    fn select(&self, repo: &Path) -> Value {
+        let out = self
+            .cmd(&["select", repo.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Whether `select` answered everything from the cache.
+    fn cached(&self, repo: &Path) -> bool {
+        let doc = self.select(repo);
+        assert_eq!(doc["outcome"]["kind"], "pass", "{doc}");
+        doc["cached"].as_bool().unwrap()
+    }
+}
+
+fn repo(root: &Path) -> PathBuf {
+    let repo = kernel_repo(
+        root,
+        "tiny",
+        &variant_names(2),
+        "def relu(x):\n    return max(x, 0)\n",
+    );
+    std::fs::write(repo.join("build/torch-universal/_ops.so"), vec![1u8; 4096]).unwrap();
+    repo
+}
+
+/// A toolkit whose version.json says `version`.
+fn toolkit(root: &Path, version: &str) -> PathBuf {
+    let dir = root.join(format!("cuda-{version}"));
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let nvcc = dir.join("bin/nvcc");
+    std::fs::write(&nvcc, "#!/bin/sh\nexit 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.join("version.json"),
+        format!(r#"{{"cuda_nvcc": {{"name": "CUDA NVCC", "version": "{version}"}}}}"#),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn each_change_of_machine_or_variant_causes_a_new_probe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let mut s = Setup::new();
+    let site = tmp.path().join("site");
+    std::fs::create_dir_all(site.join("einops-0.8.1.dist-info")).unwrap();
+    s.set("PYTHONPATH", &site);
+    s.set("CUDA_HOME", toolkit(tmp.path(), "12.8.93"));
+    s.set("CUDA_VISIBLE_DEVICES", "0");
+
+    assert!(!s.cached(&repo), "first call probes");
+    assert!(s.cached(&repo), "nothing changed: a hit");
+
+    s.set("CUDA_HOME", toolkit(tmp.path(), "12.9.86"));
+    assert!(!s.cached(&repo), "another nvcc version");
+    assert!(s.cached(&repo));
+
+    std::fs::rename(
+        site.join("einops-0.8.1.dist-info"),
+        site.join("einops-0.8.2.dist-info"),
+    )
+    .unwrap();
+    assert!(
+        !s.cached(&repo),
+        "a package version changed in site-packages"
+    );
+    assert!(s.cached(&repo));
+
+    std::fs::write(repo.join("build/torch-universal/_ops.so"), vec![2u8; 4096]).unwrap();
+    assert!(!s.cached(&repo), "a shared object was rewritten");
+    assert!(s.cached(&repo));
+
+    // A touch that leaves the bytes alone re-hashes the file but is a hit.
+    let so = std::fs::File::options()
+        .write(true)
+        .open(repo.join("build/torch-universal/_ops.so"))
+        .unwrap();
+    so.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(3))
+        .unwrap();
+    assert!(s.cached(&repo), "same bytes, same identity");
+
+    s.set("CUDA_VISIBLE_DEVICES", "1");
+    assert!(!s.cached(&repo), "another CUDA_VISIBLE_DEVICES");
+    assert!(s.cached(&repo));
+
+    // --no-cache probes and keeps nothing new.
+    let out = s
+        .cmd(&["check", repo.to_str().unwrap(), "--json", "--no-cache"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["cached"] == false)
+    );
+}
+
+fn entry_files(cache: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for shard in std::fs::read_dir(cache.join("outcomes-v1"))
+        .into_iter()
+        .flatten()
+    {
+        for f in std::fs::read_dir(shard.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|x| x == "json") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every entry file parses and is stored under the hash of its own parts.
+fn assert_all_valid(cache: &Path) -> usize {
+    let out = preflight_cmd()
+        .args(["cache", "ls", "--json"])
+        .env("PREFLIGHT_CACHE", cache)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let files = entry_files(cache);
+    assert_eq!(listed.len(), files.len(), "every file is a valid entry");
+    for f in &files {
+        let entry: Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+        let stem = f.file_stem().unwrap().to_str().unwrap();
+        assert_eq!(entry["key"], stem);
+    }
+    files.len()
+}
+
+#[test]
+fn damaged_entries_are_ignored_and_probed_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let names = variant_names(3);
+    let repo = kernel_repo(tmp.path(), "tiny", &names, "X = 1\n");
+    let s = Setup::new();
+    assert!(!s.cached(&repo));
+    let files = entry_files(&s.cache);
+    assert_eq!(files.len(), 3);
+    // Truncated, random bytes, and a valid entry of another key.
+    let bytes = std::fs::read(&files[0]).unwrap();
+    std::fs::write(&files[0], &bytes[..bytes.len() / 3]).unwrap();
+    std::fs::write(&files[1], [0x93u8, 0x07, 0xff, 0x00, 0x41]).unwrap();
+    std::fs::copy(&files[2], &files[0]).unwrap();
+    std::fs::write(&files[1], [0x93u8, 0x07, 0xff, 0x00, 0x41]).unwrap();
+    let out = s
+        .cmd(&["check", repo.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cached: Vec<bool> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["cached"].as_bool().unwrap())
+        .collect();
+    assert_eq!(
+        cached.iter().filter(|c| !**c).count(),
+        2,
+        "two damaged entries re-probed"
+    );
+    assert!(
+        stderr(&out).contains("corrupt cache entry"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(assert_all_valid(&s.cache), 3);
+    assert!(s.cached(&repo));
+}
+
+#[test]
+fn concurrent_warmups_leave_only_valid_entries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = kernel_repo(tmp.path(), "many", &variant_names(12), "X = 1\n");
+    let s = Setup::new();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            s.cmd(&["warmup", repo.to_str().unwrap(), "--jobs", "2"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    assert_eq!(assert_all_valid(&s.cache), 12);
+    assert!(s.cached(&repo));
+}
+
+#[test]
+fn warmup_killed_mid_run_leaves_a_consistent_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = kernel_repo(
+        tmp.path(),
+        "slow",
+        &variant_names(10),
+        "import time\ntime.sleep(0.3)\n",
+    );
+    let s = Setup::new();
+    let mut child = s
+        .cmd(&["warmup", repo.to_str().unwrap(), "--jobs", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once some outcomes are written, well before all of them are.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while entry_files(&s.cache).len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = assert_all_valid(&s.cache);
+    assert!((2..10).contains(&kept), "{kept} entries");
+    // The next warmup probes only what is missing.
+    let out = s
+        .cmd(&["warmup", repo.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary[0]["cached"], kept);
+    assert_eq!(summary[0]["probed"], 10 - kept);
+    assert_eq!(assert_all_valid(&s.cache), 10);
+}
+
+#[test]
+fn an_unwritable_cache_warns_and_still_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = kernel_repo(tmp.path(), "tiny", &variant_names(2), "X = 1\n");
+    // A cache path that cannot be a directory: unwritable even for root.
+    let blocker = tmp.path().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let mut s = Setup::new();
+    s.cache = blocker.join("cache");
+    let out = s.cmd(&["select", repo.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The hub prefers torch-cpu (noarch for this backend) to torch-universal.
+    assert!(
+        stdout(&out).trim_end().ends_with("build/torch-cpu"),
+        "{}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("outcomes are not cached").count(),
+        1,
+        "one warning: {err}"
+    );
+}
+
+#[test]
+fn a_read_only_cache_directory_warns_and_still_answers() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let repo = kernel_repo(tmp.path(), "tiny", &variant_names(2), "X = 1\n");
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // root writes anywhere: take away the capabilities that let it.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.arg("--bounding-set=-dac_override,-dac_read_search,-fowner")
+            .arg(env!("CARGO_BIN_EXE_preflight"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_preflight"))
+    };
+    let out = cmd
+        .args(["warmup", repo.to_str().unwrap(), "--python"])
+        .arg(common::venv_python())
+        .env("PREFLIGHT_CACHE", &cache)
+        .env("HOME", tmp.path())
+        .output()
+        .unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("torch-cpu"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("outcomes are not cached"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(entry_files(&cache).is_empty());
+}
