@@ -13,6 +13,8 @@ pub mod classify;
 pub mod declared;
 pub mod discover;
 pub mod fingerprint;
+pub mod fs;
+pub mod hash;
 pub mod probe;
 pub mod report;
 pub mod run;

@@ -7,17 +7,18 @@
 //! otherwise it is the hash of the files themselves, so a variant modified
 //! after it was built is never mistaken for the original.
 
-use super::key::{Key, hex};
+use super::key::Key;
 use super::store::{CacheError, create_private_dir, write_atomic};
 use crate::discover::Metadata;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// What was recorded about one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,11 +30,13 @@ struct FileStat {
     sha256: String,
 }
 
-/// The stat records of one variant directory.
+/// The stat records of the variants in one directory (`build/`), kept in one
+/// file so that a warm call reads one record for a whole kernel.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct StatRecord {
-    path: PathBuf,
-    files: BTreeMap<String, FileStat>,
+struct DirRecord {
+    dir: PathBuf,
+    /// Variant directory name → relative file path → what was recorded.
+    variants: BTreeMap<String, BTreeMap<String, FileStat>>,
 }
 
 /// How an identity was obtained, for benchmarks and tests.
@@ -50,7 +53,14 @@ fn ignored(name: &str) -> bool {
     name == "__pycache__" || name.ends_with(".pyc")
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
+/// Every file under `dir` with its metadata, following symlinks (the hub
+/// cache stores files as links into `blobs/`) but stat-ing only those: the
+/// directory listing already tells plain files and folders apart.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    out: &mut Vec<(String, PathBuf, fs::Metadata)>,
+) -> std::io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -58,8 +68,11 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::R
             continue;
         }
         let path = entry.path();
-        // Follow symlinks: the hub cache stores files as links into blobs/.
-        let meta = fs::metadata(&path)?;
+        let meta = if entry.file_type()?.is_symlink() {
+            fs::metadata(&path)?
+        } else {
+            entry.metadata()?
+        };
         if meta.is_dir() {
             walk(root, &path, out)?;
         } else if meta.is_file() {
@@ -68,7 +81,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::R
                 .unwrap_or(&path)
                 .to_string_lossy()
                 .into_owned();
-            out.push((rel, path));
+            out.push((rel, path, meta));
         }
     }
     Ok(())
@@ -89,19 +102,24 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
 }
 
 /// Identities of variant directories, with stat records under `dir`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Identities {
     dir: PathBuf,
+    /// Records read so far, by directory of variants.
+    loaded: Mutex<HashMap<PathBuf, DirRecord>>,
 }
 
 impl Identities {
     /// Keep stat records under `dir` (created on first write).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Identities { dir: dir.into() }
+        Identities {
+            dir: dir.into(),
+            loaded: Mutex::new(HashMap::new()),
+        }
     }
 
-    fn record_path(&self, variant: &Path) -> PathBuf {
-        let key = Key::of_bytes(variant.as_os_str().as_encoded_bytes());
+    fn record_path(&self, parent: &Path) -> PathBuf {
+        let key = Key::of_bytes(parent.as_os_str().as_encoded_bytes());
         self.dir.join(format!("{key}.json"))
     }
 
@@ -119,27 +137,36 @@ impl Identities {
             path: variant.clone(),
             source,
         };
+        let parent = variant.parent().unwrap_or(&variant).to_path_buf();
+        let name = variant
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let mut files = Vec::new();
         walk(&variant, &variant, &mut files).map_err(io)?;
-        files.sort();
-        let record_path = self.record_path(&variant);
-        let old: StatRecord = fs::read(&record_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .filter(|r: &StatRecord| r.path == variant)
-            .unwrap_or_default();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        let record_path = self.record_path(&parent);
+        let dir_record = loaded.entry(parent.clone()).or_insert_with(|| {
+            fs::read(&record_path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<DirRecord>(&b).ok())
+                .filter(|r| r.dir == parent)
+                .unwrap_or(DirRecord {
+                    dir: parent.clone(),
+                    variants: BTreeMap::new(),
+                })
+        });
+        let old = dir_record.variants.get(&name);
         let mut stats = IdentityStats {
             hashed: 0,
             reused: 0,
         };
-        let mut record = StatRecord {
-            path: variant.clone(),
-            files: BTreeMap::new(),
-        };
-        for (rel, path) in &files {
-            let meta = fs::metadata(path).map_err(io)?;
+        let mut record = BTreeMap::new();
+        for (rel, path, meta) in &files {
             let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-            let stat = match old.files.get(rel) {
+            let stat = match old.and_then(|o| o.get(rel)) {
                 Some(s)
                     if s.size == meta.len() && s.mtime_ns == mtime_ns && s.ino == meta.ino() =>
                 {
@@ -156,14 +183,10 @@ impl Identities {
                     }
                 }
             };
-            record.files.insert(rel.clone(), stat);
+            record.insert(rel.clone(), stat);
         }
-        if stats.hashed > 0 || old.files.len() != record.files.len() {
-            let _ = create_private_dir(&self.dir)
-                .and_then(|()| write_atomic(&record_path, &serde_json::to_vec(&record)?));
-        }
+        let changed = old != Some(&record);
         let hashes: BTreeMap<&str, &str> = record
-            .files
             .iter()
             .map(|(k, v)| (k.as_str(), v.sha256.as_str()))
             .collect();
@@ -181,12 +204,11 @@ impl Identities {
             }
             _ => format!("content:{}", Key::of_bytes(&serde_json::to_vec(&hashes)?)),
         };
+        if changed {
+            dir_record.variants.insert(name, record);
+            let _ = create_private_dir(&self.dir)
+                .and_then(|()| write_atomic(&record_path, &serde_json::to_vec(&*dir_record)?));
+        }
         Ok((identity, stats))
     }
-}
-
-/// sha256 hex of a file's bytes, for smoke source identities.
-pub fn file_identity(path: &Path) -> std::io::Result<String> {
-    let bytes = fs::read(path)?;
-    Ok(format!("file:{}", hex(&Sha256::digest(&bytes))))
 }

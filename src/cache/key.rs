@@ -26,7 +26,7 @@ impl Key {
 
     /// sha256 of bytes, as a key.
     pub fn of_bytes(bytes: &[u8]) -> Key {
-        Key(hex(&Sha256::digest(bytes)))
+        Key(crate::hash::sha256_hex(bytes))
     }
 }
 
@@ -47,11 +47,6 @@ impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Everything an outcome depends on. Its sha256 is the cache key.
@@ -81,6 +76,6 @@ impl KeyParts {
             h.update((field.len() as u64).to_le_bytes());
             h.update(field.as_bytes());
         }
-        Key(hex(&h.finalize()))
+        Key(crate::hash::hex(&h.finalize()))
     }
 }

@@ -12,6 +12,7 @@ use crate::probe::{self, SmokeSource};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the cache keeps about one probe.
@@ -43,12 +44,22 @@ pub fn cacheable(kind: OutcomeKind) -> bool {
     )
 }
 
+/// The hash of the probe driver's own code, computed once per process.
+fn driver_hash() -> &'static [u8] {
+    static HASH: OnceLock<Vec<u8>> = OnceLock::new();
+    HASH.get_or_init(|| {
+        let mut h = Sha256::new();
+        h.update(probe::DRIVER.as_bytes());
+        h.update(probe::COMPARE.as_bytes());
+        h.finalize().to_vec()
+    })
+}
+
 /// The identity of a smoke source: its text, and the probe driver's own,
 /// since a new driver may reach a different verdict.
 pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, std::io::Error> {
     let mut h = Sha256::new();
-    h.update(probe::DRIVER.as_bytes());
-    h.update(probe::COMPARE.as_bytes());
+    h.update(driver_hash());
     let label = match smoke {
         SmokeSource::File(path) => {
             h.update(std::fs::read(path)?);
@@ -74,7 +85,7 @@ pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, std::io::Error> {
         }
         SmokeSource::LoadOnly => "load-only",
     };
-    Ok(format!("{label}:{}", super::key::hex(&h.finalize())))
+    Ok(format!("{label}:{}", crate::hash::hex(&h.finalize())))
 }
 
 /// A person's name for a smoke source.
@@ -112,11 +123,12 @@ impl OutcomeCache {
     /// The cache at `root` for the machine `fingerprint` describes (full).
     pub fn new(root: &Path, fingerprint: &Fingerprint) -> OutcomeCache {
         let store = Store::at(root);
+        let hash = fingerprint.hash();
         OutcomeCache {
             identities: Identities::new(root.join(format!("identity-v{SCHEMA}"))),
             store,
-            fingerprint: fingerprint.hash(),
-            machine: machine_line(fingerprint),
+            machine: machine_line(fingerprint, &hash),
+            fingerprint: hash,
             write_failed: AtomicBool::new(false),
         }
     }
@@ -194,7 +206,7 @@ impl OutcomeCache {
 }
 
 /// One line describing a machine: GPUs, driver, Python, hash prefix.
-pub fn machine_line(fp: &Fingerprint) -> String {
+pub fn machine_line(fp: &Fingerprint, hash: &str) -> String {
     let gpus = if fp.gpus.devices.is_empty() {
         "no GPU".to_string()
     } else {
@@ -223,6 +235,5 @@ pub fn machine_line(fp: &Fingerprint) -> String {
         .as_ref()
         .and_then(|p| p.version.clone())
         .map_or(String::new(), |v| format!(", Python {v}"));
-    let hash = fp.hash();
-    format!("{gpus}{driver}{python} [{}]", &hash[..12])
+    format!("{gpus}{driver}{python} [{}]", &hash[..hash.len().min(12)])
 }

@@ -153,7 +153,7 @@ impl Store {
     /// Read the entry of `key`.
     pub fn get<T: DeserializeOwned>(&self, key: &Key) -> Lookup<T> {
         let path = self.path_of(key);
-        let bytes = match fs::read(&path) {
+        let bytes = match crate::fs::read_small(&path) {
             Ok(b) => b,
             // Missing, or a cache that cannot be read at all (not a
             // directory, no permission): nothing known, nothing to remove.

@@ -143,6 +143,13 @@ fn identity_reuses_stat_records_and_sees_changes() {
         "nothing changed: nothing hashed"
     );
 
+    // The stat records outlive the process.
+    let (from_disk, s) = Identities::new(tmp.path().join("ids"))
+        .identify(&v, None)
+        .unwrap();
+    assert_eq!(from_disk, first);
+    assert_eq!((s.hashed, s.reused), (0, 2));
+
     // Python writing byte code while importing changes nothing.
     fs::write(v.join("pkg/__pycache__/y.cpython-311.pyc"), "more").unwrap();
     assert_eq!(ids.identify(&v, None).unwrap().0, first);

@@ -82,7 +82,7 @@ impl MetadataStatus {
     /// Read `dir/metadata.json`, following symlinks (hub cache blobs).
     pub fn read(dir: &Path) -> MetadataStatus {
         let path = dir.join("metadata.json");
-        match std::fs::read(&path) {
+        match crate::fs::read_small(&path) {
             Ok(bytes) => Self::parse(&bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => MetadataStatus::Missing,
             Err(e) => MetadataStatus::Invalid {

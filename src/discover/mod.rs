@@ -187,7 +187,13 @@ fn list_variants(dir: &Path) -> Result<(Vec<FoundVariant>, Vec<String>), Discove
     for entry in entries {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !path.is_dir() {
+        // The listing tells folders apart; only a symlink needs a stat.
+        let is_dir = match entry.file_type() {
+            Ok(t) if t.is_symlink() => path.is_dir(),
+            Ok(t) => t.is_dir(),
+            Err(_) => path.is_dir(),
+        };
+        if !is_dir {
             if !name.starts_with('.') {
                 warnings.push(format!("{}: not a directory, ignored", path.display()));
             }

@@ -34,7 +34,6 @@ pub use sources::Sources;
 pub use toolkit::{FoundVia, Library, Toolkit, Toolkits, VersionFrom};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -184,8 +183,7 @@ impl Fingerprint {
 
     /// sha256 of [`Fingerprint::canonical`], lower-case hex.
     pub fn hash(&self) -> String {
-        let digest = Sha256::digest(self.canonical());
-        digest.iter().map(|b| format!("{b:02x}")).collect()
+        crate::hash::sha256_hex(&self.canonical())
     }
 }
 

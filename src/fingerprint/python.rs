@@ -359,14 +359,8 @@ fn site_dirs(
             system(&mut dirs, prefix);
         }
     }
-    let mut seen = Vec::new();
-    dirs.retain(|d| match std::fs::canonicalize(d) {
-        Ok(c) if !seen.contains(&c) => {
-            seen.push(c);
-            true
-        }
-        _ => false,
-    });
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
     dirs
 }
 

@@ -84,3 +84,11 @@ impl Sources {
         }
     }
 }
+
+/// What identifies a file or folder whatever the path it is reached by
+/// (device and inode): two paths with the same id are one place. One `stat`,
+/// where canonicalizing a path costs a `readlink` per component.
+pub(crate) fn place_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}

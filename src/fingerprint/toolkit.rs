@@ -107,13 +107,14 @@ pub(crate) fn detect(
     tools: &mut ToolCache,
 ) -> Result<Toolkits, FingerprintError> {
     let mut found: Vec<Toolkit> = Vec::new();
-    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for c in candidates(src, site_packages) {
-        let canonical = std::fs::canonicalize(&c.root).unwrap_or_else(|_| c.root.clone());
-        if seen.contains(&canonical) {
+        // A root that does not exist is still described (its problem is a fact).
+        if let Some(id) = super::sources::place_id(&c.root)
+            && !seen.insert(id)
+        {
             continue;
         }
-        seen.push(canonical);
         found.push(describe(&c, tools));
     }
     let mut active = found
@@ -393,15 +394,8 @@ fn library_dirs(found: &[Toolkit], site_packages: &[PathBuf]) -> Vec<(PathBuf, O
             dirs.push((site.join(sub), Some(site.clone())));
         }
     }
-    let mut seen = Vec::new();
-    dirs.retain(|(d, _)| {
-        let c = std::fs::canonicalize(d).ok();
-        let keep = c.as_ref().is_some_and(|c| !seen.contains(c));
-        if let Some(c) = c {
-            seen.push(c);
-        }
-        keep
-    });
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|(d, _)| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
     dirs
 }
 

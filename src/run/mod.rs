@@ -5,7 +5,7 @@
 
 pub mod select;
 
-use crate::cache::outcomes::OutcomeCache;
+use crate::cache::outcomes::{OutcomeCache, VariantKey};
 use crate::classify::{self, Outcome, OutcomeKind, Timings};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
@@ -13,6 +13,7 @@ use crate::fingerprint::{Fingerprint, Hashed};
 use crate::probe::{self, PythonProbe, SmokeSource};
 use crate::sandbox::{Cancel, Limits};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -177,43 +178,100 @@ pub fn run(
 ) -> CheckReport {
     use rayon::prelude::*;
     let work = plan(targets, &System::from_fingerprint(fingerprint));
-    let check = |w: &Work| {
-        let result = check_one(w, options, cancel);
+    // What the cache or the plan already answers needs no thread: a warm
+    // `select` never starts the pool.
+    let mut results: Vec<Option<CheckResult>> = Vec::with_capacity(work.len());
+    let mut pending = Vec::new();
+    let mut smokes = HashMap::new();
+    for (i, w) in work.iter().enumerate() {
+        match answer_without_probe(w, options, &mut smokes) {
+            Answered::Done(result) => {
+                each(&result);
+                results.push(Some(result));
+            }
+            Answered::Probe(p) => {
+                results.push(None);
+                pending.push((i, w, p));
+            }
+        }
+    }
+    let probe = |(i, w, p): &(usize, &Work, Pending)| {
+        let result = probe_one(w, p, options, cancel);
         each(&result);
-        result
+        (*i, result)
     };
-    let results = match rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs.max(1))
-        .build()
-    {
-        Ok(pool) => pool.install(|| work.par_iter().map(check).collect()),
-        Err(_) => work.iter().map(check).collect(),
+    let probed: Vec<(usize, CheckResult)> = if pending.is_empty() {
+        Vec::new()
+    } else {
+        match rayon::ThreadPoolBuilder::new()
+            .num_threads(options.jobs.max(1))
+            .build()
+        {
+            Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
+            Err(_) => pending.iter().map(probe).collect(),
+        }
     };
+    for (i, result) in probed {
+        results[i] = Some(result);
+    }
     CheckReport {
         fingerprint: fingerprint.clone(),
-        results,
+        results: results.into_iter().flatten().collect(),
     }
 }
 
-fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResult {
+/// A variant that needs a probe: its smoke source and, when outcomes are
+/// cached, the key to keep the outcome under.
+struct Pending {
+    smoke: SmokeSource,
+    key: Option<VariantKey>,
+}
+
+enum Answered {
+    Done(CheckResult),
+    Probe(Pending),
+}
+
+fn row(
+    work: &Work,
+    outcome: Outcome,
+    timings: Timings,
+    leaked: Option<String>,
+    cached: bool,
+) -> CheckResult {
+    CheckResult {
+        target: work.target.given.clone(),
+        variant: work.variant.name.to_string(),
+        path: work.variant.path.display().to_string(),
+        declared: Declared {
+            accepted: work.decision.accepted(),
+            reason: work.decision.rejection.as_ref().map(ToString::to_string),
+            short: work.decision.rejection.as_ref().map(short_reason),
+        },
+        outcome,
+        timings,
+        leaked,
+        cached,
+    }
+}
+
+/// Answer a variant from the plan (another OS or CPU) or the cache, or say
+/// how to probe it. `smokes` remembers each target's smoke source per
+/// kernel name, so that the repo is looked at once.
+fn answer_without_probe(
+    work: &Work,
+    options: &CheckOptions,
+    smokes: &mut HashMap<(String, Option<String>), SmokeSource>,
+) -> Answered {
     let variant = work.variant;
-    let row =
-        |outcome: Outcome, timings: Timings, leaked: Option<String>, cached: bool| CheckResult {
-            target: work.target.given.clone(),
-            variant: variant.name.to_string(),
-            path: variant.path.display().to_string(),
-            declared: Declared {
-                accepted: work.decision.accepted(),
-                reason: work.decision.rejection.as_ref().map(ToString::to_string),
-                short: work.decision.rejection.as_ref().map(short_reason),
-            },
-            outcome,
-            timings,
-            leaked,
-            cached,
-        };
     if let Some(reason) = work.skip_reason(options.all) {
-        return row(Outcome::skipped(&reason), Timings::default(), None, false);
+        return Answered::Done(row(
+            work,
+            Outcome::skipped(&reason),
+            Timings::default(),
+            None,
+            false,
+        ));
     }
     let discovery = &work.target.discovery;
     let kernel = variant
@@ -221,11 +279,16 @@ fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResul
         .metadata()
         .map(|m| m.name.clone())
         .or_else(|| discovery.kernel.clone());
-    let smoke = SmokeSource::choose(
-        options.smoke.as_deref(),
-        repo_dir(&discovery.root),
-        kernel.as_deref(),
-    );
+    let smoke = smokes
+        .entry((work.target.given.clone(), kernel))
+        .or_insert_with_key(|(_, kernel)| {
+            SmokeSource::choose(
+                options.smoke.as_deref(),
+                repo_dir(&discovery.root),
+                kernel.as_deref(),
+            )
+        })
+        .clone();
     // A variant whose files cannot be read for its identity is still probed;
     // only its outcome is not kept.
     let key = options.cache.as_ref().and_then(|cache| {
@@ -238,16 +301,25 @@ fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResul
                 )
             })
             .ok()
-            .map(|key| (cache, key))
     });
-    if let Some((cache, key)) = &key
+    if let (Some(cache), Some(key)) = (&options.cache, &key)
         && let Some(record) = cache.get(key)
     {
-        return row(record.outcome, record.timings, None, true);
+        return Answered::Done(row(work, record.outcome, record.timings, None, true));
     }
+    Answered::Probe(Pending { smoke, key })
+}
+
+fn probe_one(
+    work: &Work,
+    pending: &Pending,
+    options: &CheckOptions,
+    cancel: &Cancel,
+) -> CheckResult {
+    let variant = work.variant;
     let prober = PythonProbe {
         python: options.python.clone(),
-        smoke,
+        smoke: pending.smoke.clone(),
         limits: options.limits.clone(),
         env: Vec::new(),
     };
@@ -274,12 +346,12 @@ fn check_one(work: &Work, options: &CheckOptions, cancel: &Cancel) -> CheckResul
         ),
     };
     // An interrupted probe says nothing about the variant.
-    if let Some((cache, key)) = &key
+    if let (Some(cache), Some(key)) = (&options.cache, &pending.key)
         && !cancel.is_cancelled()
     {
         cache.put(key, variant, &outcome, &timings);
     }
-    row(outcome, timings, leaked, false)
+    row(work, outcome, timings, leaked, false)
 }
 
 fn short_reason(rejection: &Rejection) -> &'static str {

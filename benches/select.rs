@@ -1,0 +1,174 @@
+//! Warm `preflight select` on a kernel with 20 variants, against a bare
+//! `python3 -c pass` of the same interpreter, interleaved (target: at most
+//! 1/4 of Python's median); the same with 10,000 other entries in the cache;
+//! and cold `preflight warmup` of many probe-bound variants at `--jobs` 1, 2
+//! and 4.
+//!
+//! `cargo bench --bench select` (rounds: `PREFLIGHT_BENCH_ROUNDS`, default
+//! 100; interpreter: `PREFLIGHT_BENCH_PYTHON`, else `.venv/bin/python`).
+
+mod support;
+
+use kernel_preflight::cache::outcomes::ProbeRecord;
+use kernel_preflight::cache::{Entry, KeyParts, SCHEMA, Store};
+use kernel_preflight::classify::{Outcome, Timings};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+use support::{Quartiles, benchmarking, preflight, rounds, time};
+
+fn python() -> PathBuf {
+    std::env::var_os("PREFLIGHT_BENCH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"))
+}
+
+/// `n` variants of one kernel; each with `so_mb` MiB of shared object (which
+/// a warm select must not hash again) and an import that runs `body`.
+fn kernel(root: &Path, name: &str, n: usize, so_mb: usize, body: &str) -> PathBuf {
+    let arch = std::env::consts::ARCH;
+    let repo = root.join(name);
+    let mut names = vec!["torch-universal".to_string(), "torch-cpu".to_string()];
+    for minor in 0..n {
+        names.push(format!("torch2{minor}-cpu-{arch}-linux"));
+    }
+    names.truncate(n);
+    for (i, v) in names.iter().enumerate() {
+        let dir = repo.join("build").join(v);
+        std::fs::create_dir_all(&dir).expect("variant dir");
+        std::fs::write(dir.join("__init__.py"), body).expect("init");
+        std::fs::write(dir.join("_ops.so"), vec![i as u8; so_mb << 20]).expect("so");
+        let metadata = format!(
+            r#"{{"name":"{name}","id":"_{name}_{i}","version":1,"license":"MIT","python-depends":[],"backend":{{"type":"cpu"}}}}"#
+        );
+        std::fs::write(dir.join("metadata.json"), metadata).expect("metadata");
+    }
+    repo
+}
+
+fn preflight_in(cache: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(preflight());
+    c.args(args)
+        .arg("--python")
+        .arg(python())
+        .env("PREFLIGHT_CACHE", cache);
+    c
+}
+
+/// Fill the cache with `n` valid entries for other variants.
+fn fill(cache: &Path, n: usize) {
+    let store = Store::at(cache);
+    let outcome: Outcome = serde_json::from_value(serde_json::json!({
+        "kind": "pass", "phase": "done", "depth": "load", "message": "filler",
+        "hint": "", "exit_code": 0, "signal": null, "stderr_tail": ""
+    }))
+    .expect("outcome");
+    for i in 0..n {
+        let parts = KeyParts {
+            schema: SCHEMA,
+            fingerprint: "0".repeat(64),
+            variant: format!("content:filler-{i}"),
+            smoke: "load-only".into(),
+        };
+        let record = ProbeRecord {
+            variant: "torch-cpu".into(),
+            path: PathBuf::from(format!("/nonexistent/{i}")),
+            identity: parts.variant.clone(),
+            smoke: "load-only".into(),
+            outcome: outcome.clone(),
+            timings: Timings::default(),
+            machine: "filler".into(),
+        };
+        store.put(&Entry::new(parts, record)).expect("fill cache");
+    }
+}
+
+fn warm_select(rounds: usize, cache: &Path, repo: &Path, label: &str) -> f64 {
+    let select = || preflight_in(cache, &["select", repo.to_str().expect("path")]);
+    let bare = || {
+        let mut c = Command::new(python());
+        c.args(["-c", "pass"]);
+        c
+    };
+    // The first call probes everything; later ones are answered from the cache.
+    time(&mut select());
+    for _ in 0..3 {
+        time(&mut select());
+        time(&mut bare());
+    }
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            ours.push(time(&mut select()));
+            theirs.push(time(&mut bare()));
+        } else {
+            theirs.push(time(&mut bare()));
+            ours.push(time(&mut select()));
+        }
+    }
+    let a = Quartiles::of(&mut ours);
+    let b = Quartiles::of(&mut theirs);
+    println!("{}", a.row(label));
+    println!("{}", b.row(&format!("{} -c pass", python().display())));
+    let ratio = a.median / b.median;
+    println!(
+        "  ratio of medians: {ratio:.3} (target <= 0.250: {})",
+        if ratio <= 0.25 { "met" } else { "NOT met" }
+    );
+    ratio
+}
+
+fn main() {
+    let rounds = rounds(100);
+    let big = benchmarking();
+    let root = tempfile::tempdir().expect("temp dir");
+    println!("{rounds} interleaved rounds, process wall time (ms)");
+    println!("{}", support::header());
+
+    let repo = kernel(
+        root.path(),
+        "twenty",
+        20,
+        if big { 8 } else { 1 },
+        "X = 1\n",
+    );
+    let cache = root.path().join("cache");
+    warm_select(
+        rounds,
+        &cache,
+        &repo,
+        "warm select, 20 variants (8 MiB .so each)",
+    );
+    fill(&cache, if big { 10_000 } else { 100 });
+    warm_select(
+        rounds,
+        &cache,
+        &repo,
+        "the same, 10,000 other cache entries",
+    );
+
+    let slow = kernel(
+        root.path(),
+        "slow",
+        if big { 16 } else { 4 },
+        0,
+        "import time\ntime.sleep(0.25)\n",
+    );
+    println!(
+        "\ncold warmup of {} variants that each take 0.25 s to import",
+        if big { 16 } else { 4 }
+    );
+    for jobs in ["1", "2", "4"] {
+        let cache = root.path().join(format!("cold-{jobs}"));
+        let start = Instant::now();
+        let status = preflight_in(
+            &cache,
+            &["warmup", slow.to_str().expect("path"), "--jobs", jobs],
+        )
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("warmup");
+        assert!(status.success(), "warmup failed");
+        println!("  --jobs {jobs}: {:>8.2} s", start.elapsed().as_secs_f64());
+    }
+}
