@@ -32,7 +32,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Answer, BadInput> {
     let probing = args.probing.validate()?;
     let (given, discovery) = match (&args.target, &args.repo) {
-        (Some(path), _) => (path.display().to_string(), discover::discover(path)?),
+        // Absolute, so that the printed path can be loaded from anywhere.
+        (Some(path), _) => (
+            path.display().to_string(),
+            discover::discover(&std::path::absolute(path)?)?,
+        ),
         (None, Some(repo)) => (repo.clone(), discover::discover_repo(repo)?),
         (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
     };

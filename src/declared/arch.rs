@@ -87,12 +87,11 @@ impl FromStr for ComputeCapability {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
         let digits = t.strip_prefix("sm_").unwrap_or(t);
-        if !digits.contains('.') {
-            if let Ok(sm) = digits.parse::<u32>() {
-                if (10..1000).contains(&sm) {
-                    return Ok(ComputeCapability::from_sm(sm));
-                }
-            }
+        if !digits.contains('.')
+            && let Ok(sm) = digits.parse::<u32>()
+            && (10..1000).contains(&sm)
+        {
+            return Ok(ComputeCapability::from_sm(sm));
         }
         let (major, minor) = parse_major_minor(t, "compute capability")?;
         Ok(ComputeCapability::new(major, minor))

@@ -127,10 +127,10 @@ impl ToolCache {
             .to_string_lossy()
             .into_owned();
         let stat = Stat::of(tool);
-        if let (Some(stat), Some(hit)) = (&stat, self.entries.get(&key)) {
-            if &hit.stat == stat {
-                return hit.clone();
-            }
+        if let (Some(stat), Some(hit)) = (&stat, self.entries.get(&key))
+            && &hit.stat == stat
+        {
+            return hit.clone();
         }
         let (version, problem, keep) = match measure() {
             Asked::Version(v) => (Some(v), None, true),

@@ -110,10 +110,10 @@ pub(crate) fn measured(
         .as_deref()
         .map(|root| cache::dir(root).join(format!("full-{fast_hash}.json")));
     let interpreter = python.and_then(cache::Stat::of);
-    if let Some(hit) = path.as_deref().and_then(cache::read::<Entry>) {
-        if hit.interpreter == interpreter {
-            return hit.measured;
-        }
+    if let Some(hit) = path.as_deref().and_then(cache::read::<Entry>)
+        && hit.interpreter == interpreter
+    {
+        return hit.measured;
     }
     let result = match python {
         Some(python) => measure(src, python, timeout),

@@ -142,14 +142,13 @@ fn apply_capabilities(devices: &mut [Gpu], list: &str) -> Result<(), Fingerprint
 /// The driver version: `/sys/module/nvidia/version`, else the first line of
 /// `/proc/driver/nvidia/version`.
 pub fn driver_version(sys: &Path, proc: &Path) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(sys.join("module/nvidia/version")) {
-        if let Some(v) = text
+    if let Ok(text) = std::fs::read_to_string(sys.join("module/nvidia/version"))
+        && let Some(v) = text
             .split_whitespace()
             .next()
             .filter(|v| looks_like_version(v))
-        {
-            return Some(v.to_string());
-        }
+    {
+        return Some(v.to_string());
     }
     let text = std::fs::read_to_string(proc.join("driver/nvidia/version")).ok()?;
     parse_proc_version(&text)

@@ -344,17 +344,17 @@ fn site_dirs(
                 dirs.push(prefix.join(format!("lib/python{m}/site-packages")));
                 dirs.push(prefix.join(format!("lib64/python{m}/site-packages")));
             }
-            if cfg.system_site {
-                if let Some(base) = cfg.home.as_deref().and_then(Path::parent) {
-                    system(&mut dirs, base);
-                }
+            if cfg.system_site
+                && let Some(base) = cfg.home.as_deref().and_then(Path::parent)
+            {
+                system(&mut dirs, base);
             }
         }
         None => {
-            if src.var("PYTHONNOUSERSITE").is_none() {
-                if let (Some(home), Some(m)) = (src.var("HOME"), &minor) {
-                    dirs.push(Path::new(home).join(format!(".local/lib/python{m}/site-packages")));
-                }
+            if src.var("PYTHONNOUSERSITE").is_none()
+                && let (Some(home), Some(m)) = (src.var("HOME"), &minor)
+            {
+                dirs.push(Path::new(home).join(format!(".local/lib/python{m}/site-packages")));
             }
             system(&mut dirs, prefix);
         }

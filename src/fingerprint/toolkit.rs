@@ -183,13 +183,12 @@ fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
     if let Some(path) = src.var("CUDA_PATH") {
         push(PathBuf::from(path), FoundVia::CudaPath, None);
     }
-    if let Some(path) = src.var("PATH") {
-        if let Some(nvcc) = std::env::split_paths(path)
+    if let Some(path) = src.var("PATH")
+        && let Some(nvcc) = std::env::split_paths(path)
             .map(|d| d.join("nvcc"))
             .find(|p| is_executable(p))
-        {
-            push(root_of(&nvcc), FoundVia::Path, None);
-        }
+    {
+        push(root_of(&nvcc), FoundVia::Path, None);
     }
     let default = src
         .var("PREFLIGHT_CUDA_DEFAULT_ROOT")
