@@ -5,27 +5,11 @@
 //! `cargo bench --bench fingerprint` (rounds: `PREFLIGHT_BENCH_ROUNDS`,
 //! default 200). Builds nothing itself; cargo builds the release binary.
 
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn preflight() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_preflight"))
-}
-
-fn time(cmd: &mut Command) -> Duration {
-    let start = Instant::now();
-    let status = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    let elapsed = start.elapsed();
-    match status {
-        Ok(s) if s.success() => elapsed,
-        other => panic!("{cmd:?} failed: {other:?}"),
-    }
-}
+use std::process::Command;
+use support::{Quartiles, preflight, rounds, time};
 
 /// The interpreter the fingerprint chose, read from its own JSON.
 fn interpreter() -> PathBuf {
@@ -40,32 +24,8 @@ fn interpreter() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
-struct Summary {
-    q1: f64,
-    median: f64,
-    q3: f64,
-}
-
-fn summarize(samples: &mut [Duration]) -> Summary {
-    samples.sort();
-    let ms = |q: f64| {
-        let i = ((samples.len() - 1) as f64 * q).round() as usize;
-        samples[i].as_secs_f64() * 1e3
-    };
-    Summary {
-        q1: ms(0.25),
-        median: ms(0.5),
-        q3: ms(0.75),
-    }
-}
-
 fn main() {
-    // `cargo bench` passes `--bench`; nothing else is understood.
-    let rounds: usize = std::env::var("PREFLIGHT_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(200);
+    let rounds = rounds(200);
     let python = interpreter();
     let fingerprint = || {
         let mut c = Command::new(preflight());
@@ -94,19 +54,12 @@ fn main() {
             ours.push(time(&mut fingerprint()));
         }
     }
-    let a = summarize(&mut ours);
-    let b = summarize(&mut theirs);
+    let a = Quartiles::of(&mut ours);
+    let b = Quartiles::of(&mut theirs);
     println!("{rounds} interleaved rounds, process wall time (ms)");
-    println!("{:<44} {:>8} {:>8} {:>8}", "", "q1", "median", "q3");
-    println!(
-        "{:<44} {:>8.2} {:>8.2} {:>8.2}",
-        "preflight fingerprint --json", a.q1, a.median, a.q3
-    );
-    let label = format!("{} -c pass", python.display());
-    println!(
-        "{:<44} {:>8.2} {:>8.2} {:>8.2}",
-        label, b.q1, b.median, b.q3
-    );
+    println!("{}", support::header());
+    println!("{}", a.row("preflight fingerprint --json"));
+    println!("{}", b.row(&format!("{} -c pass", python.display())));
     let ratio = a.median / b.median;
     println!(
         "ratio of medians: {ratio:.3} (target <= 0.250: {})",

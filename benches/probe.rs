@@ -9,14 +9,15 @@
 //! interpreter: `PREFLIGHT_BENCH_PYTHON`, else `.venv/bin/python`, else
 //! `python3` on PATH).
 
+mod support;
+
 use kernel_preflight::classify::{self, OutcomeKind};
 use kernel_preflight::probe::{PythonProbe, SmokeSource, find_python};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+use std::time::Duration;
+use support::{Case, measure, quantile};
 
 fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
@@ -95,33 +96,6 @@ fn probed(python: &Path, variant: &Path, smoke: SmokeSource) -> impl FnMut() {
         let outcome = classify::classify_run(&run);
         assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
     }
-}
-
-/// Runs every case once per round, in an order that rotates each round,
-/// after a warm-up of a tenth of the rounds.
-fn measure(cases: &mut [Case], rounds: usize) -> Vec<Vec<Duration>> {
-    for _ in 0..rounds.div_ceil(10) {
-        for (_, run) in cases.iter_mut() {
-            run();
-        }
-    }
-    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
-    for round in 0..rounds {
-        for i in 0..cases.len() {
-            let at = (i + round) % cases.len();
-            let started = Instant::now();
-            (cases[at].1)();
-            samples[at].push(started.elapsed());
-        }
-    }
-    samples
-}
-
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    let at = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
-    let frac = at - lo as f64;
-    sorted[lo].mul_f64(1.0 - frac) + sorted[hi].mul_f64(frac)
 }
 
 fn main() {

@@ -6,11 +6,12 @@
 //! `cargo bench --bench sandbox` (rounds: `PREFLIGHT_BENCH_ROUNDS`, default
 //! 400). Under `cargo test --all-targets` it runs two rounds as a smoke test.
 
+mod support;
+
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox, Termination};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+use std::time::Duration;
+use support::{Case, measure, quantile};
 
 /// Spawn + wait with both outputs captured, as a caller without a sandbox would.
 fn bare(program: &'static str, args: &'static [&'static str]) -> impl FnMut() {
@@ -41,34 +42,6 @@ fn sandboxed(sandbox: Option<&Sandbox>, cmd: ChildCommand) -> impl FnMut() + '_ 
         let report = sandbox.run(&cmd, &limits, &cancel).expect("sandbox run");
         assert_eq!(report.termination, Termination::Exited { code: 0 });
     }
-}
-
-/// Runs every case once per round, in an order that rotates each round,
-/// after a warm-up of a tenth of the rounds.
-fn measure(cases: &mut [Case], rounds: usize) -> Vec<Vec<Duration>> {
-    for _ in 0..rounds.div_ceil(10) {
-        for (_, run) in cases.iter_mut() {
-            run();
-        }
-    }
-    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
-    for round in 0..rounds {
-        for i in 0..cases.len() {
-            let at = (i + round) % cases.len();
-            let started = Instant::now();
-            (cases[at].1)();
-            samples[at].push(started.elapsed());
-        }
-    }
-    samples
-}
-
-/// Linear interpolation between the closest ranks of sorted samples.
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    let at = q * (sorted.len() - 1) as f64;
-    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
-    let frac = at - lo as f64;
-    sorted[lo].mul_f64(1.0 - frac) + sorted[hi].mul_f64(frac)
 }
 
 /// Prints quartiles per case; the first case is the baseline.

@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A named case of an interleaved benchmark.
+pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
 /// Rounds to run: `PREFLIGHT_BENCH_ROUNDS` (else `default`) under
 /// `cargo bench`, which passes `--bench`; 2 under `cargo test --all-targets`,
 /// which only shows that every case still runs.
@@ -82,4 +85,32 @@ impl Quartiles {
 /// The table header matching [`Quartiles::row`].
 pub fn header() -> String {
     format!("{:<52} {:>8} {:>8} {:>8}", "", "q1", "median", "q3")
+}
+
+/// Runs every case once per round, in an order that rotates each round,
+/// after a warm-up of a tenth of the rounds.
+pub fn measure(cases: &mut [Case], rounds: usize) -> Vec<Vec<Duration>> {
+    for _ in 0..rounds.div_ceil(10) {
+        for (_, run) in cases.iter_mut() {
+            run();
+        }
+    }
+    let mut samples = vec![Vec::with_capacity(rounds); cases.len()];
+    for round in 0..rounds {
+        for i in 0..cases.len() {
+            let at = (i + round) % cases.len();
+            let started = Instant::now();
+            (cases[at].1)();
+            samples[at].push(started.elapsed());
+        }
+    }
+    samples
+}
+
+/// Linear interpolation between the closest ranks of sorted samples.
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    let at = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+    let frac = at - lo as f64;
+    sorted[lo].mul_f64(1.0 - frac) + sorted[hi].mul_f64(frac)
 }

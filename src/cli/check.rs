@@ -96,10 +96,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             report.results.extend(rows);
         }
     }
-    if let Some(signal) = cancel.signal() {
-        eprintln!("preflight: interrupted; every probe was stopped");
-        std::process::exit(128 + signal);
-    }
+    super::exit_if_interrupted(&cancel, "every probe was stopped");
     if args.json {
         emit_json(&report);
     } else {

@@ -63,10 +63,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     };
     let cancel = sandbox::install_interrupt_handler();
     let report = doctor::run(&options, &cancel, &|_| {});
-    if let Some(signal) = cancel.signal() {
-        eprintln!("preflight: interrupted; every probe was stopped");
-        std::process::exit(128 + signal);
-    }
+    super::exit_if_interrupted(&cancel, "every probe was stopped");
     if args.json {
         emit_json(&report);
     } else {

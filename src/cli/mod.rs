@@ -105,6 +105,15 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// After a Ctrl-C (or SIGTERM, SIGHUP) every child has been stopped: say so
+/// and exit with 128 + the signal, as a shell does.
+pub fn exit_if_interrupted(cancel: &kernel_preflight::sandbox::Cancel, what: &str) {
+    if let Some(signal) = cancel.signal() {
+        eprintln!("preflight: interrupted; {what}");
+        std::process::exit(128 + signal);
+    }
+}
+
 /// Print to stdout; a closed pipe (`preflight … | head`) is not an error.
 pub fn emit(text: &str) {
     let mut out = std::io::stdout().lock();

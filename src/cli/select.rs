@@ -60,10 +60,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    if let Some(signal) = cancel.signal() {
-        eprintln!("preflight: interrupted; every probe was stopped");
-        std::process::exit(128 + signal);
-    }
+    super::exit_if_interrupted(&cancel, "every probe was stopped");
     let rank = if args.fastest {
         Rank::Fastest
     } else {

@@ -90,10 +90,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     let start = Instant::now();
     let report = run::run(&targets, &fingerprint, &options, &cancel, &|r| bars.done(r));
     bars.finish();
-    if let Some(signal) = cancel.signal() {
-        eprintln!("preflight: interrupted; outcomes probed so far are cached");
-        std::process::exit(128 + signal);
-    }
+    super::exit_if_interrupted(&cancel, "outcomes probed so far are cached");
     let summary = summarize(&targets, &report.results);
     if args.json {
         emit_json(&summary);
