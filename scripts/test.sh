@@ -8,4 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/setup-env.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --all-targets --locked
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --all-targets --locked 2>&1 | tee "$log"
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"

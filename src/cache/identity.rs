@@ -30,13 +30,84 @@ struct FileStat {
     sha256: String,
 }
 
+/// A folder's stat: its mtime changes whenever an entry is added, removed
+/// or renamed in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct FolderStat {
+    mtime_ns: i128,
+    ino: u64,
+}
+
+/// What was recorded about one variant.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct VariantRecord {
+    /// Relative folder path (`""` for the variant itself) → its stat.
+    folders: BTreeMap<String, FolderStat>,
+    /// Relative file path → its stat and hash.
+    files: BTreeMap<String, FileStat>,
+    /// Wall clock (ns) just before the folders were listed.
+    listed_ns: i128,
+}
+
+impl VariantRecord {
+    /// Whether the listing was taken well after every folder last changed,
+    /// so that an unchanged mtime proves an unchanged listing.
+    fn trusted(&self) -> bool {
+        self.folders
+            .values()
+            .all(|f| self.listed_ns - f.mtime_ns >= RACY_NS)
+    }
+}
+
 /// The stat records of the variants in one directory (`build/`), kept in one
 /// file so that a warm call reads one record for a whole kernel.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct DirRecord {
     dir: PathBuf,
-    /// Variant directory name → relative file path → what was recorded.
-    variants: BTreeMap<String, BTreeMap<String, FileStat>>,
+    /// Variant directory name → what was recorded.
+    variants: BTreeMap<String, VariantRecord>,
+}
+
+/// A folder listed this soon after it changed may change again within the
+/// same tick of the file-system clock without its mtime moving: such a
+/// listing is not trusted later (git's "racy" rule).
+const RACY_NS: i128 = 2_000_000_000;
+
+fn mtime_ns(meta: &fs::Metadata) -> i128 {
+    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// The files of a variant from its record, when none of its folders changed
+/// since (and none was changed too recently to tell): a `stat` per folder
+/// and per file instead of listing every folder.
+fn listed_from_record(
+    variant: &Path,
+    record: &VariantRecord,
+) -> Option<Vec<(String, PathBuf, fs::Metadata)>> {
+    if !record.trusted() {
+        return None;
+    }
+    for (rel, old) in &record.folders {
+        let meta = fs::metadata(variant.join(rel)).ok()?;
+        if mtime_ns(&meta) != old.mtime_ns || meta.ino() != old.ino {
+            return None;
+        }
+    }
+    record
+        .files
+        .keys()
+        .map(|rel| {
+            let path = variant.join(rel);
+            let meta = fs::metadata(&path).ok()?;
+            Some((rel.clone(), path, meta))
+        })
+        .collect()
 }
 
 /// How an identity was obtained, for benchmarks and tests.
@@ -46,6 +117,9 @@ pub struct IdentityStats {
     pub hashed: usize,
     /// Files whose stat record was reused.
     pub reused: usize,
+    /// Whether the variant's folders were listed (else the record's
+    /// listing was trusted: no folder changed since).
+    pub listed: bool,
 }
 
 /// Files that never count: byte code written when the variant is imported.
@@ -60,7 +134,21 @@ fn walk(
     root: &Path,
     dir: &Path,
     out: &mut Vec<(String, PathBuf, fs::Metadata)>,
+    folders: &mut BTreeMap<String, FolderStat>,
 ) -> std::io::Result<()> {
+    let meta = fs::metadata(dir)?;
+    let rel = dir
+        .strip_prefix(root)
+        .unwrap_or(dir)
+        .to_string_lossy()
+        .into_owned();
+    folders.insert(
+        rel,
+        FolderStat {
+            mtime_ns: mtime_ns(&meta),
+            ino: meta.ino(),
+        },
+    );
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -74,7 +162,7 @@ fn walk(
             entry.metadata()?
         };
         if meta.is_dir() {
-            walk(root, &path, out)?;
+            walk(root, &path, out, folders)?;
         } else if meta.is_file() {
             let rel = path
                 .strip_prefix(root)
@@ -142,10 +230,6 @@ impl Identities {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut files = Vec::new();
-        walk(&variant, &variant, &mut files).map_err(io)?;
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         let record_path = self.record_path(&parent);
         let dir_record = loaded.entry(parent.clone()).or_insert_with(|| {
@@ -159,14 +243,33 @@ impl Identities {
                 })
         });
         let old = dir_record.variants.get(&name);
+        let from_record = old.and_then(|o| {
+            listed_from_record(&variant, o).map(|files| (files, o.folders.clone(), o.listed_ns))
+        });
+        let listed = from_record.is_none();
+        let (files, folders, listed_ns) = match from_record {
+            Some(known) => known,
+            None => {
+                let listed_ns = now_ns();
+                let (mut files, mut folders) = (Vec::new(), BTreeMap::new());
+                walk(&variant, &variant, &mut files, &mut folders).map_err(io)?;
+                files.sort_by(|a, b| a.0.cmp(&b.0));
+                (files, folders, listed_ns)
+            }
+        };
         let mut stats = IdentityStats {
             hashed: 0,
             reused: 0,
+            listed,
         };
-        let mut record = BTreeMap::new();
+        let mut record = VariantRecord {
+            folders,
+            files: BTreeMap::new(),
+            listed_ns,
+        };
         for (rel, path, meta) in &files {
-            let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
-            let stat = match old.and_then(|o| o.get(rel)) {
+            let mtime_ns = mtime_ns(meta);
+            let stat = match old.and_then(|o| o.files.get(rel)) {
                 Some(s)
                     if s.size == meta.len() && s.mtime_ns == mtime_ns && s.ino == meta.ino() =>
                 {
@@ -183,10 +286,15 @@ impl Identities {
                     }
                 }
             };
-            record.insert(rel.clone(), stat);
+            record.files.insert(rel.clone(), stat);
         }
-        let changed = old != Some(&record);
+        // A listing that became trustworthy is kept too, once.
+        let changed = old.is_none_or(|o| {
+            (&o.folders, &o.files) != (&record.folders, &record.files)
+                || (!o.trusted() && record.trusted())
+        });
         let hashes: BTreeMap<&str, &str> = record
+            .files
             .iter()
             .map(|(k, v)| (k.as_str(), v.sha256.as_str()))
             .collect();

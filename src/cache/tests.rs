@@ -265,3 +265,39 @@ fn prune_removes_gone_variants_old_schemas_and_corrupt_files() {
     assert!(!tmp.path().join("outcomes-v0").exists());
     assert_eq!(ops::entries::<String>(&store).len(), 1);
 }
+
+#[test]
+fn a_listing_is_trusted_only_while_no_folder_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let v = variant_dir(tmp.path());
+    let ids = Identities::new(tmp.path().join("ids"));
+    let (first, s) = ids.identify(&v, None).unwrap();
+    assert!(s.listed);
+    // Just created: the folders changed too recently for their listing to
+    // be trusted, so a file added now is seen.
+    fs::write(v.join("extra.py"), "y = 2\n").unwrap();
+    let (with_extra, s) = ids.identify(&v, None).unwrap();
+    assert!(s.listed);
+    assert_ne!(with_extra, first);
+
+    // Folders last changed long ago: the recorded listing is trusted.
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    for dir in [v.clone(), v.join("pkg")] {
+        fs::File::open(&dir).unwrap().set_modified(past).unwrap();
+    }
+    let (again, s) = ids.identify(&v, None).unwrap();
+    assert!(s.listed, "folder mtimes moved: listed once more");
+    assert_eq!(again, with_extra);
+    let (again, s) = ids.identify(&v, None).unwrap();
+    assert!(!s.listed, "nothing changed: the record's listing is used");
+    assert_eq!((again.as_str(), s.hashed), (with_extra.as_str(), 0));
+
+    // A file added to a subfolder moves that folder's mtime.
+    fs::write(v.join("pkg/new.so"), vec![9u8; 10]).unwrap();
+    let (grown, s) = ids.identify(&v, None).unwrap();
+    assert!(s.listed);
+    assert_ne!(grown, with_extra);
+    // A removed file too.
+    fs::remove_file(v.join("pkg/new.so")).unwrap();
+    assert_eq!(ids.identify(&v, None).unwrap().0, with_extra);
+}
