@@ -2,7 +2,7 @@
 
 use super::probing::{ProbeArgs, Probing, progress_bar};
 use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::declared::arch::driver_max_ptx_isa;
+use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover;
 use kernel_preflight::fingerprint::Fingerprint;
 use kernel_preflight::probe::cuda::{self, CudaExecutor};
@@ -75,18 +75,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
                 .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
                 .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
         };
-        let judge = native_report::Judge {
-            gpu: fingerprint
-                .gpus
-                .devices
-                .iter()
-                .find_map(|g| g.compute_capability.as_deref()?.parse().ok()),
-            driver_ptx: fingerprint
-                .gpus
-                .driver
-                .as_deref()
-                .and_then(driver_max_ptx_isa),
-        };
+        let judge = Judge::from_fingerprint(&fingerprint);
         for (given, target) in &natives {
             let probed = native::probe(target, &executor, 0, &cancel)
                 .map_err(|e| BadInput(format!("{given}: {e}")))?;
@@ -115,7 +104,10 @@ fn hub_check(
     cancel: &sandbox::Cancel,
 ) -> Result<CheckReport, BadInput> {
     let probes = run::probe_count(targets, fingerprint, all);
-    let options = probing.options(fingerprint, probes, all)?;
+    let mut options = probing.options(fingerprint, probes, all)?;
+    // Declared side by side with observed: what the variant's shared objects
+    // can run on this GPU, before any launch.
+    options.judge = Some(Judge::from_fingerprint(fingerprint));
     let progress = progress_bar(probes, "probing");
     let on_result = |r: &CheckResult| {
         if let Some(bar) = &progress

@@ -122,6 +122,7 @@ impl Probing {
             all,
             jobs,
             limits: self.limits.clone(),
+            judge: None,
             cache: (!self.args.no_cache)
                 .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), fingerprint))),
         })

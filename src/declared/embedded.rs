@@ -476,3 +476,62 @@ mod tests {
         assert!(ptx_target(b".target gfx90a\n").is_err());
     }
 }
+
+/// What the embedded-architecture check is judged against: this machine's
+/// GPU and its driver's PTX JIT.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judge {
+    /// Compute capability of device 0, when known.
+    pub gpu: Option<ComputeCapability>,
+    /// The newest PTX ISA the driver JIT-compiles, when known.
+    pub driver_ptx: Option<PtxIsa>,
+}
+
+impl Judge {
+    /// The first GPU of a (full) fingerprint that has a compute capability,
+    /// and its driver's PTX ISA.
+    pub fn from_fingerprint(fp: &crate::fingerprint::Fingerprint) -> Judge {
+        Judge {
+            gpu: fp
+                .gpus
+                .devices
+                .iter()
+                .find_map(|g| g.compute_capability.as_deref()?.parse().ok()),
+            driver_ptx: fp.gpus.driver.as_deref().and_then(arch::driver_max_ptx_isa),
+        }
+    }
+}
+
+/// Whether the CUDA code a variant ships can run on the judged GPU: `None`
+/// when there is no GPU to judge against, no CUDA code, or a file cannot be
+/// read (the probe will tell); else the verdict, naming the first file that
+/// cannot run ("_ops.so: SASS for sm_80 and sm_90a, no PTX; this GPU is
+/// sm_100: no image can run here").
+pub fn variant_verdict(dir: &Path, judge: Judge) -> Option<(bool, String)> {
+    let gpu = judge.gpu?;
+    let files = inspect_path(dir).ok()?;
+    let with_cuda: Vec<&FileImages> = files.iter().filter(|f| f.has_cuda()).collect();
+    if with_cuda.is_empty() {
+        return None;
+    }
+    let name = |f: &FileImages| {
+        f.path
+            .strip_prefix(dir)
+            .unwrap_or(&f.path)
+            .display()
+            .to_string()
+    };
+    for f in &with_cuda {
+        let verdict = f.verdict(gpu, judge.driver_ptx);
+        if !verdict.runnable {
+            return Some((false, format!("{}: {}", name(f), verdict.summary)));
+        }
+    }
+    Some((
+        true,
+        format!(
+            "every CUDA file ({}) has an image for this GPU",
+            with_cuda.len()
+        ),
+    ))
+}

@@ -60,7 +60,7 @@ pub fn table(report: &CheckReport, targets: &[Target]) -> String {
         let _ = writeln!(out, "{table}");
         for r in &rows {
             let o = &r.outcome;
-            if o.kind.passed() && r.leaked.is_none() {
+            if o.kind.passed() && r.leaked.is_none() && !r.disagrees() {
                 continue;
             }
             let (mark, where_) = match o.kind {

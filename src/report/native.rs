@@ -4,22 +4,12 @@
 //! embedded images allow (`preflight inspect`'s compatibility rule).
 
 use crate::classify::OutcomeKind;
-use crate::declared::arch::{ComputeCapability, PtxIsa};
-use crate::declared::embedded;
+use crate::declared::arch::ComputeCapability;
+use crate::declared::embedded::{self, Judge};
 use crate::probe::cuda::ModuleKind;
 use crate::probe::native::{NativeModule, NativeReport};
 use crate::run::{CheckResult, Declared};
 use std::fmt::Write;
-
-/// The GPU a declared verdict is judged against: the device the probe
-/// found, else `fallback` (the fingerprint's), with the driver's PTX ISA.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Judge {
-    /// Compute capability of device 0, when known.
-    pub gpu: Option<ComputeCapability>,
-    /// The newest PTX ISA the driver JIT-compiles, when known.
-    pub driver_ptx: Option<PtxIsa>,
-}
 
 /// What a module's embedded images declare about this GPU: accepted when
 /// some image can run (or when nothing can be judged: CUDA C source, no GPU

@@ -7,6 +7,7 @@ pub mod select;
 
 use crate::cache::outcomes::{OutcomeCache, VariantKey};
 use crate::classify::{self, Outcome, OutcomeKind, Timings};
+use crate::declared::embedded::{self, Judge};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
 use crate::fingerprint::{Fingerprint, Hashed};
@@ -31,6 +32,10 @@ pub struct CheckOptions {
     pub jobs: usize,
     /// Limits of each child.
     pub limits: Limits,
+    /// When set, each variant's embedded CUDA images are judged against this
+    /// GPU as part of its declared verdict (`check`; `select` and `warmup`
+    /// skip it, since it reads every shared object).
+    pub judge: Option<Judge>,
     /// Where outcomes are looked up first and kept after a probe; `None`:
     /// probe everything, keep nothing (`--no-cache`).
     pub cache: Option<Arc<OutcomeCache>>,
@@ -225,6 +230,7 @@ pub fn run(
 struct Pending {
     smoke: SmokeSource,
     key: Option<VariantKey>,
+    declared: Declared,
 }
 
 enum Answered {
@@ -232,8 +238,31 @@ enum Answered {
     Probe(Pending),
 }
 
+/// The declared verdict: the hub's name-level decision, then (when a GPU is
+/// judged and the name is accepted) whether the variant's embedded CUDA
+/// images can run on it.
+fn declared(work: &Work, judge: Option<Judge>) -> Declared {
+    let by_name = Declared {
+        accepted: work.decision.accepted(),
+        reason: work.decision.rejection.as_ref().map(ToString::to_string),
+        short: work.decision.rejection.as_ref().map(short_reason),
+    };
+    if !by_name.accepted {
+        return by_name;
+    }
+    match judge.and_then(|j| embedded::variant_verdict(&work.variant.path, j)) {
+        Some((false, summary)) => Declared {
+            accepted: false,
+            reason: Some(summary),
+            short: Some("no image fits"),
+        },
+        _ => by_name,
+    }
+}
+
 fn row(
     work: &Work,
+    declared: Declared,
     outcome: Outcome,
     timings: Timings,
     leaked: Option<String>,
@@ -243,11 +272,7 @@ fn row(
         target: work.target.given.clone(),
         variant: work.variant.name.to_string(),
         path: work.variant.path.display().to_string(),
-        declared: Declared {
-            accepted: work.decision.accepted(),
-            reason: work.decision.rejection.as_ref().map(ToString::to_string),
-            short: work.decision.rejection.as_ref().map(short_reason),
-        },
+        declared,
         outcome,
         timings,
         leaked,
@@ -267,6 +292,7 @@ fn answer_without_probe(
     if let Some(reason) = work.skip_reason(options.all) {
         return Answered::Done(row(
             work,
+            declared(work, None),
             Outcome::skipped(&reason),
             Timings::default(),
             None,
@@ -305,9 +331,20 @@ fn answer_without_probe(
     if let (Some(cache), Some(key)) = (&options.cache, &key)
         && let Some(record) = cache.get(key)
     {
-        return Answered::Done(row(work, record.outcome, record.timings, None, true));
+        return Answered::Done(row(
+            work,
+            declared(work, options.judge),
+            record.outcome,
+            record.timings,
+            None,
+            true,
+        ));
     }
-    Answered::Probe(Pending { smoke, key })
+    Answered::Probe(Pending {
+        smoke,
+        key,
+        declared: declared(work, options.judge),
+    })
 }
 
 fn probe_one(
@@ -351,7 +388,14 @@ fn probe_one(
     {
         cache.put(key, variant, &outcome, &timings);
     }
-    row(work, outcome, timings, leaked, false)
+    row(
+        work,
+        pending.declared.clone(),
+        outcome,
+        timings,
+        leaked,
+        false,
+    )
 }
 
 fn short_reason(rejection: &Rejection) -> &'static str {
