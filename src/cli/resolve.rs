@@ -80,7 +80,7 @@ fn system(args: &Args) -> Result<System, BadInput> {
     let spec = args.system.as_deref().unwrap_or("");
     // Parse first, so that a bad --system is reported before anything is detected.
     System::bare_host().with_overrides(spec)?;
-    let detected = if covers_python_facts(spec) {
+    let detected = if covers_detected_facts(spec) {
         System::bare_host()
     } else {
         let mut src = Sources::from_process();
@@ -92,7 +92,7 @@ fn system(args: &Args) -> Result<System, BadInput> {
 
 /// Whether `--system` pins every fact the environment could tell, so that
 /// fingerprinting the machine would be wasted time.
-fn covers_python_facts(spec: &str) -> bool {
+fn covers_detected_facts(spec: &str) -> bool {
     let keys: Vec<&str> = spec
         .split(',')
         .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.trim()))
