@@ -16,8 +16,7 @@ use kernel_preflight::probe::{PythonProbe, SmokeSource, find_python};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
-use support::{Case, measure, quantile};
+use support::{Case, measure, print_cases, rounds};
 
 fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
@@ -99,15 +98,7 @@ fn probed(python: &Path, variant: &Path, smoke: SmokeSource) -> impl FnMut() {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs this too, without `--bench`: then only
-    // check that every case works.
-    let benchmarking = std::env::args().any(|a| a == "--bench");
-    let rounds: usize = std::env::var("PREFLIGHT_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .filter(|_| benchmarking)
-        .unwrap_or(if benchmarking { 60 } else { 2 })
-        .max(2);
+    let rounds = rounds(60);
     let python = python();
     let root = tempfile::tempdir().expect("temp dir");
     let variant = variant(root.path());
@@ -135,22 +126,5 @@ fn main() {
         "rounds: {rounds} (after {} warm-up rounds)",
         rounds.div_ceil(10)
     );
-    println!("\n| case | n | q1 | median | q3 | min | median Δ |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let mut baseline = None;
-    for ((name, _), mut times) in cases.iter().zip(samples) {
-        times.sort();
-        let median = quantile(&times, 0.5);
-        let base = *baseline.get_or_insert(median);
-        let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
-        println!(
-            "| {name} | {} | {} | {} | {} | {} | {:+.2} ms |",
-            times.len(),
-            ms(quantile(&times, 0.25)),
-            ms(median),
-            ms(quantile(&times, 0.75)),
-            ms(times[0]),
-            (median.as_secs_f64() - base.as_secs_f64()) * 1e3,
-        );
-    }
+    print_cases("probe overhead", &cases, samples);
 }

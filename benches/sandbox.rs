@@ -10,8 +10,7 @@ mod support;
 
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox, Termination};
 use std::process::{Command, Stdio};
-use std::time::Duration;
-use support::{Case, measure, quantile};
+use support::{Case, measure, print_cases, rounds};
 
 /// Spawn + wait with both outputs captured, as a caller without a sandbox would.
 fn bare(program: &'static str, args: &'static [&'static str]) -> impl FnMut() {
@@ -44,44 +43,8 @@ fn sandboxed(sandbox: Option<&Sandbox>, cmd: ChildCommand) -> impl FnMut() + '_ 
     }
 }
 
-/// Prints quartiles per case; the first case is the baseline.
-fn report(title: &str, cases: &[Case], samples: Vec<Vec<Duration>>) {
-    println!("\n{title}");
-    println!(
-        "{:<38} {:>5} {:>10} {:>10} {:>10} {:>10} {:>12}",
-        "case", "n", "q1", "median", "q3", "min", "median Δ"
-    );
-    let mut baseline = None;
-    for ((name, _), mut times) in cases.iter().zip(samples) {
-        times.sort();
-        let median = quantile(&times, 0.5);
-        let base = *baseline.get_or_insert(median);
-        let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
-        println!(
-            "{:<38} {:>5} {:>10} {:>10} {:>10} {:>10} {:>+9.3} ms",
-            name,
-            times.len(),
-            ms(quantile(&times, 0.25)),
-            ms(median),
-            ms(quantile(&times, 0.75)),
-            ms(times[0]),
-            (median.as_secs_f64() - base.as_secs_f64()) * 1e3,
-        );
-    }
-}
-
 fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not,
-    // and then two rounds show that every case still runs.
-    let benchmarking = std::env::args().any(|a| a == "--bench");
-    let rounds: usize = match benchmarking {
-        true => std::env::var("PREFLIGHT_BENCH_ROUNDS")
-            .ok()
-            .and_then(|r| r.parse().ok())
-            .unwrap_or(400),
-        false => 2,
-    }
-    .max(2);
+    let rounds = rounds(400);
     let reused = Sandbox::new().expect("sandbox");
 
     let mut cases: Vec<Case> = vec![
@@ -99,7 +62,7 @@ fn main() {
         ),
     ];
     let samples = measure(&mut cases, rounds);
-    report("no-op child", &cases, samples);
+    print_cases("no-op child", &cases, samples);
 
     // The interpreter itself, not a version manager's shim in front of it.
     let python: &'static str = String::from_utf8(
@@ -127,5 +90,5 @@ fn main() {
         ),
     ];
     let samples = measure(&mut cases, (rounds / 4).max(2));
-    report(&format!("python3 startup ({python})"), &cases, samples);
+    print_cases(&format!("python3 startup ({python})"), &cases, samples);
 }

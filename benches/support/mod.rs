@@ -114,3 +114,27 @@ pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     let frac = at - lo as f64;
     sorted[lo].mul_f64(1.0 - frac) + sorted[hi].mul_f64(frac)
 }
+
+/// Print one Markdown row per case (n, q1, median, q3, min, and the median's
+/// difference from the first case, the baseline), under `title`.
+pub fn print_cases(title: &str, cases: &[Case], samples: Vec<Vec<Duration>>) {
+    println!("\n{title}\n");
+    println!("| case | n | q1 | median | q3 | min | median Δ |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut baseline = None;
+    for ((name, _), mut times) in cases.iter().zip(samples) {
+        times.sort();
+        let median = quantile(&times, 0.5);
+        let base = *baseline.get_or_insert(median);
+        let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
+        println!(
+            "| {name} | {} | {} | {} | {} | {} | {:+.3} ms |",
+            times.len(),
+            ms(quantile(&times, 0.25)),
+            ms(median),
+            ms(quantile(&times, 0.75)),
+            ms(times[0]),
+            (median.as_secs_f64() - base.as_secs_f64()) * 1e3,
+        );
+    }
+}
