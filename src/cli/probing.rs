@@ -96,7 +96,7 @@ impl Probing {
     pub fn fingerprint(&self) -> Result<Fingerprint, BadInput> {
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        Ok(Fingerprint::full(&sources)?)
+        super::fingerprint::full(&sources)
     }
 
     /// Options for [`kernel_preflight::run::run`], for `probes` children.

@@ -19,13 +19,22 @@ pub const TRACKED_PACKAGES: [&str; 6] = [
 ];
 
 /// A Python environment.
+///
+/// Its identity (what the hash covers) is the interpreter's real path, its
+/// version, its import folders and packages; `interpreter`, `found_via` and
+/// `measured` say how it was reached and asked, and are left out of the
+/// hash, so that one interpreter reached through `--python`, `VIRTUAL_ENV`,
+/// `PATH` or a link to it is one machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PythonEnv {
-    /// The interpreter, as found (links not resolved: a venv's `python` is a
-    /// link to its base interpreter).
+    /// The interpreter as found (links not resolved: a venv's `python` is a
+    /// link to its base interpreter, and the link is what makes the venv);
+    /// the one a child runs.
     pub interpreter: PathBuf,
     /// How it was chosen.
     pub found_via: PythonVia,
+    /// The interpreter's real path, every link resolved.
+    pub real_path: PathBuf,
     /// `3.11.7` when a file says so, else `3.11`; `None`: unknown.
     pub version: Option<String>,
     /// Import folders in `sys.path` order: `PYTHONPATH`, the user site, the
@@ -36,6 +45,29 @@ pub struct PythonEnv {
     pub packages: BTreeMap<String, Option<String>>,
     /// How the installed torch was built, if torch is installed.
     pub torch: Option<TorchBuild>,
+    /// What the Python child said; full fingerprint only. Its facts are
+    /// already in `version` and `torch`.
+    #[serde(default)]
+    pub measured: Option<PythonMeasured>,
+}
+
+/// What the Python child of the full fingerprint said about its interpreter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum PythonMeasured {
+    /// It answered.
+    Ok {
+        /// `platform.python_version()`.
+        version: String,
+        /// `torch.compiled_with_cxx11_abi()`; `None`: torch did not import.
+        torch_cxx11_abi: Option<bool>,
+    },
+    /// It did not answer (could not start, failed, timed out): what the
+    /// files say stands, and it is asked again next time.
+    NotMeasured {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// How the interpreter was chosen, in order of precedence.
@@ -76,16 +108,25 @@ pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintErro
     };
     let interpreter = std::path::absolute(&interpreter).unwrap_or(interpreter);
     let interpreter = pyenv_target(src, &interpreter).unwrap_or(interpreter);
-    let prefix = interpreter
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let venv = read_pyvenv_cfg(&prefix);
+    let real_path = std::fs::canonicalize(&interpreter).unwrap_or_else(|_| interpreter.clone());
+    // Python's own rule (`getpath`): a `pyvenv.cfg` beside the interpreter
+    // as reached, or one folder up, makes a virtual environment there;
+    // otherwise the installation is where the real interpreter lives.
+    let (prefix, venv) = match venv_of(&interpreter) {
+        Some((prefix, cfg)) => (prefix, Some(cfg)),
+        None => (
+            real_path
+                .parent()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            None,
+        ),
+    };
     let mut version = venv
         .as_ref()
         .and_then(|v| v.version.clone())
-        .or_else(|| minor_from_name(&interpreter))
+        .or_else(|| minor_from_name(&real_path))
         .or_else(|| minor_from_lib(&prefix));
     if let Some(minor) = version.as_deref().filter(|v| v.matches('.').count() == 1) {
         let base = venv
@@ -122,10 +163,12 @@ pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintErro
     let mut env = PythonEnv {
         interpreter,
         found_via,
+        real_path,
         version,
         site_packages,
         packages,
         torch,
+        measured: None,
     };
     apply_overrides(src, &mut env)?;
     Ok(Some(env))
@@ -254,6 +297,16 @@ struct PyvenvCfg {
     system_site: bool,
 }
 
+/// The virtual environment an interpreter path makes: the folder of its
+/// `pyvenv.cfg`, looked for beside it, then one folder up.
+fn venv_of(interpreter: &Path) -> Option<(PathBuf, PyvenvCfg)> {
+    let bin = interpreter.parent()?;
+    [Some(bin), bin.parent()]
+        .into_iter()
+        .flatten()
+        .find_map(|dir| Some((dir.to_path_buf(), read_pyvenv_cfg(dir)?)))
+}
+
 /// `pyvenv.cfg` of a virtual environment (`home`, `version` or
 /// `version_info`, `include-system-site-packages`).
 fn read_pyvenv_cfg(prefix: &Path) -> Option<PyvenvCfg> {
@@ -283,10 +336,9 @@ fn read_pyvenv_cfg(prefix: &Path) -> Option<PyvenvCfg> {
     Some(cfg)
 }
 
-/// `python3.11` (after following links) → `3.11`.
-fn minor_from_name(interpreter: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(interpreter).ok()?;
-    let v = real.file_name()?.to_str()?.strip_prefix("python")?;
+/// `python3.11` (the real file's name) → `3.11`.
+fn minor_from_name(real_path: &Path) -> Option<String> {
+    let v = real_path.file_name()?.to_str()?.strip_prefix("python")?;
     let (major, minor) = v.split_once('.')?;
     (major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok()).then(|| v.to_string())
 }
@@ -318,7 +370,8 @@ fn patchlevel(prefix: &Path, minor: &str) -> Option<String> {
     v.starts_with(minor).then(|| v.to_string())
 }
 
-/// Import folders in `sys.path` order, those that exist, each once.
+/// Import folders in `sys.path` order, those that exist, each once, by
+/// their real paths (a folder reached through a link is the same folder).
 fn site_dirs(
     src: &Sources,
     prefix: &Path,
@@ -361,7 +414,9 @@ fn site_dirs(
     }
     let mut seen = std::collections::HashSet::new();
     dirs.retain(|d| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
-    dirs
+    dirs.into_iter()
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .collect()
 }
 
 /// A distribution name as PEP 503 compares them: lower case, runs of

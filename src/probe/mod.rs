@@ -12,6 +12,7 @@ pub mod channel;
 pub mod cuda;
 pub mod doctor;
 pub mod library;
+pub mod machine;
 pub mod native;
 
 pub use channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};

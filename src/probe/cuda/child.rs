@@ -109,6 +109,9 @@ impl Child<'_> {
     }
 
     fn run(&mut self, request: &CudaRequest) -> Result<(), Failed> {
+        if request.list_devices {
+            return self.list_devices(request).map_err(|f| (Step::Driver, f));
+        }
         let at = |step| move |f| (step, f);
         let cuda_source = request
             .module
@@ -160,6 +163,22 @@ impl Child<'_> {
         for launch in &request.launches {
             self.launch(&driver, &module, launch)?;
         }
+        Ok(())
+    }
+
+    /// A device-list request: the driver's version (asked before `cuInit`,
+    /// so that it is known even when `cuInit` fails), then every device in
+    /// ordinal order, with no context created on any of them.
+    fn list_devices(&mut self, request: &CudaRequest) -> Result<(), Failure> {
+        self.enter(Step::Driver);
+        driver::load_library(request.libcuda.as_deref(), "libcuda.so.1")?;
+        let version = driver::version()?;
+        self.log.emit(&Event::DriverVersion { version });
+        let (_, count) = driver::init()?;
+        let devices = (0..count)
+            .map(|ordinal| driver::describe(ordinal).map(|(_, info)| info))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.log.emit(&Event::Devices { devices });
         Ok(())
     }
 

@@ -47,6 +47,8 @@ impl Facts {
                     f.device_count = Some(*devices);
                 }
                 Event::Device(d) => f.device = Some(d.clone()),
+                Event::DriverVersion { version } => f.driver_version = Some(*version),
+                Event::Devices { .. } => {}
                 Event::Compiled(c) => f.compiled = Some(c.clone()),
                 Event::Loaded { load_ms, .. } => f.load_ms = Some(*load_ms),
                 Event::Launched { function } => f.launched.push(function.clone()),

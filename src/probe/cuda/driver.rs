@@ -96,60 +96,82 @@ pub fn init() -> Result<(u32, u32), Failure> {
     }
 }
 
+/// `cuDriverGetVersion`, which needs no `cuInit`: the driver's CUDA version
+/// even when initialisation then fails.
+pub fn version() -> Result<u32, Failure> {
+    let mut version = 0;
+    // SAFETY: a plain driver call with an out-pointer to a local.
+    check("cuDriverGetVersion", unsafe {
+        sys::cuDriverGetVersion(&mut version)
+    })?;
+    Ok(version.max(0) as u32)
+}
+
+/// The device at `ordinal`, and what it says about itself; no context is
+/// created (after [`init`]).
+pub fn describe(ordinal: u32) -> Result<(sys::CUdevice, DeviceInfo), Failure> {
+    // SAFETY: driver calls with out-pointers to locals and buffers of the
+    // sizes passed.
+    unsafe {
+        let mut device = 0;
+        check(
+            "cuDeviceGet",
+            sys::cuDeviceGet(&mut device, ordinal as std::ffi::c_int),
+        )?;
+        let mut name = [0 as std::ffi::c_char; 256];
+        check(
+            "cuDeviceGetName",
+            sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device),
+        )?;
+        let attr = |a: sys::CUdevice_attribute| -> Result<u32, Failure> {
+            let mut v = 0;
+            check(
+                "cuDeviceGetAttribute",
+                sys::cuDeviceGetAttribute(&mut v, a, device),
+            )?;
+            Ok(v.max(0) as u32)
+        };
+        use sys::CUdevice_attribute::*;
+        let major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let mut total = 0usize;
+        check(
+            "cuDeviceTotalMem",
+            sys::cuDeviceTotalMem_v2(&mut total, device),
+        )?;
+        let mut bus = [0 as std::ffi::c_char; 32];
+        let pci_bus_id = (sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 32, device)
+            == CUresult::CUDA_SUCCESS)
+            .then(|| CStr::from_ptr(bus.as_ptr()).to_string_lossy().into_owned());
+        let info = DeviceInfo {
+            ordinal,
+            name: CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
+            major,
+            minor,
+            sm_count,
+            total_memory: total as u64,
+            pci_bus_id,
+        };
+        Ok((device, info))
+    }
+}
+
 impl Driver {
     /// Describes device `ordinal` and makes its primary context current.
     pub fn open(ordinal: u32) -> Result<(Driver, DeviceInfo), Failure> {
-        // SAFETY: driver calls with out-pointers to locals and buffers of
-        // the sizes passed.
+        let (device, info) = describe(ordinal)?;
+        // SAFETY: driver calls with an out-pointer to a local and a context
+        // the driver just returned.
         unsafe {
-            let mut device = 0;
-            check(
-                "cuDeviceGet",
-                sys::cuDeviceGet(&mut device, ordinal as std::ffi::c_int),
-            )?;
-            let mut name = [0 as std::ffi::c_char; 256];
-            check(
-                "cuDeviceGetName",
-                sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device),
-            )?;
-            let attr = |a: sys::CUdevice_attribute| -> Result<u32, Failure> {
-                let mut v = 0;
-                check(
-                    "cuDeviceGetAttribute",
-                    sys::cuDeviceGetAttribute(&mut v, a, device),
-                )?;
-                Ok(v.max(0) as u32)
-            };
-            use sys::CUdevice_attribute::*;
-            let major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-            let minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-            let sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-            let mut total = 0usize;
-            check(
-                "cuDeviceTotalMem",
-                sys::cuDeviceTotalMem_v2(&mut total, device),
-            )?;
-            let mut bus = [0 as std::ffi::c_char; 32];
-            let pci_bus_id = (sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 32, device)
-                == CUresult::CUDA_SUCCESS)
-                .then(|| CStr::from_ptr(bus.as_ptr()).to_string_lossy().into_owned());
-            let info = DeviceInfo {
-                ordinal,
-                name: CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
-                major,
-                minor,
-                sm_count,
-                total_memory: total as u64,
-                pci_bus_id,
-            };
             let mut ctx = std::ptr::null_mut();
             check(
                 "cuDevicePrimaryCtxRetain",
                 sys::cuDevicePrimaryCtxRetain(&mut ctx, device),
             )?;
             check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-            Ok((Driver(()), info))
         }
+        Ok((Driver(()), info))
     }
 
     /// Loads a module image (cubin, fatbin, or PTX) with the JIT's error

@@ -51,9 +51,9 @@ impl DeviceInfo {
         format!("sm_{}{}", self.major, self.minor)
     }
 
-    /// `X.Y`.
-    pub fn capability(&self) -> String {
-        format!("{}.{}", self.major, self.minor)
+    /// Its compute capability.
+    pub fn capability(&self) -> crate::fingerprint::ComputeCapability {
+        crate::fingerprint::ComputeCapability::new(self.major, self.minor)
     }
 }
 
@@ -189,6 +189,18 @@ pub enum Event {
     },
     /// The device being probed.
     Device(DeviceInfo),
+    /// `cuDriverGetVersion` before `cuInit`, which answers even when
+    /// `cuInit` then fails (a device-list request).
+    DriverVersion {
+        /// `13000` for 13.0.
+        version: u32,
+    },
+    /// Every device the driver enumerates, in ordinal order (a device-list
+    /// request).
+    Devices {
+        /// Each device, as [`Event::Device`] describes one.
+        devices: Vec<DeviceInfo>,
+    },
     /// NVRTC compiled the source.
     Compiled(CompileInfo),
     /// The module loaded.

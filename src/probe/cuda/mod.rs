@@ -39,7 +39,7 @@ pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
 
 /// Environment variable naming the driver library to load instead of
 /// `libcuda.so.1` (an unusual install, or a test that needs none).
-pub const LIBCUDA_ENV: &str = "PREFLIGHT_LIBCUDA";
+pub const LIBCUDA_ENV: &str = crate::fingerprint::full::LIBCUDA_VAR;
 
 const REQUEST_NAME: &str = "cuda_request.json";
 const EVENTS_NAME: &str = "cuda_events.jsonl";
@@ -128,6 +128,7 @@ impl CudaExecutor {
             nvrtc_library: self.nvrtc.clone(),
             libcuda: self.libcuda.clone(),
             events: events.clone(),
+            list_devices: false,
         };
         let request_path = sandbox.dir().join(REQUEST_NAME);
         let setup = |source| ProbeError::Setup {
