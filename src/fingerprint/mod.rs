@@ -26,6 +26,7 @@ pub mod env;
 pub mod full;
 pub mod gpu;
 pub mod host;
+mod packages;
 pub mod python;
 mod sources;
 pub mod toolkit;

@@ -4,7 +4,7 @@
 
 use super::cache::{Asked, ToolCache};
 use super::child::{self, NotRun};
-use super::python::dist_version;
+use super::packages::dist_version;
 use super::{FingerprintError, Sources};
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
