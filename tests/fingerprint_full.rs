@@ -298,3 +298,50 @@ fn a_measurement_that_fails_or_hangs_is_a_fact_and_is_not_cached() {
     }
     assert_eq!(full_entries(&m), 0);
 }
+
+#[test]
+fn the_cuda_executors_stand_in_driver_answers_the_device_list_too() {
+    // The stand-in of tests/cuda_fake_driver.rs: one "Fake GPU" (9.0) behind
+    // a CUDA 13.0 driver, at a bus id this machine's /sys does not list.
+    let mut m = Machine::new();
+    m.set("PREFLIGHT_PYTHON", "none");
+    let lib = m.path("native-libcuda/libcuda.so.1");
+    std::fs::create_dir_all(lib.parent().unwrap()).expect("mkdir");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/native/fake_libcuda.c");
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-Wl,-soname,libcuda.so",
+        "-o",
+        &lib.to_string_lossy(),
+        &src.to_string_lossy(),
+    ]);
+    m.set("PREFLIGHT_LIBCUDA", lib.to_string_lossy());
+    let (fp, _) = m.fingerprint(&["--full"]);
+    assert_eq!(fp.gpus.libcuda, Some(Libcuda::Ok));
+    assert_eq!(fp.gpus.cuda_driver_api, Some(Version::new(13, 0)));
+    // CUDA sees a GPU that the PCI listing did not show: kept, not lost.
+    let gpu = &fp.gpus.devices[0];
+    assert_eq!(
+        (
+            gpu.pci_bus_id.as_str(),
+            gpu.model.as_deref(),
+            gpu.cuda_index
+        ),
+        ("0000:01:00.0", Some("Fake GPU"), Some(0))
+    );
+    assert_eq!(
+        Judge::from_fingerprint(&fp).gpu,
+        Some(ComputeCapability::new(9, 0))
+    );
+
+    let mut m = Machine::new();
+    m.set("PREFLIGHT_PYTHON", "none");
+    m.set("PREFLIGHT_LIBCUDA", lib.to_string_lossy());
+    m.set("FAKE_CUDA", "init=100");
+    let (fp, _) = m.fingerprint(&["--full"]);
+    assert_eq!(fp.gpus.libcuda, Some(Libcuda::InitFailed { code: 100 }));
+    assert_eq!(fp.gpus.cuda_driver_api, Some(Version::new(13, 0)));
+    assert!(fp.gpus.devices.is_empty());
+}
