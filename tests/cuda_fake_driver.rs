@@ -4,6 +4,9 @@
 //! from `tests/fixtures/native/fake_libcuda.c` (the real driver needs a GPU;
 //! `scripts/gpu-check.sh` covers it).
 
+mod fake_cuda;
+
+use fake_cuda::fake_libcuda;
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
@@ -13,28 +16,7 @@ use kernel_preflight::protocol::{Evidence, Report, Timings};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
-
-/// The fake driver, compiled once per test binary.
-fn fake_libcuda() -> &'static Path {
-    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let lib = dir.path().join("libcuda.so.1");
-        let src =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_libcuda.c");
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so", "-o"])
-            .arg(&lib)
-            .arg(src)
-            .status()
-            .expect("a C compiler (cc)");
-        assert!(status.success(), "cc fake_libcuda.c");
-        (dir, lib)
-    })
-    .1
-}
 
 fn module() -> (tempfile::TempDir, ModuleSpec) {
     let dir = tempfile::tempdir().unwrap();
@@ -207,6 +189,31 @@ fn driver_and_launch_errors_map_to_the_taxonomy() {
         (run.outcome.kind, run.outcome.phase),
         (OutcomeKind::MissingSymbol, Phase::Launch)
     );
+}
+
+#[test]
+fn codes_are_read_as_integers_and_mapped_by_cuda_h() {
+    for (mode, kind, transient) in [
+        ("init=36", OutcomeKind::DriverTooOld, false),
+        ("init=46", OutcomeKind::NoDevice, true),
+        ("init=999", OutcomeKind::NoDevice, true),
+        ("load=227", OutcomeKind::DriverTooOld, false),
+        ("load=913", OutcomeKind::ImportError, false),
+        ("load=2", OutcomeKind::OutOfMemory, true),
+    ] {
+        let o = run_with(mode, "preflight_axpy").outcome;
+        assert_eq!((o.kind, o.transient), (kind, transient), "{mode}: {o:?}");
+    }
+    // A code no cuda.h lists reaches the parent as the integer it was; the
+    // name the (stand-in) driver gives it does not decide.
+    let run = run_with("load=4242", "preflight_axpy");
+    assert_eq!(run.outcome.kind, OutcomeKind::Exited, "{:?}", run.outcome);
+    assert!(
+        run.outcome.message.contains("(4242)"),
+        "{}",
+        run.outcome.message
+    );
+    assert!(!run.outcome.transient);
 }
 
 #[test]

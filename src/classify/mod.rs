@@ -13,6 +13,8 @@
 //! [`hints`].
 
 mod cuda;
+#[cfg(test)]
+mod cuda_tests;
 pub mod hints;
 mod python;
 mod stderr;

@@ -37,6 +37,20 @@ const ERROR_WORDS: &[&str] = &[
 
 /// The decisive lines of `stderr`, in order, without ANSI codes.
 pub(super) fn decisive_lines(stderr: &str) -> Vec<String> {
+    said(stderr)
+        .into_iter()
+        .filter_map(|(line, decisive)| decisive.then_some(line))
+        .collect()
+}
+
+/// The last line a child said in its own words: not a warning, a frame or
+/// a source line, decisive or not.
+pub(super) fn last_said(stderr: &str) -> Option<String> {
+    said(stderr).pop().map(|(line, _)| line)
+}
+
+/// Every line outside warnings and stacks, with whether it is decisive.
+fn said(stderr: &str) -> Vec<(String, bool)> {
     let text = strip_ansi(stderr);
     let mut lines = Vec::new();
     // Inside a block whose indented lines are not reports: a traceback's
@@ -66,14 +80,13 @@ pub(super) fn decisive_lines(stderr: &str) -> Vec<String> {
         if block == Block::Traceback && !indented {
             // The exception that ends the traceback.
             block = Block::None;
-            lines.push(line.to_owned());
+            lines.push((line.to_owned(), true));
             continue;
         }
         block = Block::None;
         let lower = line.to_ascii_lowercase();
-        if ERROR_WORDS.iter().any(|w| lower.contains(w)) {
-            lines.push(line.to_owned());
-        }
+        let decisive = ERROR_WORDS.iter().any(|w| lower.contains(w));
+        lines.push((line.to_owned(), decisive));
     }
     lines
 }

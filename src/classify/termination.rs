@@ -2,7 +2,7 @@
 //! every executor (pass, deadline, cancel, signal, exit code), with the
 //! child's stderr error lines consulted only here.
 
-use super::stderr::decisive_lines;
+use super::stderr::{decisive_lines, last_said};
 use super::text::from_text;
 use super::{Cause, Depth, Outcome, OutcomeKind, Phase, STDERR_TAIL_LINES, hints, strip_ansi};
 use crate::protocol::{Evidence, Report};
@@ -57,11 +57,9 @@ pub(super) fn decide(evidence: &Evidence, report: &Report) -> Outcome {
             ),
         ),
         Termination::Exited { code } => from(stderr_cause(evidence, phase).unwrap_or_else(|| {
-            let lines = decisive_lines(&evidence.stderr);
-            let said = lines
-                .last()
-                .map(String::as_str)
-                .or_else(|| last_line(&evidence.stderr));
+            let said = decisive_lines(&evidence.stderr)
+                .pop()
+                .or_else(|| last_said(&evidence.stderr));
             Cause::new(
                 OutcomeKind::Exited,
                 match said {

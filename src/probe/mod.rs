@@ -3,7 +3,7 @@
 //! `exit(1)`, flood its output) the caller survives and learns what happened.
 //!
 //! Every executor implements [`Executor`]: a [`Job`] goes in, [`Evidence`]
-//! comes out, never a verdict (that is [`crate::classify`]'s job). The
+//! comes out, never a verdict (classification is the next layer's job). The
 //! *python executor* ([`PythonExecutor`]) imports hub variants the way the
 //! hub loader does; the *cuda executor* ([`cuda::CudaExecutor`]) loads and
 //! launches CUDA modules through the driver API. Both children speak
