@@ -7,9 +7,9 @@
 //! read only when the child died without a report (flash-attn3 prints
 //! `no kernel image is available …` and calls `exit(1)`), and then only its
 //! error lines, never its warnings. How a child ended (exit code, signal,
-//! deadline, cancel) is handled once, in [`termination`]; what a reported
-//! failure means comes from one signature table per executor ([`python`],
-//! [`cuda`]) and free text ([`text`]); every hint is defined once, in
+//! deadline, cancel) is handled once, in `termination.rs`; what a reported
+//! failure means comes from one signature table per executor (`python.rs`,
+//! `cuda.rs`) and free text (`text.rs`); every hint is defined once, in
 //! [`hints`].
 
 mod cuda;
