@@ -278,7 +278,8 @@ pub fn from_text(text: &str, phase: Phase) -> Option<Outcome> {
     text::from_text(text, phase).map(|cause| Outcome::from_cause(cause, phase))
 }
 
-/// An outcome from its parts, for executors that classify their own facts.
+/// An outcome from its parts, for verdicts built from other outcomes (a
+/// native target's summary of its modules).
 pub fn outcome(kind: OutcomeKind, phase: Phase, message: &str, hint: &str) -> Outcome {
     let mut outcome = Outcome::new(kind, phase, message);
     outcome.hint = one_line(hint);
