@@ -1,8 +1,9 @@
 //! The full fingerprint: CUDA facts measured by preflight's own cuda child
-//! through a stand-in libcuda (built from `tests/fixtures/fingerprint/*.c`),
+//! through the stand-in libcuda (`tests/fixtures/native/fake_libcuda.c`),
 //! Python facts by the real interpreter when there is one, cached under the
 //! fast fingerprint; failures, passing states and hangs as facts.
 
+mod fake_cuda;
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;
 
@@ -13,6 +14,7 @@ use kernel_preflight::fingerprint::{
 use kernel_preflight::variant::Version;
 use machine::*;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 
 /// Each GPU as (bus id, compute capability, CUDA ordinal).
 fn devices(fp: &Fingerprint) -> Vec<(String, Option<String>, Option<u32>)> {
@@ -40,19 +42,29 @@ fn full_entries(m: &Machine) -> usize {
 }
 
 /// A machine with the B200 first on the bus and the H100 second, whose
-/// driver (the stand-in) numbers the H100 0.
+/// driver (the stand-in, once installed) numbers the H100 0.
 fn two_gpus() -> Machine {
-    let m = Machine::new();
+    let mut m = Machine::new();
     m.write("sys/module/nvidia/version", "570.86.10\n");
     m.gpu("0000:01:00.0", "0x2901", "NVIDIA B200");
     m.gpu("0000:41:00.0", "0x2330", "NVIDIA H100 80GB HBM3");
+    m.set("FAKE_CUDA_MACHINE", "two_gpus");
     m
+}
+
+/// The stand-in driver copied into `m` (so that a test can remove or
+/// replace it): the folder holding its `libcuda.so.1`.
+fn install_libcuda(m: &Machine) -> PathBuf {
+    let dir = m.path("libcuda");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::copy(fake_cuda::fake_libcuda(), dir.join("libcuda.so.1")).expect("copy libcuda");
+    dir
 }
 
 #[test]
 fn full_fingerprint_measures_devices_through_libcuda_and_caches_them() {
     let mut m = two_gpus();
-    let libcuda = fake_libcuda(&m, "fake_libcuda.c");
+    let libcuda = install_libcuda(&m);
     m.set("LD_LIBRARY_PATH", libcuda.to_string_lossy());
     let venv = runnable_venv(&m);
     m.set("VIRTUAL_ENV", venv.to_string_lossy());
@@ -132,7 +144,7 @@ fn full_fingerprint_measures_devices_through_libcuda_and_caches_them() {
 #[test]
 fn without_python_the_cuda_child_still_measures_every_device() {
     let mut m = two_gpus();
-    let libcuda = fake_libcuda(&m, "fake_libcuda.c").join("libcuda.so.1");
+    let libcuda = install_libcuda(&m).join("libcuda.so.1");
     // No interpreter anywhere: PATH holds none, and no venv is set.
     assert!(!m.path("bin/python3").exists());
     m.set("PREFLIGHT_LIBCUDA", libcuda.to_string_lossy());
@@ -209,10 +221,10 @@ fn no_libcuda_at_all_is_a_fact_not_a_failure() {
 fn a_busy_or_unknown_cu_init_is_reported_and_measured_again() {
     let mut m = two_gpus();
     m.set("PREFLIGHT_PYTHON", "none");
-    let libcuda = fake_libcuda(&m, "fake_libcuda.c").join("libcuda.so.1");
+    let libcuda = install_libcuda(&m).join("libcuda.so.1");
     m.set("PREFLIGHT_LIBCUDA", libcuda.to_string_lossy());
     for code in [46, 999] {
-        m.set("FAKE_CUINIT", code.to_string());
+        m.set("FAKE_CUDA", format!("init={code}"));
         let (fp, _) = m.fingerprint(&["--full"]);
         assert_eq!(fp.gpus.libcuda, Some(Libcuda::InitFailed { code }));
         // cuDriverGetVersion answers before cuInit.
@@ -226,7 +238,7 @@ fn a_busy_or_unknown_cu_init_is_reported_and_measured_again() {
         );
     }
     // The GPU is free again: the next call measures it.
-    m.unset("FAKE_CUINIT");
+    m.unset("FAKE_CUDA");
     let (fp, _) = m.fingerprint(&["--full"]);
     assert_eq!(fp.gpus.libcuda, Some(Libcuda::Ok));
     assert_eq!(full_entries(&m), 1);
@@ -234,9 +246,9 @@ fn a_busy_or_unknown_cu_init_is_reported_and_measured_again() {
     // No device (100) is what the machine is: kept.
     let mut m = two_gpus();
     m.set("PREFLIGHT_PYTHON", "none");
-    let libcuda = fake_libcuda(&m, "fake_libcuda.c").join("libcuda.so.1");
+    let libcuda = install_libcuda(&m).join("libcuda.so.1");
     m.set("PREFLIGHT_LIBCUDA", libcuda.to_string_lossy());
-    m.set("FAKE_CUINIT", "100");
+    m.set("FAKE_CUDA", "init=100");
     let (fp, _) = m.fingerprint(&["--full"]);
     assert_eq!(fp.gpus.libcuda, Some(Libcuda::InitFailed { code: 100 }));
     assert_eq!(fp.gpus.cuda_driver_api, Some(Version::new(12, 8)));
@@ -300,23 +312,13 @@ fn a_measurement_that_fails_or_hangs_is_a_fact_and_is_not_cached() {
 }
 
 #[test]
-fn the_cuda_executors_stand_in_driver_answers_the_device_list_too() {
-    // The stand-in of tests/cuda_fake_driver.rs: one "Fake GPU" (9.0) behind
-    // a CUDA 13.0 driver, at a bus id this machine's /sys does not list.
+fn the_stand_in_drivers_default_machine_answers_the_device_list_too() {
+    // Its default machine, the one the cuda executor's tests use: one
+    // "Fake GPU" (9.0) behind a CUDA 13.0 driver, at a bus id this
+    // machine's /sys does not list.
     let mut m = Machine::new();
     m.set("PREFLIGHT_PYTHON", "none");
-    let lib = m.path("native-libcuda/libcuda.so.1");
-    std::fs::create_dir_all(lib.parent().unwrap()).expect("mkdir");
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/native/fake_libcuda.c");
-    cc(&[
-        "-shared",
-        "-fPIC",
-        "-Wl,-soname,libcuda.so",
-        "-o",
-        &lib.to_string_lossy(),
-        &src.to_string_lossy(),
-    ]);
+    let lib = install_libcuda(&m).join("libcuda.so.1");
     m.set("PREFLIGHT_LIBCUDA", lib.to_string_lossy());
     let (fp, _) = m.fingerprint(&["--full"]);
     assert_eq!(fp.gpus.libcuda, Some(Libcuda::Ok));

@@ -1,20 +1,24 @@
 //! Measuring this machine for the full fingerprint: what only a child
 //! process can tell. The CUDA facts (compute capability and CUDA's own
 //! numbering of every device, the driver API version, whether `cuInit`
-//! works) come from the cuda executor's child — the `preflight` binary
-//! itself, cudarc loaded dynamically — so no Python is needed for them; the
+//! works) come from the cuda executor's child asked for the device list
+//! ([`Subject::Devices`]: the `preflight` binary itself, libcuda loaded
+//! dynamically), so no Python is needed for them; the
 //! Python facts (its exact version, torch's C++ ABI) come from the
 //! interpreter, only when there is one. Both run in the sandbox with a time
 //! limit, side by side; whatever goes wrong is a fact, never an error.
 
-use super::cuda::{CHILD_SUBCOMMAND, CudaRequest, DeviceInfo, Event, Failure};
+use super::cuda::CudaExecutor;
+use super::{Executor, Job, Subject};
 use crate::fingerprint::child::{self, NotRun};
 use crate::fingerprint::full::{self, normalize_bus_id};
 use crate::fingerprint::{
     Fingerprint, FingerprintError, Libcuda, Measured, MeasuredDevice, PythonMeasured, Sources,
 };
-use crate::sandbox::{RunReport, Termination};
+use crate::protocol::{DeviceInfo, Failure};
+use crate::sandbox::{Cancel, Limits, Termination, is_secret_name};
 use crate::variant::Version;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -77,71 +81,54 @@ impl CudaFacts {
     }
 }
 
-/// The request file's name in the child's working directory.
-const REQUEST_NAME: &str = "cuda_request.json";
-
-/// A device-list request to the cuda child, with the environment kernels
-/// see (`CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` decide its ordinals).
+/// A device-list job for the cuda executor, in the environment kernels see
+/// (`CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER` decide its ordinals),
+/// without credentials.
 fn cuda(src: &Sources, preflight: &Path, timeout: Duration) -> CudaFacts {
-    let request = CudaRequest {
-        device: 0,
-        module: None,
-        launches: Vec::new(),
-        nvrtc_library: None,
-        // The child works in its own folder: a relative path would move.
-        libcuda: src
-            .var(full::LIBCUDA_VAR)
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p))),
-        // Relative: the child's result file, read back by `child::run`.
-        events: PathBuf::from(child::RESULT_NAME),
-        list_devices: true,
-    };
-    // Serializing a request cannot fail: plain fields, string keys.
-    let json = serde_json::to_vec(&request).unwrap_or_default();
-    let ran = match child::run(
-        preflight,
-        &[CHILD_SUBCOMMAND, REQUEST_NAME],
-        Some((REQUEST_NAME, &json)),
-        &src.env,
-        timeout,
-    ) {
-        Ok(ran) => ran,
-        Err(NotRun::Unusable(why) | NotRun::Sandbox(why)) => {
-            return CudaFacts::not_measured(format!("cannot run the cuda child: {why}"));
-        }
-    };
-    let text = String::from_utf8_lossy(ran.result.as_deref().unwrap_or_default()).into_owned();
-    let mut facts = CudaFacts::not_measured(String::new());
-    let (mut failure, mut done) = (None, false);
-    // A line cut short by a crash does not parse and is left out.
-    for event in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Event>(l).ok())
-    {
-        match event {
-            Event::DriverVersion { version } => facts.driver_api = Some(api_version(version)),
-            Event::Devices { devices } => {
-                facts.devices = devices.into_iter().map(measured_device).collect();
-            }
-            Event::Failed { failure: f, .. } => failure = Some(f),
-            Event::Done => done = true,
-            _ => {}
-        }
-    }
-    facts.libcuda = match failure {
-        Some(Failure::LibraryMissing { .. }) => Libcuda::Missing,
-        Some(Failure::Driver { call, code, .. }) if call == "cuInit" => Libcuda::InitFailed {
-            code: i64::from(code),
+    let mut executor = CudaExecutor::new(preflight);
+    // The child works in its own folder: a relative path would move.
+    executor.libcuda = src
+        .var(full::LIBCUDA_VAR)
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| PathBuf::from(p)));
+    executor.env = src
+        .env
+        .iter()
+        .filter(|(k, _)| !is_secret_name(OsStr::new(k)))
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    let job = Job {
+        limits: Limits {
+            timeout,
+            grace: Duration::from_secs(2),
+            ..Limits::default()
         },
-        Some(other) => Libcuda::NotMeasured {
-            reason: said(&other),
+        ..Job::new(Subject::Devices)
+    };
+    let evidence = match executor.run(&job, &Cancel::new()) {
+        Ok(evidence) => evidence,
+        Err(e) => return CudaFacts::not_measured(format!("cannot run the cuda child: {e}")),
+    };
+    let report = evidence.report();
+    let libcuda = match &report.failure {
+        Some((_, Failure::LibraryMissing { .. })) => Libcuda::Missing,
+        Some((_, Failure::Cuda(e))) if e.call == "cuInit" => Libcuda::InitFailed { code: e.code },
+        Some((_, other)) => Libcuda::NotMeasured {
+            reason: said(other),
         },
-        None if done => Libcuda::Ok,
+        None if report.done() => Libcuda::Ok,
         None => Libcuda::NotMeasured {
-            reason: ended("the cuda child", &ran.report),
+            reason: ended(
+                "the cuda child",
+                &evidence.termination,
+                last_line(&evidence.stderr),
+            ),
         },
     };
-    facts
+    CudaFacts {
+        libcuda,
+        driver_api: report.runtime.cuda_driver.map(api_version),
+        devices: report.devices.into_iter().map(measured_device).collect(),
+    }
 }
 
 /// `cuDriverGetVersion`'s `12080` → 12.8.
@@ -161,26 +148,30 @@ fn measured_device(d: DeviceInfo) -> MeasuredDevice {
 /// A failure other than a missing library or `cuInit`, in one line.
 fn said(failure: &Failure) -> String {
     match failure {
-        Failure::Driver {
-            call, code, name, ..
-        } => format!("{call}: {name} ({code})"),
-        Failure::LibraryMissing { detail, .. }
-        | Failure::SymbolMissing { detail }
-        | Failure::Input { detail } => detail.clone(),
-        Failure::Panic { detail } => format!("the cuda child panicked: {detail}"),
-        other => format!("{other:?}"),
+        Failure::Cuda(e) => format!("{}: {} ({})", e.call, e.name, e.code),
+        Failure::LibraryMissing { detail, .. } | Failure::SymbolMissing { detail } => {
+            detail.clone()
+        }
+        Failure::InvalidInput { message } | Failure::Internal { message, .. } => message.clone(),
+        other => format!("the cuda child failed: {other:?}"),
     }
 }
 
+/// The last line a child printed that says something.
+fn last_line(output: &str) -> &str {
+    output
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or_default()
+}
+
 /// How a child that gave no answer ended, with the last line it printed.
-fn ended(what: &str, report: &RunReport) -> String {
-    let last = report.stderr.tail_lines(1);
-    let last = last.trim();
-    let ended = format!("{what} {}", report.termination);
+fn ended(what: &str, termination: &Termination, last: &str) -> String {
     if last.is_empty() {
-        ended
+        format!("{what} {termination}")
     } else {
-        format!("{ended}: {last}")
+        format!("{what} {termination}: {last}")
     }
 }
 
@@ -209,7 +200,12 @@ fn python(src: &Sources, interpreter: &Path, timeout: Duration) -> PythonMeasure
         Err(NotRun::Unusable(why) | NotRun::Sandbox(why)) => return not_measured(why),
     };
     if ran.report.termination != (Termination::Exited { code: 0 }) {
-        return not_measured(ended("the Python child", &ran.report));
+        let last = ran.report.stderr.tail_lines(1);
+        return not_measured(ended(
+            "the Python child",
+            &ran.report.termination,
+            last.trim(),
+        ));
     }
     match ran.result.map(|bytes| serde_json::from_slice(&bytes)) {
         Some(Ok(answer @ PythonMeasured::Ok { .. })) => answer,

@@ -3,6 +3,7 @@
 //! probe in a sandboxed child — in parallel, in the hub's preference order.
 //! `check`, `select` and `warmup` are thin shells over [`run`].
 
+pub mod native;
 pub mod select;
 
 use crate::cache::outcomes::{OutcomeCache, VariantKey};
@@ -11,7 +12,7 @@ use crate::declared::embedded::{self, Judge};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
 use crate::fingerprint::{Fingerprint, Hashed};
-use crate::probe::{self, PythonProbe, SmokeSource};
+use crate::probe::{Executor, Job, Placement, PythonExecutor, SmokeSource, Subject};
 use crate::sandbox::{Cancel, Limits};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -354,24 +355,28 @@ fn probe_one(
     cancel: &Cancel,
 ) -> CheckResult {
     let variant = work.variant;
-    let prober = PythonProbe {
-        python: options.python.clone(),
+    let executor = PythonExecutor::new(&options.python);
+    let job = Job {
+        subject: Subject::Variant {
+            name: variant.name.clone(),
+            path: variant.path.clone(),
+        },
+        device: Placement::Default,
         smoke: pending.smoke.clone(),
+        depth: classify::Depth::Verified,
         limits: options.limits.clone(),
-        env: Vec::new(),
     };
     let start = Instant::now();
-    let result = prober.run(&variant.path, probe::device_for(&variant.name), cancel);
+    let result = executor.run(&job, cancel);
     let total_ms = start.elapsed().as_secs_f64() * 1e3;
     let (outcome, timings, leaked) = match result {
-        Ok(run) => {
-            let outcome = classify::classify_run(&run);
+        Ok(evidence) => {
+            let outcome = classify::classify(&evidence);
             let timings = Timings {
                 total_ms: round_ms(total_ms),
-                import_ms: run.report.import_ms.map(round_ms),
-                smoke_ms: run.report.smoke_ms.map(round_ms),
+                ..evidence.timings()
             };
-            (outcome, timings, run.run.leaked)
+            (outcome, timings, evidence.leaked)
         }
         Err(e) => (
             Outcome::probe_error(classify::Phase::Start, &e.to_string()),
@@ -382,9 +387,11 @@ fn probe_one(
             None,
         ),
     };
-    // An interrupted probe says nothing about the variant.
+    // An interrupted probe, or a cause that may pass by itself, says nothing
+    // lasting about the variant.
     if let (Some(cache), Some(key)) = (&options.cache, &pending.key)
         && !cancel.is_cancelled()
+        && !outcome.transient
     {
         cache.put(key, variant, &outcome, &timings);
     }
