@@ -102,7 +102,9 @@ fn the_driver_writes_the_golden_shapes() {
         kinds,
         [
             "done",
+            "failed/device_unusable",
             "failed/exception",
+            "failed/hub_refused",
             "failed/internal",
             "failed/invalid_smoke",
             "failed/mismatch",

@@ -1,7 +1,9 @@
 """preflight's python executor: runs inside the sandbox, one variant per process.
 
-It imports a kernel variant the way the hub loader does, runs one smoke
-workload, verifies it when a reference exists, and reports what happens as
+It judges a kernel variant the way the hub loader does (`acceptance.py`),
+imports it the way the hub loader does, confirms that the device its backend
+needs is usable (`device.py`), runs one smoke workload (`smoke.py`),
+verifies it when a reference exists, and reports what happens as
 JSON lines appended to the file named by PREFLIGHT_RESULT_FILE, in
 preflight's child protocol (`src/protocol/`): a `hello` first, then `phase`,
 `runtime`, `module` and `timing` events as they happen, and at most one
@@ -27,10 +29,19 @@ import time
 import types
 
 
+def sibling(name, source):
+    """A file the parent wrote next to this script under a `preflight_`
+    name (src/probe/python.rs: DRIVER_FILES); in the source tree (the
+    self-check) it has its own name."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    written = os.path.join(here, name)
+    return written if os.path.exists(written) else os.path.join(here, source)
+
+
 def load_sibling(file, name):
     """A module written next to this script by the parent (found by path, so
     that PYTHONSAFEPATH or -P cannot hide it)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), file)
+    path = sibling(name + ".py", file)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -39,12 +50,15 @@ def load_sibling(file, name):
 
 
 compare = load_sibling("compare.py", "preflight_compare")
-Mismatch, Incomparable, check_close = compare.Mismatch, compare.Incomparable, compare.check_close
+acceptance = load_sibling("acceptance.py", "preflight_acceptance")
+device_check = load_sibling("device.py", "preflight_device")
+smoke = load_sibling("smoke.py", "preflight_smoke_sources")
+Mismatch, Incomparable = compare.Mismatch, compare.Incomparable
 
+# The hub's python-depends allowlist, written next to this script by the parent.
+ALLOWLIST = sibling("preflight_python_depends.json", "python_depends.json")
 MESSAGE_LIMIT = 4000
 TRACEBACK_LINES = 20
-# Workload names ordered from small to large; unknown names rank in the middle.
-SIZE_WORDS = ("tiny", "small", "base", "default", "medium", "large", "huge")
 
 
 # The version of the event shapes; the parent refuses any other
@@ -72,6 +86,9 @@ class Channel:
     def fail(self, failure):
         self.send(ev_failed(self.phase, failure))
 
+    def timing(self, span, ms):
+        self.send(ev_timing(span, ms))
+
 
 # ---------------------------------------------------------------- events
 # One constructor per event the driver writes; --self-check holds each to
@@ -97,8 +114,8 @@ def ev_runtime(**facts):
     return event
 
 
-def ev_module(name):
-    return {"event": "module", "name": name}
+def ev_module(name, package):
+    return {"event": "module", "name": name, "package": package}
 
 
 def ev_timing(span, ms):
@@ -131,17 +148,15 @@ def internal_failure(message, traceback_text):
     return {"error": "internal", "message": clip(message), "traceback": clip(traceback_text)}
 
 
-class MetadataError(Exception):
-    """metadata.json is missing or unusable: the hub loader refuses the variant."""
+def hub_refused_failure(refused):
+    failure = {"error": "hub_refused", "validator": refused.validator, "message": clip(refused.message)}
+    if refused.package is not None:
+        failure["package"] = refused.package
+    return failure
 
 
-class SmokeError(Exception):
-    """The smoke source itself is unusable (no smoke function, bad return value)."""
-
-
-# The parent recognises the driver's own exceptions by this module name.
-for _cls in (MetadataError, SmokeError):
-    _cls.__module__ = "preflight"
+def device_unusable_failure(device, message):
+    return {"error": "device_unusable", "device": device, "message": clip(message)}
 
 
 def clip(text):
@@ -184,6 +199,8 @@ def describe(exc):
         seen.add(id(inner))
         causes.append(describe_cause(inner))
         inner = cause_of(inner)
+    if isinstance(exc, ImportError) and isinstance(exc.name, str):
+        info["provider"] = provider(exc.name)
     if causes:
         info["causes"] = causes
     import traceback
@@ -205,35 +222,76 @@ def describe_cause(exc):
         value = getattr(exc, attr, None)
         if isinstance(value, kind) and not isinstance(value, bool):
             info[attr] = value
+    if isinstance(exc, ImportError) and isinstance(exc.name, str):
+        info["provider"] = provider(exc.name)
     return info
+
+
+# Import names the variant's python-depends declare, with the distribution
+# that provides each (from the hub's allowlist); set before the import.
+DECLARED = {}
+
+
+def provider(name):
+    """What this interpreter has for the top-level package of module `name`:
+    whether it is importable, and which distribution (and version) provides
+    it — the installed one, else the one the variant's python-depends name."""
+    top = name.partition(".")[0]
+    info = {"top": top, "installed": False}
+    try:
+        info["installed"] = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        pass
+    try:
+        import importlib.metadata as md
+
+        dists = md.packages_distributions().get(top) if hasattr(md, "packages_distributions") else None
+        if dists:
+            info["distribution"] = dists[0]
+            info["version"] = md.version(dists[0])
+    except Exception:  # a broken distribution's metadata must not hide the real error
+        pass
+    if "distribution" not in info and top in DECLARED:
+        info["distribution"] = DECLARED[top]
+    return info
+
+
+def declared_imports(depends, allowlist):
+    """{import name: distribution} for the variant's python-depends."""
+    tables = [allowlist.get("general", {})] + list(allowlist.get("backends", {}).values())
+    found = {}
+    for dependency in depends:
+        for table in tables:
+            for package in table.get(dependency, {}).get("python", []):
+                if package.get("import"):
+                    found.setdefault(package["import"], package["pkg"])
+    return found
 
 
 # ---------------------------------------------------------------- import
 
 
-def read_metadata(variant):
-    path = os.path.join(variant, "metadata.json")
+def accept(chan, variant):
+    """The hub loader's verdict on the variant's metadata (raises
+    `acceptance.Refused`), and the metadata it accepted."""
+    allowlist = acceptance.load_allowlist(ALLOWLIST)
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
-    except FileNotFoundError:
-        raise MetadataError("metadata.json missing in %s" % variant) from None
-    except (OSError, ValueError) as e:
-        raise MetadataError("metadata.json unreadable: %s" % e) from None
-    if not isinstance(data, dict):
-        raise MetadataError("metadata.json is not a JSON object")
-    for key in ("name", "id"):
-        if not isinstance(data.get(key), str) or not data[key]:
-            raise MetadataError("metadata.json has no string field %r" % key)
-    return data
+        who = acceptance.accept(variant, allowlist)
+    except acceptance.Refused as refused:
+        chan.send(ev_runtime(acceptance=refused.who))
+        raise
+    chan.send(ev_runtime(acceptance=who))
+    with open(os.path.join(variant, "metadata.json"), "rb") as f:
+        metadata = json.loads(f.read().decode("utf-8"))
+    DECLARED.update(declared_imports(metadata["python-depends"], allowlist))
+    return metadata
 
 
-def import_variant(chan, variant):
+def import_variant(chan, variant, metadata):
     """Import like kernels' `_import_from_path`: module id from metadata.json,
     `__init__.py` else `<module>/__init__.py`, registered in sys.modules."""
-    metadata = read_metadata(variant)
-    chan.send(ev_module(metadata["id"]))
     module_name = metadata["name"].replace("-", "_")
+    chan.send(ev_module(metadata["id"], module_name))
     path = os.path.join(variant, "__init__.py")
     if not os.path.exists(path):
         path = os.path.join(variant, module_name, "__init__.py")
@@ -250,226 +308,6 @@ def import_variant(chan, variant):
         sys.modules.pop(metadata["id"], None)
         raise
     return module
-
-
-# ---------------------------------------------------------------- timing
-
-
-class Timer:
-    """Device events when torch drives a GPU here, perf_counter_ns otherwise."""
-
-    def __init__(self, device):
-        self.events = None
-        torch = sys.modules.get("torch")
-        if torch is not None and device.startswith("cuda"):
-            try:
-                if torch.cuda.is_available():
-                    self.events = (
-                        torch.cuda.Event(enable_timing=True),
-                        torch.cuda.Event(enable_timing=True),
-                    )
-            except Exception:
-                self.events = None
-
-    def __enter__(self):
-        self.start = time.perf_counter_ns()
-        if self.events:
-            self.events[0].record()
-        return self
-
-    def __exit__(self, *exc):
-        if self.events:
-            self.events[1].record()
-        self.host_ms = (time.perf_counter_ns() - self.start) / 1e6
-        return False
-
-    def ms(self):
-        if self.events:
-            self.events[1].synchronize()
-            return float(self.events[0].elapsed_time(self.events[1]))
-        return self.host_ms
-
-
-def synchronize(device):
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
-    name = device.split(":")[0]
-    if name == "cuda" and torch.cuda.is_available():
-        torch.cuda.synchronize()
-    elif name == "xpu" and hasattr(torch, "xpu") and torch.xpu.is_available():
-        torch.xpu.synchronize()
-    elif name == "mps" and torch.backends.mps.is_available():
-        torch.mps.synchronize()
-
-
-def resolve_device(device):
-    """`auto` (universal variants): the accelerator torch sees, else cpu."""
-    if device != "auto":
-        return device
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return "cpu"
-    try:
-        if torch.cuda.is_available():
-            return "cuda"
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return "mps"
-        xpu = getattr(torch, "xpu", None)
-        if xpu is not None and xpu.is_available():
-            return "xpu"
-    except Exception:
-        pass
-    return "cpu"
-
-
-# ---------------------------------------------------------------- smoke sources
-
-
-def load_file(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise SmokeError("cannot load %s as Python" % path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def run_smoke_file(chan, path, kernel, device):
-    """`def smoke(kernel, device)` → None | (actual, expected) | dict."""
-    module = load_file(path, "preflight_smoke")
-    smoke = getattr(module, "smoke", None)
-    if not callable(smoke):
-        raise SmokeError("%s defines no function smoke(kernel, device)" % path)
-    with Timer(device) as timer:
-        result = smoke(kernel, device)
-        synchronize(device)
-    smoke_ms = timer.ms()
-    if result is None:
-        chan.send(ev_timing("smoke", smoke_ms))
-        return "smoke"
-    if isinstance(result, dict) and "actual" in result and "expected" in result:
-        actual, expected = result["actual"], result["expected"]
-        rtol, atol = result.get("rtol"), result.get("atol")
-    elif isinstance(result, tuple) and len(result) == 2:
-        (actual, expected), rtol, atol = result, None, None
-    else:
-        raise SmokeError(
-            "smoke() returned %s; expected None, (actual, expected) or "
-            '{"actual", "expected", "rtol", "atol"}' % type(result).__name__
-        )
-    chan.send(ev_timing("smoke", smoke_ms))
-    chan.enter("verify")
-    check_close(actual, expected, rtol, atol)
-    return "verified"
-
-
-def benchmark_base():
-    """`kernels.benchmark.Benchmark`, or a compatible stand-in when the
-    `kernels` package is not installed in this environment."""
-    if importlib.util.find_spec("kernels") is None:
-        package = types.ModuleType("kernels")
-        package.__path__ = []
-        module = types.ModuleType("kernels.benchmark")
-
-        class Benchmark:
-            """Stand-in for kernels.benchmark.Benchmark (kernels not installed)."""
-
-            seed = None
-            device = "cpu"
-
-            def __init__(self):
-                self.kernel = None
-                self.out = None
-
-            def setup(self):
-                pass
-
-        Benchmark.__module__ = "kernels.benchmark"
-        module.Benchmark = Benchmark
-        package.benchmark = module
-        sys.modules["kernels"] = package
-        sys.modules["kernels.benchmark"] = module
-    from kernels.benchmark import Benchmark
-
-    return Benchmark
-
-
-def smallest_workload(cls):
-    """The workload to run once: named by size when it can tell, else the
-    first defined."""
-    names = []
-    for klass in reversed(cls.__mro__):
-        for attr in vars(klass):
-            if attr.startswith("benchmark_") and callable(getattr(cls, attr)) and attr not in names:
-                names.append(attr)
-    workloads = [n[len("benchmark_"):] for n in names]
-
-    def rank(workload):
-        words = workload.lower().split("_")
-        for i, word in enumerate(SIZE_WORDS):
-            if word in words:
-                return i
-        return SIZE_WORDS.index("medium")
-
-    return min(workloads, key=lambda w: (rank(w), workloads.index(w))) if workloads else None
-
-
-def run_benchmarks(chan, bench_dir, repo, kernel, device):
-    """The hub's benchmark convention: each Benchmark subclass of each
-    `benchmarks/benchmark*.py`, smallest workload once, verified when
-    `verify_<workload>` exists (torch.allclose(out, ref, atol=1e-2) as the hub)."""
-    base = benchmark_base()
-    scripts = sorted(
-        os.path.join(bench_dir, f)
-        for f in os.listdir(bench_dir)
-        if f.startswith("benchmark") and f.endswith(".py")
-    )
-    runs = []
-    for index, script in enumerate(scripts):
-        name = "preflight_benchmark_%d" % index
-        here = os.getcwd()
-        os.chdir(repo)
-        try:
-            module = load_file(script, name)
-        finally:
-            os.chdir(here)
-        for attr in sorted(vars(module)):
-            obj = getattr(module, attr)
-            if isinstance(obj, type) and issubclass(obj, base) and obj is not base and obj.__module__ == name:
-                workload = smallest_workload(obj)
-                if workload is not None:
-                    runs.append((obj, workload))
-    if not runs:
-        raise SmokeError("no Benchmark subclass with a benchmark_<workload> method in %s" % bench_dir)
-    total_ms, verified = 0.0, True
-    for cls, workload in runs:
-        chan.enter("smoke", what="%s.%s" % (cls.__name__, workload))
-        bench = cls()
-        bench.kernel = kernel
-        bench.device = device
-        if bench.seed is not None:
-            import random
-
-            random.seed(bench.seed)
-            torch = sys.modules.get("torch")
-            if torch is not None:
-                torch.manual_seed(bench.seed)
-        getattr(bench, "setup_" + workload, bench.setup)()
-        with Timer(device) as timer:
-            getattr(bench, "benchmark_" + workload)()
-            synchronize(device)
-        total_ms += timer.ms()
-        verify = getattr(bench, "verify_" + workload, None)
-        if verify is None:
-            verified = False
-            continue
-        chan.enter("verify", what="%s.%s" % (cls.__name__, workload))
-        check_close(bench.out, verify(), rtol=1e-5, atol=1e-2)
-    chan.send(ev_timing("smoke", total_ms))
-    return "verified" if verified else "smoke"
 
 
 # ---------------------------------------------------------------- main
@@ -500,23 +338,34 @@ def main(chan, argv):
     chan.send(ev_runtime(python=sys.version.split()[0], executable=sys.executable))
     try:
         chan.enter("import", what=args.variant)
+        metadata = accept(chan, args.variant)
         start = time.perf_counter_ns()
-        kernel = import_variant(chan, args.variant)
+        kernel = import_variant(chan, args.variant, metadata)
         chan.send(ev_timing("import", (time.perf_counter_ns() - start) / 1e6))
-        device = resolve_device(args.device)
+        device = smoke.resolve_device(args.device)
+        depth = "load"
+        if device_check.needed(args.device):
+            chan.enter("load", what="device %s" % device)
+            device_check.confirm(device)
+            depth = "device"
         torch = sys.modules.get("torch")
         chan.send(ev_runtime(torch=getattr(torch, "__version__", None) if torch else None, device=device))
-        depth = "load"
         if args.smoke:
             chan.enter("smoke", what="%s %s" % (args.smoke_kind, args.smoke))
-            depth = run_smoke_file(chan, args.smoke, kernel, device)
+            depth = smoke.run_smoke_file(chan, args.smoke, kernel, device)
         elif args.benchmarks:
             chan.enter("smoke", what="benchmarks %s" % args.benchmarks)
-            depth = run_benchmarks(chan, args.benchmarks, args.repo or args.variant, kernel, device)
+            depth = smoke.run_benchmarks(chan, args.benchmarks, args.repo or args.variant, kernel, device)
+    except acceptance.Refused as refused:
+        chan.fail(hub_refused_failure(refused))
+        return 1
+    except device_check.Unusable as e:
+        chan.fail(device_unusable_failure(e.device, e))
+        return 1
     except Mismatch as e:
         chan.fail(mismatch_failure(e))
         return 1
-    except (SmokeError, Incomparable) as e:
+    except (smoke.SmokeError, Incomparable) as e:
         chan.fail(invalid_smoke_failure(e))
         return 1
     except Exception as e:
@@ -571,6 +420,10 @@ def sample_exceptions():
 
     found = []
     try:
+        import preflight_no_such_package.sub  # noqa: F401
+    except ImportError as e:
+        found.append(e)
+    try:
         try:
             import preflight_no_such_module  # noqa: F401
         except ImportError as e:
@@ -594,6 +447,19 @@ def sample_exceptions():
     return found
 
 
+def sample_refusals():
+    """Real refusals of preflight's copy of the hub's rules: a dependency
+    the allowlist lacks, and one it allows that is not installed."""
+    allowlist = {"general": {"absent": {"python": [{"pkg": "preflight-absent", "import": "preflight_absent"}]}}}
+    found = []
+    for depends in (["not-allowed"], ["absent"]):
+        try:
+            acceptance.validate_dependencies("fixture", depends, "cpu", allowlist)
+        except acceptance.Refused as refused:
+            found.append(refused)
+    return found
+
+
 def self_check(golden_path):
     with open(golden_path) as f:
         golden = [json.loads(line) for line in f if line.strip()]
@@ -602,14 +468,17 @@ def self_check(golden_path):
         ev_phase("start"),
         ev_phase("smoke", "Relu.benchmark_small"),
         ev_runtime(python=sys.version.split()[0], executable=sys.executable, torch="2.8.0", device="cpu"),
-        ev_module("_fixture_1"),
+        ev_runtime(acceptance=acceptance.PREFLIGHT),
+        ev_module("_fixture_1", "fixture"),
         ev_timing("import", 1),
         ev_timing("smoke", 0.5),
         ev_failed("verify", mismatch_failure(Mismatch("3 of 3 elements differ"))),
         ev_failed("smoke", invalid_smoke_failure("no smoke function")),
         ev_failed("start", internal_failure("KeyError: 'x'", "Traceback …")),
+        ev_failed("load", device_unusable_failure("cuda", device_check.Unusable("cuda", "torch sees no cuda device"))),
         ev_done("verified"),
     ]
+    made.extend(ev_failed("import", hub_refused_failure(r)) for r in sample_refusals())
     made.extend(ev_failed("smoke", exception_failure(e)) for e in sample_exceptions())
     problems = []
     for event in made:

@@ -49,8 +49,10 @@ fn driver_hash() -> &'static [u8] {
     static HASH: OnceLock<Vec<u8>> = OnceLock::new();
     HASH.get_or_init(|| {
         let mut h = Sha256::new();
-        h.update(probe::DRIVER.as_bytes());
-        h.update(probe::COMPARE.as_bytes());
+        for (name, text) in probe::DRIVER_FILES {
+            h.update(name.as_bytes());
+            h.update(text.as_bytes());
+        }
         h.finalize().to_vec()
     })
 }

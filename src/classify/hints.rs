@@ -63,9 +63,19 @@ pub const IMPORT: &str =
 /// The workload raised something unrecognised.
 pub const RAISED: &str =
     "the kernel raised while running its smoke workload; see the traceback in the stderr tail";
-/// metadata.json the hub loader refuses too.
+/// metadata.json the hub loader refuses.
 pub const METADATA: &str =
-    "the hub loader refuses this variant too: fix or re-download its metadata.json";
+    "the hub loader refuses this variant: fix or re-download its metadata.json";
+/// The installed `kernels` is older than the variant's `kernels-minver`.
+pub const KERNELS_MINVER: &str =
+    "upgrade the hub loader (pip install --upgrade kernels), or use an older build of the kernel";
+/// A `python-depends` entry the hub does not allow on this backend.
+pub const UNSUPPORTED_DEPENDENCY: &str = "the hub loader does not allow this python-depends entry on this machine's backend: a newer `kernels` may allow it; otherwise use a variant that does not need it";
+/// A hub validator this preflight does not know.
+pub const HUB_REFUSED: &str =
+    "the hub loader refuses this variant here; see its message, and check the kernels version";
+/// A variant that imports its own package by absolute name.
+pub const OWN_IMPORT: &str = "hub variants must import their own modules relatively (`from . import ops`), not by the package name: report it to the kernel's authors";
 /// The variant's own module is missing.
 pub const INCOMPLETE_VARIANT: &str =
     "the variant directory is incomplete: re-download or rebuild it";
@@ -86,11 +96,53 @@ pub const PROTOCOL: &str =
 /// Not probed: another OS or CPU.
 pub const SKIPPED: &str = "it cannot load on this OS / CPU; probe it anyway with --all";
 
-/// A Python module is missing.
-pub fn missing_module(top: &str) -> String {
-    format!(
-        "install the package that provides `{top}` (often: pip install {top}) into the probed Python environment"
-    )
+/// A distribution to install.
+pub fn install(distribution: &str) -> String {
+    format!("pip install {distribution} into the probed Python environment")
+}
+
+/// A Python module is missing; `distribution` is the one known to provide
+/// it, if any.
+pub fn missing_module(top: &str, distribution: Option<&str>) -> String {
+    match distribution.or_else(|| distribution_of(top)) {
+        Some(dist) if dist == top => install(dist),
+        Some(dist) => format!(
+            "pip install {dist} (it provides `{top}`) into the probed Python environment"
+        ),
+        None => format!(
+            "install the package that provides `{top}` (often: pip install {top}) into the probed Python environment"
+        ),
+    }
+}
+
+/// Distributions whose import name is not their own name, for the common
+/// ones kernels import.
+const DISTRIBUTIONS: &[(&str, &str)] = &[
+    ("cutlass", "nvidia-cutlass-dsl"),
+    ("tvm_ffi", "apache-tvm-ffi"),
+    ("cv2", "opencv-python"),
+    ("sklearn", "scikit-learn"),
+    ("yaml", "pyyaml"),
+    ("PIL", "pillow"),
+];
+
+/// The distribution that provides the top-level module `top`, when it is
+/// not named like it.
+pub fn distribution_of(top: &str) -> Option<&'static str> {
+    DISTRIBUTIONS
+        .iter()
+        .find(|(module, _)| *module == top)
+        .map(|(_, dist)| *dist)
+}
+
+/// A device the variant's backend needs and nothing here can use.
+pub fn device_unusable(device: &str) -> String {
+    match device.split(':').next().unwrap_or(device) {
+        "cuda" => NO_DEVICE.to_owned(),
+        kind => format!(
+            "no usable {kind} device here: check its driver and a torch build for it, or use a CPU variant"
+        ),
+    }
 }
 
 /// A shared library is missing.

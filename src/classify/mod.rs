@@ -26,7 +26,7 @@ mod text;
 pub use crate::protocol::{Depth, ExceptionInfo, Phase, Timings};
 pub use cuda::first_error;
 
-use crate::protocol::{Evidence, Failure, Report};
+use crate::protocol::{Evidence, Failure, HubCheck, Report};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -232,8 +232,22 @@ fn decide(evidence: &Evidence, report: &Report) -> Outcome {
 fn from_failure(phase: Phase, failure: &Failure, report: &Report, evidence: &Evidence) -> Outcome {
     let cause = match failure {
         Failure::Exception(e) => {
-            python::from_exception(e, phase, report.module.as_deref(), &evidence.stderr)
+            let own = text::Own {
+                module: report.module.as_deref(),
+                package: report.package.as_deref(),
+            };
+            python::from_exception(e, phase, own, &evidence.stderr)
         }
+        Failure::HubRefused {
+            validator,
+            message,
+            package,
+        } => hub_refused(*validator, message, package.as_deref(), report),
+        Failure::DeviceUnusable { device, message } => Cause::new(
+            OutcomeKind::NoDevice,
+            format!("the {device} device is not usable here: {message}"),
+            hints::device_unusable(device),
+        ),
         Failure::Mismatch { label, message } => Cause::new(
             OutcomeKind::WrongResult,
             match label {
@@ -270,6 +284,57 @@ fn from_failure(phase: Phase, failure: &Failure, report: &Report, evidence: &Evi
         Failure::NoSuchDevice { ordinal, count } => cuda::no_such_device(*ordinal, *count),
     };
     Outcome::from_cause(cause, phase)
+}
+
+/// The hub loader's refusal, in the taxonomy's terms, with its own message
+/// quoted and who applied its rules.
+fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &Report) -> Cause {
+    let said = match report.runtime.acceptance.as_deref() {
+        Some("preflight") | None => format!(
+            "hub rules (applied by preflight: no `kernels` here) refuse it: {}",
+            short_paths(message)
+        ),
+        Some(judge) => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+    };
+    match (check, package) {
+        (HubCheck::Metadata, _) => Cause::new(OutcomeKind::ImportError, said, hints::METADATA),
+        (HubCheck::Dependencies, Some(package)) => Cause::new(
+            OutcomeKind::MissingDependency,
+            said,
+            hints::install(package),
+        ),
+        (HubCheck::Dependencies, None) => Cause::new(
+            OutcomeKind::ImportError,
+            said,
+            hints::UNSUPPORTED_DEPENDENCY,
+        ),
+        (HubCheck::Minver, _) => Cause::new(
+            OutcomeKind::DependencyVersion,
+            said,
+            hints::KERNELS_MINVER,
+        ),
+        (HubCheck::Arch, _) => Cause::new(OutcomeKind::UnsupportedArch, said, hints::ARCH),
+        (HubCheck::Other, _) => Cause::new(OutcomeKind::ImportError, said, hints::HUB_REFUSED),
+    }
+}
+
+/// The hub's parser names the file it read as `` `"/…/metadata.json"` ``;
+/// a variant's path is long enough to push the reason itself out of a
+/// one-line message, so only its file name is kept.
+fn short_paths(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find("`\"") {
+        let Some(len) = rest[start + 2..].find("\"`") else {
+            break;
+        };
+        let path = &rest[start + 2..start + 2 + len];
+        out.push_str(&rest[..start]);
+        out.push_str(path.rsplit('/').next().unwrap_or(path));
+        rest = &rest[start + 2 + len + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The outcome a known failure signature in free text (a compiler's output,

@@ -4,20 +4,15 @@
 //! printed, except a failed nvcc's own diagnostics.
 
 use super::stderr::decisive_lines;
-use super::text::{between, from_text, missing_module};
+use super::text::{Own, between, from_text, missing_module};
 use super::{Cause, OutcomeKind, Phase, cuda, hints};
 use crate::protocol::ExceptionInfo;
 
 /// The cause of an exception that ended the work in `phase`.
-/// `variant_module` is the id the variant was imported as; `stderr` is
-/// read for nvcc's diagnostics only.
-pub(super) fn from_exception(
-    e: &ExceptionInfo,
-    phase: Phase,
-    variant_module: Option<&str>,
-    stderr: &str,
-) -> Cause {
-    if let Some(cause) = structured(e, phase, variant_module, stderr) {
+/// `own` names the variant itself; `stderr` is read for nvcc's
+/// diagnostics only.
+pub(super) fn from_exception(e: &ExceptionInfo, phase: Phase, own: Own<'_>, stderr: &str) -> Cause {
+    if let Some(cause) = structured(e, phase, own, stderr) {
         return cause;
     }
     let texts =
@@ -28,7 +23,7 @@ pub(super) fn from_exception(
         }
     }
     for cause in &e.causes {
-        if let Some(found) = structured(cause, phase, variant_module, stderr) {
+        if let Some(found) = structured(cause, phase, own, stderr) {
             return found;
         }
     }
@@ -49,19 +44,7 @@ pub(super) fn from_exception(
 }
 
 /// Causes read from the exception's class and attributes, not its text.
-fn structured(
-    e: &ExceptionInfo,
-    phase: Phase,
-    variant_module: Option<&str>,
-    stderr: &str,
-) -> Option<Cause> {
-    if e.module == "preflight" && e.type_name == "MetadataError" {
-        return Some(Cause::new(
-            OutcomeKind::ImportError,
-            e.message.clone(),
-            hints::METADATA,
-        ));
-    }
+fn structured(e: &ExceptionInfo, phase: Phase, own: Own<'_>, stderr: &str) -> Option<Cause> {
     if let Some(code) = e.error_code
         && let Some(cause) = cuda::code_cause(code, e.error_name.as_deref(), phase)
     {
@@ -86,7 +69,7 @@ fn structured(
     if e.is_a("ModuleNotFoundError")
         && let Some(name) = e.name.as_deref()
     {
-        return Some(missing_module(name, variant_module));
+        return Some(missing_module(name, own, e.provider.as_ref()));
     }
     if e.is_a("OSError") && e.filename.as_deref().is_some_and(is_nvcc) {
         return Some(Cause::new(
@@ -119,7 +102,7 @@ fn structured(
         ));
     }
     if e.is_a("AttributeError")
-        && let Some(module) = variant_module
+        && let Some(module) = own.module
         && let Some(symbol) = between(
             &e.message,
             &format!("module '{module}' has no attribute '"),

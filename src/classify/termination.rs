@@ -110,15 +110,23 @@ fn pass_message(report: &Report, depth: Depth) -> String {
         match depth {
             Depth::Verified => "smoke workload verified against its reference",
             Depth::Smoke => "smoke workload ran (no reference to verify against)",
+            Depth::Device if report.module.is_some() => {
+                "imported; the device is usable (no smoke workload)"
+            }
             Depth::Device => "imported; its device code loaded",
             Depth::Load => "imported (no smoke workload)",
         }
         .to_owned()
     };
-    match (&report.device, &report.runtime.device) {
+    let what = match (&report.device, &report.runtime.device) {
         (Some(d), _) => format!("{what} on {} ({})", d.name, d.sm()),
         (None, Some(device)) => format!("{what} on {device}"),
         (None, None) => what,
+    };
+    match report.runtime.acceptance.as_deref() {
+        Some("preflight") => format!("{what}; hub rules applied by preflight (no `kernels` here)"),
+        Some(judge) => format!("{what}; accepted by {judge}"),
+        None => what,
     }
 }
 

@@ -2,6 +2,7 @@
 //! output, or the error lines of a child's stderr (REFERENCE.md §1 and §6).
 
 use super::{Cause, OutcomeKind, Phase, cuda, hints, strip_ansi};
+use crate::protocol::Provider;
 
 /// Causes recognised in free text: an exception message or stderr.
 pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
@@ -34,6 +35,7 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
         ),
         ("CUDA driver version is insufficient", 35),
         ("no CUDA-capable device is detected", 100),
+        ("CUDA-capable device(s) is/are busy or unavailable", 46),
         ("CUDA driver is a stub library", 34),
         ("a PTX JIT compilation failed", 218),
         ("PTX JIT compiler library not found", 221),
@@ -59,8 +61,12 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
         "Found no NVIDIA driver on your system",
         "Torch not compiled with CUDA enabled",
         "libcuda.so.1: cannot open shared object file",
+        "No CUDA GPUs are available",
+        "CUDA driver initialization failed",
+        // Triton found no backend whose device is usable.
+        "0 active drivers",
     ] {
-        if has(needle) {
+        if has_word(t, needle) {
             return Some(Cause::new(
                 OutcomeKind::NoDevice,
                 line(needle),
@@ -121,7 +127,7 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
         }
     }
     if let Some(name) = between(t, "No module named '", "'") {
-        return Some(missing_module(name, None));
+        return Some(missing_module(name, Own::default(), None));
     }
     if let Some(symbol) = after_word(t, "undefined symbol: ") {
         return Some(Cause::new(
@@ -186,21 +192,64 @@ fn numbered_cuda_error(text: &str) -> Option<i64> {
     None
 }
 
-pub(super) fn missing_module(name: &str, variant_module: Option<&str>) -> Cause {
-    let own = variant_module.is_some_and(|m| name == m || name.starts_with(&format!("{m}.")));
-    if own {
+/// What the child said the variant itself is called: the module id it was
+/// imported as, and its kernel's package name.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Own<'a> {
+    pub module: Option<&'a str>,
+    pub package: Option<&'a str>,
+}
+
+/// A module that could not be imported: part of the variant itself, the
+/// variant's own package imported by absolute name, a part that an
+/// installed distribution lacks, or a missing distribution (named as pip
+/// knows it when the child or the table knows it).
+pub(super) fn missing_module(name: &str, own: Own<'_>, provider: Option<&Provider>) -> Cause {
+    let under = |m: &str| name == m || name.starts_with(&format!("{m}."));
+    if own.module.is_some_and(under) {
         return Cause::new(
             OutcomeKind::ImportError,
             format!("the variant's own module `{name}` is missing"),
             hints::INCOMPLETE_VARIANT,
         );
     }
+    if own.package.is_some_and(under) {
+        return Cause::new(
+            OutcomeKind::ImportError,
+            format!("the variant imports its own package by absolute name: no module named `{name}`"),
+            hints::OWN_IMPORT,
+        );
+    }
     let top = name.split('.').next().unwrap_or(name);
+    let distribution = provider.and_then(|p| p.distribution.as_deref());
+    if let Some(p) = provider.filter(|p| p.installed && p.top != name) {
+        let dist = distribution.unwrap_or(top);
+        let installed = match &p.version {
+            Some(version) => format!("`{dist}` {version} is installed"),
+            None => format!("`{top}` is installed"),
+        };
+        return Cause::new(
+            OutcomeKind::DependencyVersion,
+            format!("{installed} but has no module `{name}`"),
+            hints::dependency_version(dist),
+        );
+    }
     Cause::new(
         OutcomeKind::MissingDependency,
         format!("missing Python module `{name}`"),
-        hints::missing_module(top),
+        hints::missing_module(top, distribution),
     )
+}
+
+/// Whether `needle` occurs in `text` not glued to a word or number before
+/// it (`0 active drivers`, not `10 active drivers`).
+fn has_word(text: &str, needle: &str) -> bool {
+    text.match_indices(needle).any(|(at, _)| {
+        !text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+    })
 }
 
 /// The trimmed line of `text` that contains `needle`.

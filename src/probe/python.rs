@@ -1,7 +1,7 @@
 //! The python executor's parent side: it writes the embedded driver
-//! (`probes/python/driver.py` and its `compare.py`) into the sandbox's
-//! directory, starts the interpreter there, and reads the child's events
-//! back from the channel file.
+//! (`probes/python/driver.py` and the files it loads, [`DRIVER_FILES`]) into
+//! the sandbox's directory, starts the interpreter there, and reads the
+//! child's events back from the channel file.
 
 use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
 use crate::protocol::{CHANNEL_ENV, Depth, Evidence, ExecutorKind};
@@ -16,8 +16,35 @@ pub const DRIVER: &str = include_str!("../../probes/python/driver.py");
 /// The driver's comparison of results with references, written next to it.
 pub const COMPARE: &str = include_str!("../../probes/python/compare.py");
 
+/// The hub's `python-depends` allowlist (`kernels/python_depends.json` of
+/// the `kernels` release the acceptance rules were copied from), handed to
+/// the driver for variants probed where `kernels` is not installed.
+pub const PYTHON_DEPENDS: &str = include_str!("../../probes/python/python_depends.json");
+
 const DRIVER_NAME: &str = "preflight_driver.py";
-const COMPARE_NAME: &str = "compare.py";
+
+/// Every file the driver needs, by the name it is written under next to it
+/// (the driver itself included): all of them decide a verdict, so all of
+/// them belong to a probe's identity. The names are prefixed because the
+/// driver's folder is first on the child's `sys.path`: a kernel's own
+/// `import device` must not find preflight's.
+pub const DRIVER_FILES: &[(&str, &str)] = &[
+    (DRIVER_NAME, DRIVER),
+    ("preflight_compare.py", COMPARE),
+    (
+        "preflight_acceptance.py",
+        include_str!("../../probes/python/acceptance.py"),
+    ),
+    (
+        "preflight_device.py",
+        include_str!("../../probes/python/device.py"),
+    ),
+    (
+        "preflight_smoke_sources.py",
+        include_str!("../../probes/python/smoke.py"),
+    ),
+    ("preflight_python_depends.json", PYTHON_DEPENDS),
+];
 const CHANNEL_NAME: &str = "preflight_result.jsonl";
 const SMOKE_NAME: &str = "preflight_smoke.py";
 
@@ -59,8 +86,10 @@ impl PythonExecutor {
                 source,
             })
         };
-        let driver = write(DRIVER_NAME, DRIVER)?;
-        write(COMPARE_NAME, COMPARE)?;
+        for (name, text) in DRIVER_FILES {
+            write(name, text)?;
+        }
+        let driver = dir.join(DRIVER_NAME);
         let mut args: Vec<OsString> = vec![
             "-B".into(),
             driver.into(),

@@ -41,6 +41,11 @@ pub enum Event {
     Module {
         /// `sys.modules` key (`_activation_0c3eb4e`).
         name: String,
+        /// The kernel's Python package name (`flash_attn3` for the kernel
+        /// `flash-attn3`): a variant that imports it by this absolute name
+        /// instead of relatively cannot find itself.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        package: Option<String>,
     },
     /// The GPU probed, as its driver describes it.
     Device(DeviceInfo),
@@ -120,6 +125,12 @@ pub struct Runtime {
     /// Devices the driver sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub devices: Option<u32>,
+    /// Who judged the variant's metadata the way the hub loader does:
+    /// `kernels 0.17.2` (the hub's own code, installed in the probed
+    /// interpreter) or `preflight` (its copy of the hub's rules, when
+    /// `kernels` is not installed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<String>,
 }
 
 impl Runtime {
@@ -136,6 +147,7 @@ impl Runtime {
         take(&mut self.device, &other.device);
         take(&mut self.cuda_driver, &other.cuda_driver);
         take(&mut self.devices, &other.devices);
+        take(&mut self.acceptance, &other.acceptance);
     }
 }
 
@@ -241,6 +253,27 @@ pub enum Failure {
         /// How many devices the driver sees.
         count: u32,
     },
+    /// The hub loader refuses the variant before importing it: its metadata
+    /// parser or one of its validators said no.
+    HubRefused {
+        /// Which check refused.
+        validator: HubCheck,
+        /// What it said, verbatim.
+        message: String,
+        /// The distribution to install, when the refusal is a
+        /// `python-depends` entry that is allowed but not installed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        package: Option<String>,
+    },
+    /// The variant's backend is a device, and nothing in the child can use
+    /// one: torch sees none, Triton has no active driver, or neither is
+    /// installed.
+    DeviceUnusable {
+        /// The framework device asked for (`cuda`, `cuda:1`, `xpu`, `mps`).
+        device: String,
+        /// What the child found, naming the framework that said so.
+        message: String,
+    },
     /// A result differed from its reference.
     Mismatch {
         /// What was compared (a function, a workload), when the child knows.
@@ -270,6 +303,26 @@ pub enum Failure {
     /// A failure kind this parent does not know (a newer child).
     #[serde(other)]
     Unknown,
+}
+
+/// The hub loader's checks of a variant, in the order it applies them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HubCheck {
+    /// The `metadata.json` parser (`kernels._rust.Metadata`): required
+    /// fields, their types, the kernel name's form.
+    Metadata,
+    /// `DependencyValidator`: every `python-depends` entry is on the hub's
+    /// allowlist for this machine's backend, and installed.
+    Dependencies,
+    /// `MinverValidator`: the installed `kernels` is at least `kernels-minver`.
+    Minver,
+    /// `ArchValidator`: the device's compute capability is among the
+    /// declared archs.
+    Arch,
+    /// A validator this preflight does not know (a newer `kernels`).
+    #[serde(other)]
+    Other,
 }
 
 /// A failed CUDA driver API call.
@@ -345,12 +398,36 @@ pub struct ExceptionInfo {
     /// `CalledProcessError.stderr` (else `.output`), when it was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// What provides the top-level package of the module `name` names, for
+    /// an import that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<Provider>,
     /// The chain of causes (`raise … from e`, or raised while handling), outermost first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<ExceptionInfo>,
     /// The last lines of the formatted traceback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<String>,
+}
+
+/// What the probed interpreter has for the top-level package of a module
+/// that could not be imported (`triton` for `triton.tools.experimental_descriptor`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provider {
+    /// The top-level import name.
+    pub top: String,
+    /// Whether that package is importable here (then the missing module is
+    /// a part of it that this version lacks).
+    #[serde(default)]
+    pub installed: bool,
+    /// The distribution that provides it: the installed one
+    /// (`importlib.metadata.packages_distributions()`), else the one the
+    /// variant's `python-depends` names for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<String>,
+    /// The installed distribution's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 impl ExceptionInfo {
@@ -380,6 +457,8 @@ impl Failure {
             Failure::LibraryMissing { .. } => "library_missing",
             Failure::SymbolMissing { .. } => "symbol_missing",
             Failure::NoSuchDevice { .. } => "no_such_device",
+            Failure::HubRefused { .. } => "hub_refused",
+            Failure::DeviceUnusable { .. } => "device_unusable",
             Failure::Mismatch { .. } => "mismatch",
             Failure::InvalidSmoke { .. } => "invalid_smoke",
             Failure::InvalidInput { .. } => "invalid_input",

@@ -71,6 +71,8 @@ pub struct Report {
     pub last_phase: Option<Phase>,
     /// The module id the variant was imported as.
     pub module: Option<String>,
+    /// The kernel's Python package name.
+    pub package: Option<String>,
     /// What the child knows of its runtime, merged.
     pub runtime: Runtime,
     /// The GPU probed.
@@ -119,7 +121,10 @@ impl Report {
                 }
                 Event::Phase { phase, .. } => r.last_phase = Some(*phase),
                 Event::Runtime(runtime) => r.runtime.merge(runtime),
-                Event::Module { name } => r.module = Some(name.clone()),
+                Event::Module { name, package } => {
+                    r.module = Some(name.clone());
+                    r.package.clone_from(package);
+                }
                 Event::Device(d) => r.device = Some(d.clone()),
                 Event::Devices { devices } => r.devices.clone_from(devices),
                 Event::Compiled(c) => r.compiled = Some(c.clone()),

@@ -23,8 +23,8 @@ mod tests;
 
 pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, VersionMismatch};
 pub use event::{
-    CompileInfo, CudaError, DeviceInfo, Event, ExceptionInfo, Failure, NvrtcError, Runtime, Sample,
-    Span,
+    CompileInfo, CudaError, DeviceInfo, Event, ExceptionInfo, Failure, HubCheck, NvrtcError,
+    Provider, Runtime, Sample, Span,
 };
 pub use evidence::{Evidence, Report, Timings};
 
@@ -77,7 +77,8 @@ pub enum Phase {
     Start,
     /// Importing the variant's Python module.
     Import,
-    /// Loading (or compiling, then loading) a module onto the device.
+    /// Loading (or compiling, then loading) a module onto the device, or
+    /// confirming that the device is usable at all.
     Load,
     /// Launching a kernel and timing it.
     Launch,

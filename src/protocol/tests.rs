@@ -51,6 +51,7 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
         Event::Runtime(Runtime::default()),
         Event::Module {
             name: String::new(),
+            package: None,
         },
         Event::Device(DeviceInfo {
             ordinal: 0,
@@ -111,6 +112,15 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
         Failure::NoSuchDevice {
             ordinal: 0,
             count: 0,
+        },
+        Failure::HubRefused {
+            validator: HubCheck::Metadata,
+            message: String::new(),
+            package: None,
+        },
+        Failure::DeviceUnusable {
+            device: String::new(),
+            message: String::new(),
         },
         Failure::Mismatch {
             label: None,

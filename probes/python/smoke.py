@@ -1,0 +1,247 @@
+"""Smoke workloads for preflight's python executor (loaded by the driver
+from the sandbox directory): a `--smoke` file's `smoke(kernel, device)` or
+the kernel repo's own benchmarks in the hub's convention, run once and
+verified when a reference exists, timed with device events where torch
+drives a GPU.
+
+Works on Python 3.8+ without torch or numpy; uses them only when the kernel
+or its workload already imported them.
+"""
+
+import importlib.util
+import os
+import sys
+import time
+import types
+
+from preflight_compare import check_close
+
+# Workload names ordered from small to large; unknown names rank in the middle.
+SIZE_WORDS = ("tiny", "small", "base", "default", "medium", "large", "huge")
+
+
+class SmokeError(Exception):
+    """The smoke source itself is unusable (no smoke function, bad return value)."""
+
+
+# The parent recognises the driver's own exceptions by this module name.
+SmokeError.__module__ = "preflight"
+
+# ---------------------------------------------------------------- timing
+
+
+class Timer:
+    """Device events when torch drives a GPU here, perf_counter_ns otherwise."""
+
+    def __init__(self, device):
+        self.events = None
+        torch = sys.modules.get("torch")
+        if torch is not None and device.startswith("cuda"):
+            try:
+                if torch.cuda.is_available():
+                    self.events = (
+                        torch.cuda.Event(enable_timing=True),
+                        torch.cuda.Event(enable_timing=True),
+                    )
+            except Exception:
+                self.events = None
+
+    def __enter__(self):
+        self.start = time.perf_counter_ns()
+        if self.events:
+            self.events[0].record()
+        return self
+
+    def __exit__(self, *exc):
+        if self.events:
+            self.events[1].record()
+        self.host_ms = (time.perf_counter_ns() - self.start) / 1e6
+        return False
+
+    def ms(self):
+        if self.events:
+            self.events[1].synchronize()
+            return float(self.events[0].elapsed_time(self.events[1]))
+        return self.host_ms
+
+
+def synchronize(device):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    name = device.split(":")[0]
+    if name == "cuda" and torch.cuda.is_available():
+        torch.cuda.synchronize()
+    elif name == "xpu" and hasattr(torch, "xpu") and torch.xpu.is_available():
+        torch.xpu.synchronize()
+    elif name == "mps" and torch.backends.mps.is_available():
+        torch.mps.synchronize()
+
+
+def resolve_device(device):
+    """`auto` (universal variants): the accelerator torch sees, else cpu."""
+    if device != "auto":
+        return device
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return "cpu"
+    try:
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        xpu = getattr(torch, "xpu", None)
+        if xpu is not None and xpu.is_available():
+            return "xpu"
+    except Exception:
+        pass
+    return "cpu"
+
+
+# ---------------------------------------------------------------- smoke sources
+
+
+def load_file(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SmokeError("cannot load %s as Python" % path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_smoke_file(chan, path, kernel, device):
+    """`def smoke(kernel, device)` → None | (actual, expected) | dict."""
+    module = load_file(path, "preflight_smoke")
+    smoke = getattr(module, "smoke", None)
+    if not callable(smoke):
+        raise SmokeError("%s defines no function smoke(kernel, device)" % path)
+    with Timer(device) as timer:
+        result = smoke(kernel, device)
+        synchronize(device)
+    smoke_ms = timer.ms()
+    if result is None:
+        chan.timing("smoke", smoke_ms)
+        return "smoke"
+    if isinstance(result, dict) and "actual" in result and "expected" in result:
+        actual, expected = result["actual"], result["expected"]
+        rtol, atol = result.get("rtol"), result.get("atol")
+    elif isinstance(result, tuple) and len(result) == 2:
+        (actual, expected), rtol, atol = result, None, None
+    else:
+        raise SmokeError(
+            "smoke() returned %s; expected None, (actual, expected) or "
+            '{"actual", "expected", "rtol", "atol"}' % type(result).__name__
+        )
+    chan.timing("smoke", smoke_ms)
+    chan.enter("verify")
+    check_close(actual, expected, rtol, atol)
+    return "verified"
+
+
+def benchmark_base():
+    """`kernels.benchmark.Benchmark`, or a compatible stand-in when the
+    `kernels` package is not installed in this environment."""
+    if importlib.util.find_spec("kernels") is None:
+        package = types.ModuleType("kernels")
+        package.__path__ = []
+        module = types.ModuleType("kernels.benchmark")
+
+        class Benchmark:
+            """Stand-in for kernels.benchmark.Benchmark (kernels not installed)."""
+
+            seed = None
+            device = "cpu"
+
+            def __init__(self):
+                self.kernel = None
+                self.out = None
+
+            def setup(self):
+                pass
+
+        Benchmark.__module__ = "kernels.benchmark"
+        module.Benchmark = Benchmark
+        package.benchmark = module
+        sys.modules["kernels"] = package
+        sys.modules["kernels.benchmark"] = module
+    from kernels.benchmark import Benchmark
+
+    return Benchmark
+
+
+def smallest_workload(cls):
+    """The workload to run once: named by size when it can tell, else the
+    first defined."""
+    names = []
+    for klass in reversed(cls.__mro__):
+        for attr in vars(klass):
+            if attr.startswith("benchmark_") and callable(getattr(cls, attr)) and attr not in names:
+                names.append(attr)
+    workloads = [n[len("benchmark_"):] for n in names]
+
+    def rank(workload):
+        words = workload.lower().split("_")
+        for i, word in enumerate(SIZE_WORDS):
+            if word in words:
+                return i
+        return SIZE_WORDS.index("medium")
+
+    return min(workloads, key=lambda w: (rank(w), workloads.index(w))) if workloads else None
+
+
+def run_benchmarks(chan, bench_dir, repo, kernel, device):
+    """The hub's benchmark convention: each Benchmark subclass of each
+    `benchmarks/benchmark*.py`, smallest workload once, verified when
+    `verify_<workload>` exists (torch.allclose(out, ref, atol=1e-2) as the hub)."""
+    base = benchmark_base()
+    scripts = sorted(
+        os.path.join(bench_dir, f)
+        for f in os.listdir(bench_dir)
+        if f.startswith("benchmark") and f.endswith(".py")
+    )
+    runs = []
+    for index, script in enumerate(scripts):
+        name = "preflight_benchmark_%d" % index
+        here = os.getcwd()
+        os.chdir(repo)
+        try:
+            module = load_file(script, name)
+        finally:
+            os.chdir(here)
+        for attr in sorted(vars(module)):
+            obj = getattr(module, attr)
+            if isinstance(obj, type) and issubclass(obj, base) and obj is not base and obj.__module__ == name:
+                workload = smallest_workload(obj)
+                if workload is not None:
+                    runs.append((obj, workload))
+    if not runs:
+        raise SmokeError("no Benchmark subclass with a benchmark_<workload> method in %s" % bench_dir)
+    total_ms, verified = 0.0, True
+    for cls, workload in runs:
+        chan.enter("smoke", what="%s.%s" % (cls.__name__, workload))
+        bench = cls()
+        bench.kernel = kernel
+        bench.device = device
+        if bench.seed is not None:
+            import random
+
+            random.seed(bench.seed)
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                torch.manual_seed(bench.seed)
+        getattr(bench, "setup_" + workload, bench.setup)()
+        with Timer(device) as timer:
+            getattr(bench, "benchmark_" + workload)()
+            synchronize(device)
+        total_ms += timer.ms()
+        verify = getattr(bench, "verify_" + workload, None)
+        if verify is None:
+            verified = False
+            continue
+        chan.enter("verify", what="%s.%s" % (cls.__name__, workload))
+        check_close(bench.out, verify(), rtol=1e-5, atol=1e-2)
+    chan.timing("smoke", total_ms)
+    return "verified" if verified else "smoke"
