@@ -8,6 +8,7 @@ use kernel_preflight::protocol::{Depth, Evidence, Report};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use kernel_preflight::variant::VariantName;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// A kernel repo under a temp dir: `<tmp>/fixture/build/<variant>/`.
@@ -28,13 +29,14 @@ impl Repo {
 
     /// A variant whose `__init__.py` is `init`, with valid metadata.
     pub fn variant(&self, name: &str, init: &str) -> PathBuf {
+        self.variant_with(name, init, metadata(name))
+    }
+
+    /// A variant whose `__init__.py` is `init` and whose `metadata.json` is
+    /// `metadata` as given.
+    pub fn variant_with(&self, name: &str, init: &str, metadata: serde_json::Value) -> PathBuf {
         let dir = self.root().join("build").join(name);
         std::fs::create_dir_all(&dir).expect("variant dir");
-        let id = format!("_fixture_{}", name.replace('-', "_"));
-        let metadata = serde_json::json!({
-            "name": "fixture", "id": id, "version": 1, "license": "MIT",
-            "python-depends": [], "backend": {"type": "cpu"},
-        });
         std::fs::write(dir.join("metadata.json"), metadata.to_string()).expect("metadata");
         std::fs::write(dir.join("__init__.py"), init).expect("__init__.py");
         dir
@@ -47,6 +49,80 @@ impl Repo {
         std::fs::write(&path, text).expect("write");
         path
     }
+}
+
+/// Valid metadata of the kernel `fixture`, as real ones have it (with the
+/// backend the variant's name says, `cpu` for universal ones).
+pub fn metadata(variant: &str) -> serde_json::Value {
+    let device = VariantName::parse(variant).map_or("cpu", |v| kernel_preflight::probe::device_for(&v));
+    let backend = match device {
+        "cuda" if variant.contains("rocm") => "rocm",
+        "mps" => "metal",
+        "npu" => "cann",
+        "auto" => "cpu",
+        other => other,
+    };
+    serde_json::json!({
+        "name": "fixture", "id": format!("_fixture_{}", variant.replace('-', "_")),
+        "version": 1, "license": "MIT", "upstream": "https://example.com/fixture.git",
+        "python-depends": [], "backend": {"type": backend},
+    })
+}
+
+/// A folder to put on the child's `PYTHONPATH`: stand-ins for installed
+/// packages (a torch that sees no GPU, a triton of some version).
+pub struct Site {
+    pub dir: tempfile::TempDir,
+}
+
+impl Site {
+    pub fn new() -> Site {
+        Site {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// Write `text` at `relative` in the folder.
+    pub fn file(&self, relative: &str, text: &str) -> &Site {
+        let path = self.dir.path().join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(&path, text).expect("write");
+        self
+    }
+
+    /// A python executor for `python` with this folder on `PYTHONPATH`.
+    pub fn executor(&self, python: &Path) -> PythonExecutor {
+        let mut executor = PythonExecutor::new(python);
+        executor
+            .env
+            .push(("PYTHONPATH".into(), self.dir.path().into()));
+        executor
+    }
+}
+
+/// An interpreter without `kernels` (or any other package): a venv made
+/// once per test binary, without system site-packages.
+pub fn bare_python() -> PathBuf {
+    static BARE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, python) = BARE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let venv = dir.path().join("bare");
+        let status = std::process::Command::new(python())
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .status()
+            .expect("python -m venv");
+        assert!(status.success(), "python -m venv");
+        let bare = venv.join("bin/python");
+        let has_kernels = std::process::Command::new(&bare)
+            .args(["-c", "import kernels"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("the bare python runs");
+        assert!(!has_kernels.success(), "the bare venv must not have kernels");
+        (dir, bare)
+    });
+    python.clone()
 }
 
 /// The test Python: `PREFLIGHT_TEST_PYTHON`, else the project venv's, else
@@ -102,8 +178,16 @@ pub fn probe_with(
     smoke: SmokeSource,
     limits: Limits,
 ) -> (Probed, Outcome) {
-    let evidence = PythonExecutor::new(python)
-        .run(&job(variant, smoke, limits), &Cancel::new())
+    probe_job(
+        &PythonExecutor::new(python),
+        &job(variant, smoke, limits),
+    )
+}
+
+/// Run `job` with `executor` and classify the result.
+pub fn probe_job(executor: &PythonExecutor, job: &Job) -> (Probed, Outcome) {
+    let evidence = executor
+        .run(job, &Cancel::new())
         .expect("the probe itself runs");
     let outcome = classify::classify(&evidence);
     let run = Probed {
