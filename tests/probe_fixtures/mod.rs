@@ -2,6 +2,8 @@
 //! that classifies like `preflight check` does.
 #![allow(dead_code)]
 
+pub mod fakes;
+
 use kernel_preflight::classify::{self, Outcome};
 use kernel_preflight::probe::{Executor, Job, Placement, PythonExecutor, SmokeSource, Subject};
 use kernel_preflight::protocol::{Depth, Evidence, Report};

@@ -1,0 +1,179 @@
+//! A variant built for a device passes only where its device is usable
+//! from the child: torch sees it, and Triton (when the kernel imports it)
+//! has an active driver. This machine has no GPU and the test environment
+//! no torch, so torch and Triton are stand-ins on the child's PYTHONPATH
+//! (`probe_fixtures::fakes`) that answer as a CPU-only build, a build that
+//! sees one GPU, and a Triton without an active driver would.
+
+mod probe_fixtures;
+
+use kernel_preflight::classify::{Depth, Outcome, OutcomeKind, Phase};
+use kernel_preflight::probe::{Placement, PythonExecutor, SmokeSource};
+use probe_fixtures::{Repo, Site, bare_python, fakes, job, probe_job, python, quick_limits};
+use std::path::Path;
+
+const ADD: &str = "def add(a, b):\n    return [x + y for x, y in zip(a, b)]\n";
+
+/// Probe `variant` on its own device (not the cpu, as other tests do).
+fn on_its_device(executor: &PythonExecutor, variant: &Path, smoke: SmokeSource) -> Outcome {
+    let mut job = job(variant, smoke, quick_limits());
+    job.device = Placement::Default;
+    probe_job(executor, &job).1
+}
+
+#[test]
+fn without_torch_a_cuda_variant_is_no_device_not_a_load_only_pass() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-cuda", ADD);
+    for python in [python(), bare_python()] {
+        let outcome = on_its_device(&PythonExecutor::new(&python), &v, SmokeSource::LoadOnly);
+        assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
+        assert_eq!(outcome.phase, Phase::Load);
+        assert!(
+            outcome.message.contains("torch is not installed"),
+            "{}",
+            outcome.message
+        );
+        assert!(
+            outcome.hint.contains("CUDA build of torch"),
+            "{}",
+            outcome.hint
+        );
+    }
+}
+
+#[test]
+fn a_cpu_only_torch_is_no_device() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-cuda", ADD);
+    let site = Site::new();
+    fakes::torch(&site, None, 0);
+    let outcome = on_its_device(&site.executor(&python()), &v, SmokeSource::LoadOnly);
+    assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
+    assert!(
+        outcome
+            .message
+            .contains("torch 2.8.0+fake sees no cuda device: torch.cuda.is_available() is False (a CPU-only build"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
+fn a_device_torch_sees_is_depth_device_and_a_smoke_runs_on_it() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-cuda", ADD);
+    let site = Site::new();
+    fakes::torch(&site, Some("12.8"), 1);
+    let executor = site.executor(&python());
+    let outcome = on_its_device(&executor, &v, SmokeSource::LoadOnly);
+    assert_eq!(
+        (outcome.kind, outcome.depth),
+        (OutcomeKind::Pass, Some(Depth::Device)),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .message
+            .starts_with("imported; the device is usable (no smoke workload) on cuda"),
+        "{}",
+        outcome.message
+    );
+    let smoke = SmokeSource::File(repo.file(
+        "smoke.py",
+        "def smoke(kernel, device):\n    assert device == 'cuda', device\n    return kernel.add([1], [2]), [3]\n",
+    ));
+    let outcome = on_its_device(&executor, &v, smoke);
+    assert_eq!(
+        (outcome.kind, outcome.depth),
+        (OutcomeKind::Pass, Some(Depth::Verified)),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_device_beyond_those_torch_sees_is_no_device() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-cuda", ADD);
+    let site = Site::new();
+    fakes::torch(&site, Some("12.8"), 1);
+    let mut job = job(&v, SmokeSource::LoadOnly, quick_limits());
+    job.device = Placement::Ordinal(1);
+    let (_, outcome) = probe_job(&site.executor(&python()), &job);
+    assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
+    assert!(
+        outcome.message.contains("sees 1 cuda device(s), not device 1"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
+fn a_triton_kernel_needs_an_active_triton_driver() {
+    // torch sees a GPU, Triton finds no active driver: the kernel cannot
+    // launch, whatever torch says.
+    let repo = Repo::new();
+    let v = repo.variant("torch-cuda", &format!("import triton\n{ADD}"));
+    let site = Site::new();
+    fakes::torch(&site, Some("12.8"), 1);
+    fakes::triton(&site, "3.4.0");
+    let outcome = on_its_device(&site.executor(&python()), &v, SmokeSource::LoadOnly);
+    assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
+    assert!(
+        outcome.message.contains(
+            "triton 3.4.0 has no usable driver: RuntimeError: 0 active drivers ([]). There should only be one."
+        ),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
+fn other_devices_are_checked_through_their_own_torch_backend() {
+    let site = Site::new();
+    fakes::torch(&site, None, 0);
+    let executor = site.executor(&bare_python());
+    let repo = Repo::new();
+    let xpu = repo.variant("torch-xpu", ADD);
+    let outcome = on_its_device(&executor, &xpu, SmokeSource::LoadOnly);
+    assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
+    assert!(
+        outcome.message.contains("has no torch.xpu"),
+        "{}",
+        outcome.message
+    );
+    assert!(outcome.hint.contains("no usable xpu device"), "{}", outcome.hint);
+    let metal = repo.variant("torch-metal", ADD);
+    let outcome = on_its_device(&executor, &metal, SmokeSource::LoadOnly);
+    assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
+    assert!(
+        outcome
+            .message
+            .contains("torch.backends.mps.is_available() is False"),
+        "{}",
+        outcome.message
+    );
+}
+
+#[test]
+fn universal_and_cpu_variants_and_a_cpu_placement_need_no_device() {
+    let repo = Repo::new();
+    let executor = PythonExecutor::new(python());
+    for name in ["torch-universal", "torch-cpu"] {
+        let v = repo.variant(name, ADD);
+        let outcome = on_its_device(&executor, &v, SmokeSource::LoadOnly);
+        assert_eq!(
+            (outcome.kind, outcome.depth),
+            (OutcomeKind::Pass, Some(Depth::Load)),
+            "{name}: {outcome:?}"
+        );
+    }
+    // A cuda variant asked to run on the cpu: its device is not needed.
+    let v = repo.variant("torch-cuda", ADD);
+    let (_, outcome) = probe_job(&executor, &job(&v, SmokeSource::LoadOnly, quick_limits()));
+    assert_eq!(
+        (outcome.kind, outcome.depth),
+        (OutcomeKind::Pass, Some(Depth::Load)),
+        "{outcome:?}"
+    );
+}
