@@ -41,11 +41,7 @@ def confirm(device):
         import torch
     triton = sys.modules.get("triton")
     if torch is None and triton is None:
-        raise Unusable(
-            device,
-            "torch is not installed in this interpreter, and the kernel did not import triton: "
-            "nothing here can use a %s device" % kind,
-        )
+        raise Unusable(device, "torch is not installed here (nor triton): nothing can use a %s device" % kind)
     if torch is not None:
         torch_sees(torch, device, kind, ordinal)
     if triton is not None:

@@ -245,7 +245,7 @@ fn from_failure(phase: Phase, failure: &Failure, report: &Report, evidence: &Evi
         } => hub_refused(*validator, message, package.as_deref(), report),
         Failure::DeviceUnusable { device, message } => Cause::new(
             OutcomeKind::NoDevice,
-            format!("the {device} device is not usable here: {message}"),
+            format!("the {device} device is not usable: {message}"),
             hints::device_unusable(device),
         ),
         Failure::Mismatch { label, message } => Cause::new(
