@@ -227,7 +227,10 @@ fn with_kernels_installed_its_own_code_decides() {
     let t = table();
     let seen = check(&python(), &format!("kernels {}", t.kernels), true);
     let expect = [
-        ("minver-newer-than-installed", OutcomeKind::DependencyVersion),
+        (
+            "minver-newer-than-installed",
+            OutcomeKind::DependencyVersion,
+        ),
         ("no-license", OutcomeKind::ImportError),
         (
             "allowed-dependency-not-installed",
@@ -275,7 +278,9 @@ fn without_kernels_preflight_applies_the_same_rules_and_says_so() {
     );
     let refused = kind_of(&seen, "dependency-not-allowed");
     assert!(
-        refused.message.starts_with("hub rules (applied by preflight"),
+        refused
+            .message
+            .starts_with("hub rules (applied by preflight"),
         "{}",
         refused.message
     );
@@ -308,11 +313,17 @@ fn metadata_texts() -> Vec<String> {
         ("python-depends", Value::Null),
         ("kernel-depends", json!([{"repo-id": "a/b"}])),
         ("kernel-depends", json!([{"repo_id": "a/b", "version": 1}])),
-        ("kernel-depends", json!([{"repo-id": "a/b", "revision": "main"}])),
+        (
+            "kernel-depends",
+            json!([{"repo-id": "a/b", "revision": "main"}]),
+        ),
         ("backend", json!({"type": "CUDA"})),
         ("backend", json!({"type": "universal"})),
         ("backend", json!({"type": "cuda", "archs": ["9.0a", 10]})),
-        ("backend", json!({"type": "cuda", "archs": null, "extra": 1})),
+        (
+            "backend",
+            json!({"type": "cuda", "archs": null, "extra": 1}),
+        ),
         ("backend", json!("cuda")),
         ("upstream", json!(3)),
         ("digest", json!({"algorithm": "md5", "files": {}})),

@@ -30,7 +30,9 @@ fn without_torch_a_cuda_variant_is_no_device_not_a_load_only_pass() {
         assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
         assert_eq!(outcome.phase, Phase::Load);
         assert!(
-            outcome.message.contains("torch is not installed here (nor triton)"),
+            outcome
+                .message
+                .contains("torch is not installed here (nor triton)"),
             "{}",
             outcome.message
         );
@@ -102,7 +104,9 @@ fn a_device_beyond_those_torch_sees_is_no_device() {
     let (_, outcome) = probe_job(&site.executor(&python()), &job);
     assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");
     assert!(
-        outcome.message.contains("sees 1 cuda device(s), not device 1"),
+        outcome
+            .message
+            .contains("sees 1 cuda device(s), not device 1"),
         "{}",
         outcome.message
     );
@@ -142,7 +146,11 @@ fn other_devices_are_checked_through_their_own_torch_backend() {
         "{}",
         outcome.message
     );
-    assert!(outcome.hint.contains("no usable xpu device"), "{}", outcome.hint);
+    assert!(
+        outcome.hint.contains("no usable xpu device"),
+        "{}",
+        outcome.hint
+    );
     let metal = repo.variant("torch-metal", ADD);
     let outcome = on_its_device(&executor, &metal, SmokeSource::LoadOnly);
     assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{outcome:?}");

@@ -44,7 +44,11 @@ fn a_module_an_installed_triton_lacks_is_dependency_version_naming_its_version()
         "`triton` 3.9.0 is installed but has no module `triton.tools.experimental_descriptor`"
     );
     assert!(outcome.hint.contains("`triton`"), "{}", outcome.hint);
-    assert!(!outcome.hint.contains("pip install triton"), "{}", outcome.hint);
+    assert!(
+        !outcome.hint.contains("pip install triton"),
+        "{}",
+        outcome.hint
+    );
 }
 
 #[test]
@@ -69,8 +73,14 @@ fn a_declared_dependency_missing_a_module_is_named_by_its_distribution() {
 #[test]
 fn missing_modules_are_named_by_the_distribution_that_installs_them() {
     for (module, install) in [
-        ("cutlass", "pip install nvidia-cutlass-dsl (it provides `cutlass`)"),
-        ("yaml_preflight_absent", "often: pip install yaml_preflight_absent"),
+        (
+            "cutlass",
+            "pip install nvidia-cutlass-dsl (it provides `cutlass`)",
+        ),
+        (
+            "yaml_preflight_absent",
+            "often: pip install yaml_preflight_absent",
+        ),
     ] {
         let repo = Repo::new();
         let v = repo.variant("torch-universal", &format!("import {module}\n"));
@@ -93,9 +103,9 @@ fn a_variant_importing_its_own_package_by_name_is_told_to_import_relatively() {
     let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
     assert_eq!(outcome.kind, OutcomeKind::ImportError, "{outcome:?}");
     assert!(
-        outcome
-            .hint
-            .contains("hub variants must import their own modules relatively (`from . import ops`)"),
+        outcome.hint.contains(
+            "hub variants must import their own modules relatively (`from . import ops`)"
+        ),
         "{}",
         outcome.hint
     );
@@ -126,7 +136,9 @@ fn torchs_numpy_warning_never_decides() {
     // A smoke that raises a plain ValueError after the warning.
     let v = repo.variant(
         "torch-universal",
-        &format!("{NUMPY_WARNING}def add(a, b):\n    raise ValueError('shapes (2,) and (3,) differ')\n"),
+        &format!(
+            "{NUMPY_WARNING}def add(a, b):\n    raise ValueError('shapes (2,) and (3,) differ')\n"
+        ),
     );
     let (_, outcome) = probe(
         &v,
@@ -135,7 +147,9 @@ fn torchs_numpy_warning_never_decides() {
     );
     assert_eq!(outcome.kind, OutcomeKind::Exited, "{outcome:?}");
     assert!(
-        outcome.message.contains("ValueError: shapes (2,) and (3,) differ"),
+        outcome
+            .message
+            .contains("ValueError: shapes (2,) and (3,) differ"),
         "{}",
         outcome.message
     );
@@ -160,10 +174,7 @@ fn triton_and_cute_dsl_compile_errors_are_jit_compile_errors() {
         "from cutlass.base_dsl.common import DSLRuntimeError\n    raise DSLRuntimeError('failed to lower cute.gemm for sm_100a')",
     ] {
         let repo = Repo::new();
-        let v = repo.variant(
-            "torch-universal",
-            &format!("def add(a, b):\n    {raise}\n"),
-        );
+        let v = repo.variant("torch-universal", &format!("def add(a, b):\n    {raise}\n"));
         let outcome = with_site(&site, &v, smoke_file(&repo, "    kernel.add([1], [2])\n"));
         assert_eq!(outcome.kind, OutcomeKind::JitCompileError, "{outcome:?}");
         assert_eq!(outcome.phase, Phase::Smoke);
@@ -174,9 +185,18 @@ fn triton_and_cute_dsl_compile_errors_are_jit_compile_errors() {
 fn torchs_no_device_messages_are_no_device_and_a_busy_device_is_transient() {
     for (message, transient) in [
         ("No CUDA GPUs are available", false),
-        ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx", false),
-        ("CUDA driver initialization failed, you might not have a CUDA gpu.", false),
-        ("CUDA error: CUDA-capable device(s) is/are busy or unavailable", true),
+        (
+            "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx",
+            false,
+        ),
+        (
+            "CUDA driver initialization failed, you might not have a CUDA gpu.",
+            false,
+        ),
+        (
+            "CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+            true,
+        ),
     ] {
         let repo = Repo::new();
         let v = repo.variant(
@@ -188,7 +208,11 @@ fn torchs_no_device_messages_are_no_device_and_a_busy_device_is_transient() {
             smoke_file(&repo, "    kernel.add([1], [2])\n"),
             quick_limits(),
         );
-        assert_eq!(outcome.kind, OutcomeKind::NoDevice, "{message}: {outcome:?}");
+        assert_eq!(
+            outcome.kind,
+            OutcomeKind::NoDevice,
+            "{message}: {outcome:?}"
+        );
         assert_eq!(outcome.transient, transient, "{message}");
     }
 }

@@ -106,9 +106,9 @@ pub fn install(distribution: &str) -> String {
 pub fn missing_module(top: &str, distribution: Option<&str>) -> String {
     match distribution.or_else(|| distribution_of(top)) {
         Some(dist) if dist == top => install(dist),
-        Some(dist) => format!(
-            "pip install {dist} (it provides `{top}`) into the probed Python environment"
-        ),
+        Some(dist) => {
+            format!("pip install {dist} (it provides `{top}`) into the probed Python environment")
+        }
         None => format!(
             "install the package that provides `{top}` (often: pip install {top}) into the probed Python environment"
         ),

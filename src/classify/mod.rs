@@ -16,6 +16,8 @@ mod cuda;
 #[cfg(test)]
 mod cuda_tests;
 pub mod hints;
+#[cfg(test)]
+mod hub_tests;
 mod python;
 mod stderr;
 mod termination;
@@ -308,11 +310,9 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             said,
             hints::UNSUPPORTED_DEPENDENCY,
         ),
-        (HubCheck::Minver, _) => Cause::new(
-            OutcomeKind::DependencyVersion,
-            said,
-            hints::KERNELS_MINVER,
-        ),
+        (HubCheck::Minver, _) => {
+            Cause::new(OutcomeKind::DependencyVersion, said, hints::KERNELS_MINVER)
+        }
         (HubCheck::Arch, _) => Cause::new(OutcomeKind::UnsupportedArch, said, hints::ARCH),
         (HubCheck::Other, _) => Cause::new(OutcomeKind::ImportError, said, hints::HUB_REFUSED),
     }

@@ -11,7 +11,7 @@ const IMPORT: &str = r#"{"event":"phase","phase":"import","what":"/v"}"#;
 const SMOKE: &str = r#"{"event":"phase","phase":"smoke"}"#;
 const DONE: &str = r#"{"event":"done","depth":"verified"}"#;
 
-fn exited(code: i32) -> Termination {
+pub(super) fn exited(code: i32) -> Termination {
     Termination::Exited { code }
 }
 
@@ -27,7 +27,7 @@ fn phase(phase: Phase) -> String {
     serde_json::to_string(&Event::Phase { phase, what: None }).unwrap()
 }
 
-fn failed(phase: Phase, failure: Failure) -> String {
+pub(super) fn failed(phase: Phase, failure: Failure) -> String {
     serde_json::to_string(&Event::Failed { phase, failure }).unwrap()
 }
 
@@ -56,7 +56,7 @@ fn exception(
 
 /// Evidence of a python child that wrote `channel` (after its hello),
 /// ended as `termination` and printed `stderr`.
-fn evidence(termination: Termination, channel: &[String], stderr: &str) -> Evidence {
+pub(super) fn evidence(termination: Termination, channel: &[String], stderr: &str) -> Evidence {
     let mut text = vec![HELLO.to_owned()];
     text.extend(channel.iter().cloned());
     let channel = Channel::parse(&text.join("\n"));
@@ -381,16 +381,6 @@ fn cases() -> Vec<Case> {
             kind: OutcomeKind::ProbeError,
             phase: Phase::Start,
             message_has: "KeyError",
-        },
-        Case {
-            name: "broken metadata.json",
-            termination: exited(1),
-            channel: with(lines(&[START, IMPORT]), exception(Phase::Import, "MetadataError", "preflight", &[],
-                "metadata.json unreadable: Expecting ',' delimiter: line 4 column 3 (char 50)", "")),
-            stderr: "",
-            kind: OutcomeKind::ImportError,
-            phase: Phase::Import,
-            message_has: "metadata.json",
         },
         Case {
             name: "unknown exception in smoke",

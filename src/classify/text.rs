@@ -216,7 +216,9 @@ pub(super) fn missing_module(name: &str, own: Own<'_>, provider: Option<&Provide
     if own.package.is_some_and(under) {
         return Cause::new(
             OutcomeKind::ImportError,
-            format!("the variant imports its own package by absolute name: no module named `{name}`"),
+            format!(
+                "the variant imports its own package by absolute name: no module named `{name}`"
+            ),
             hints::OWN_IMPORT,
         );
     }

@@ -56,7 +56,8 @@ impl Repo {
 /// Valid metadata of the kernel `fixture`, as real ones have it (with the
 /// backend the variant's name says, `cpu` for universal ones).
 pub fn metadata(variant: &str) -> serde_json::Value {
-    let device = VariantName::parse(variant).map_or("cpu", |v| kernel_preflight::probe::device_for(&v));
+    let device =
+        VariantName::parse(variant).map_or("cpu", |v| kernel_preflight::probe::device_for(&v));
     let backend = match device {
         "cuda" if variant.contains("rocm") => "rocm",
         "mps" => "metal",
@@ -121,7 +122,10 @@ pub fn bare_python() -> PathBuf {
             .stderr(std::process::Stdio::null())
             .status()
             .expect("the bare python runs");
-        assert!(!has_kernels.success(), "the bare venv must not have kernels");
+        assert!(
+            !has_kernels.success(),
+            "the bare venv must not have kernels"
+        );
         (dir, bare)
     });
     python.clone()
@@ -180,10 +184,7 @@ pub fn probe_with(
     smoke: SmokeSource,
     limits: Limits,
 ) -> (Probed, Outcome) {
-    probe_job(
-        &PythonExecutor::new(python),
-        &job(variant, smoke, limits),
-    )
+    probe_job(&PythonExecutor::new(python), &job(variant, smoke, limits))
 }
 
 /// Run `job` with `executor` and classify the result.
