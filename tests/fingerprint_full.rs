@@ -59,7 +59,12 @@ fn full_fingerprint_measures_devices_through_libcuda_and_caches_them() {
     let (again, again_hash) = m.fingerprint(&["--full"]);
     assert_eq!(again_hash, full_hash);
     assert_eq!(again.gpus.libcuda, Some(Libcuda::Ok));
-    let cached = m.path(&format!("cache/fingerprint-v1/full-{fast_hash}.json"));
+    // The fingerprints bucket keeps measured facts under the fast hash.
+    let key = kernel_preflight::hash::sha256_hex(fast_hash.as_bytes());
+    let cached = m.path(&format!(
+        "cache/fingerprints-v2/measured/{}/{key}.json",
+        &key[..2]
+    ));
     assert_eq!(
         std::fs::metadata(&cached)
             .expect("cache file")
@@ -139,14 +144,10 @@ fn a_measurement_that_fails_or_hangs_is_a_fact_and_is_not_cached() {
         !env.contains("hf_secret") && !env.contains("AWS_SECRET"),
         "{env}"
     );
-    let cached = std::fs::read_dir(m.path("cache/fingerprint-v1"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("full-"))
-                .count()
-        })
-        .unwrap_or(0);
-    assert_eq!(cached, 0);
+    assert!(
+        !m.path("cache/fingerprints-v2/measured").exists(),
+        "nothing measured is kept"
+    );
 
     // A child that hangs (and leaves a grandchild holding its pipes) is killed.
     m.script("venv/bin/python", "/bin/sleep 600 &\n/bin/sleep 600");

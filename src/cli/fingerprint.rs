@@ -1,6 +1,7 @@
 //! `preflight fingerprint`
 
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, Failure, emit, emit_json};
+use kernel_preflight::cache::Cache;
 use kernel_preflight::fingerprint::{Fingerprint, Hashed, Libcuda, Sources};
 use kernel_preflight::report;
 use std::path::PathBuf;
@@ -25,14 +26,15 @@ pub struct Args {
     packages: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let mut src = Sources::from_process();
     src.python = args.python;
     src.extra_packages = args.packages;
+    let cache = Cache::from_env();
     let fp = if args.full {
-        Fingerprint::full(&src)?
+        Fingerprint::full(&src, &cache)?
     } else {
-        Fingerprint::fast(&src)?
+        Fingerprint::fast(&src, &cache)?
     };
     if args.json {
         emit_json(&Hashed::from(&fp));

@@ -4,8 +4,9 @@
 //! limit, then cached under the fast fingerprint's hash.
 
 use super::child::{self, NotRun};
+use super::facts::{FactStore, MeasuredFacts, Stat};
 use super::gpu::Libcuda;
-use super::{FingerprintError, Sources, cache};
+use super::{FingerprintError, Sources};
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -88,29 +89,18 @@ with open(os.environ["PREFLIGHT_RESULT"], "w") as f:
     json.dump(out, f)
 "#;
 
-/// A cache entry: the facts and the `stat` of the interpreter that told
-/// them, so that a replaced interpreter is asked again.
-#[derive(Serialize, Deserialize)]
-struct Entry {
-    interpreter: Option<cache::Stat>,
-    measured: Measured,
-}
-
 /// The measured facts for the machine whose fast fingerprint hashes to
-/// `fast_hash`: from the cache, else measured now with `python` (within
-/// `timeout`) and cached.
+/// `fast_hash`: from `store`, else measured now with `python` (within
+/// `timeout`) and kept there.
 pub(crate) fn measured(
     src: &Sources,
+    store: &dyn FactStore,
     python: Option<&Path>,
     fast_hash: &str,
     timeout: Duration,
 ) -> Measured {
-    let path = src
-        .cache_dir
-        .as_deref()
-        .map(|root| cache::dir(root).join(format!("full-{fast_hash}.json")));
-    let interpreter = python.and_then(cache::Stat::of);
-    if let Some(hit) = path.as_deref().and_then(cache::read::<Entry>)
+    let interpreter = python.and_then(Stat::of);
+    if let Some(hit) = store.measured(fast_hash)
         && hit.interpreter == interpreter
     {
         return hit.measured;
@@ -121,15 +111,12 @@ pub(crate) fn measured(
     };
     match result {
         Ok(measured) => {
-            if let Some(path) = &path {
-                let entry = Entry {
-                    interpreter,
-                    measured,
-                };
-                let _ = cache::write(path, &entry);
-                return entry.measured;
-            }
-            measured
+            let facts = MeasuredFacts {
+                interpreter,
+                measured,
+            };
+            store.keep_measured(fast_hash, &facts);
+            facts.measured
         }
         // A failed measurement is not cached: the next call tries again.
         Err(reason) => Measured {

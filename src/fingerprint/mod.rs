@@ -13,9 +13,9 @@
 //! `/sys` and `/proc` can be redirected (`PREFLIGHT_SYSFS_ROOT`,
 //! `PREFLIGHT_PROCFS_ROOT`): see `docs/fingerprint.md`.
 
-mod cache;
 mod child;
 pub mod env;
+pub mod facts;
 pub mod full;
 pub mod gpu;
 pub mod host;
@@ -26,6 +26,7 @@ pub mod toolkit;
 #[cfg(test)]
 mod tests;
 
+pub use facts::{FactStore, MeasuredFacts, NoStore, Stat, ToolAnswer};
 pub use full::Measured;
 pub use gpu::{Gpu, Gpus, Libcuda};
 pub use host::Host;
@@ -90,13 +91,12 @@ pub enum FingerprintError {
 }
 
 impl Fingerprint {
-    /// The fast fingerprint: files only.
-    pub fn fast(src: &Sources) -> Result<Fingerprint, FingerprintError> {
-        let mut tools = cache::ToolCache::load(src.cache_dir.as_deref());
+    /// The fast fingerprint: files only. Tool versions that had to be asked
+    /// are kept in `store`.
+    pub fn fast(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, FingerprintError> {
         let python = python::detect(src)?;
         let site: &[PathBuf] = python.as_ref().map_or(&[], |p| &p.site_packages);
-        let toolkits = toolkit::detect(src, site, &mut tools)?;
-        tools.save();
+        let toolkits = toolkit::detect(src, site, &facts::ToolAnswers::new(store))?;
         Ok(Fingerprint {
             schema: SCHEMA,
             depth: Depth::Fast,
@@ -109,13 +109,13 @@ impl Fingerprint {
     }
 
     /// The full fingerprint: the fast one plus the measured facts, taken
-    /// from the cache or measured now in a child process.
-    pub fn full(src: &Sources) -> Result<Fingerprint, FingerprintError> {
+    /// from `store` or measured now in a child process (and kept there).
+    pub fn full(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, FingerprintError> {
         let timeout = full::timeout(src)?;
-        let mut fp = Fingerprint::fast(src)?;
+        let mut fp = Fingerprint::fast(src, store)?;
         let hash = fp.hash();
         let interpreter = fp.python.as_ref().map(|p| p.interpreter.clone());
-        let measured = full::measured(src, interpreter.as_deref(), &hash, timeout);
+        let measured = full::measured(src, store, interpreter.as_deref(), &hash, timeout);
         fp.merge(measured);
         // Overrides win over what was measured.
         gpu::apply_overrides(src, &mut fp.gpus)?;
