@@ -123,8 +123,15 @@ fn a_failed_fork_is_an_internal_error() {
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     native_target(tmp.path());
     // RLIMIT_NPROC = 0: no fork succeeds. The kernel never applies it to
-    // root, so as root the command runs as `nobody`.
+    // root, so as root the command runs as `nobody`, from a link to the
+    // binary that `nobody` can reach.
+    let mut binary = PathBuf::from(env!("CARGO_BIN_EXE_preflight"));
     let mut cmd = if is_root() {
+        let reachable = tmp.path().join("preflight");
+        std::fs::hard_link(&binary, &reachable)
+            .or_else(|_| std::fs::copy(&binary, &reachable).map(drop))
+            .unwrap();
+        binary = reachable;
         let mut c = Command::new("setpriv");
         c.args([
             "--reuid=65534",
@@ -137,7 +144,9 @@ fn a_failed_fork_is_an_internal_error() {
         Command::new("prlimit")
     };
     let out = cmd
-        .args(["--nproc=0", env!("CARGO_BIN_EXE_preflight"), "check"])
+        .arg("--nproc=0")
+        .arg(&binary)
+        .arg("check")
         .arg(tmp.path())
         .env("PREFLIGHT_CACHE", tmp.path().join("cache"))
         .output()

@@ -121,6 +121,11 @@ impl Shelf {
         bucket: Bucket::Fingerprints,
         kind: Some("tools"),
     };
+    /// Bench results.
+    pub const BENCH: Shelf = Shelf {
+        bucket: Bucket::Bench,
+        kind: None,
+    };
 
     /// Its folder under `root`.
     pub fn dir(self, root: &Path) -> PathBuf {

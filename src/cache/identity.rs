@@ -64,7 +64,7 @@ impl VariantRecord {
 
 /// The stat records of the variants in one directory (`build/`), kept in one
 /// entry so that a warm call reads one record for a whole kernel.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub(crate) struct DirRecord {
     /// Variant directory name → what was recorded.
     variants: BTreeMap<String, VariantRecord>,

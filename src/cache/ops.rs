@@ -93,8 +93,11 @@ impl Cache {
         self.prune_shelf::<ToolParts, ToolAnswer>(&mut report, |e| !e.parts.tool.exists())?;
         // What the typed shelves above do not cover: files loose in a
         // bucket, and bench results (kept until their type prunes them).
-        for bucket in [Bucket::Fingerprints, Bucket::Bench] {
-            let shelf = Shelf { bucket, kind: None };
+        let loose = Shelf {
+            bucket: Bucket::Fingerprints,
+            kind: None,
+        };
+        for shelf in [loose, Shelf::BENCH] {
             self.prune_files(shelf, &mut report)?;
         }
         for (folder, current) in self.bucket_folders() {
