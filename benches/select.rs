@@ -9,10 +9,9 @@
 
 mod support;
 
-use kernel_preflight::cache::{
-    Cache, Executor, JobIdentity, OutcomeKey, OutcomeRecord, VariantFiles,
-};
+use kernel_preflight::cache::{Cache, JobIdentity, OutcomeKey, OutcomeRecord, VariantFiles};
 use kernel_preflight::classify::{Depth, Outcome, Timings};
+use kernel_preflight::protocol::{ExecutorKind, PROTOCOL_VERSION};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -66,7 +65,7 @@ fn fill(cache: &Path, n: usize) {
     .expect("outcome");
     for i in 0..n {
         let job = JobIdentity {
-            executor: Executor::Python,
+            executor: ExecutorKind::Python,
             name: "torch-cpu".into(),
             device: "cpu".into(),
             files: VariantFiles {
@@ -75,7 +74,7 @@ fn fill(cache: &Path, n: usize) {
             },
             smoke: "load-only".into(),
             depth: Depth::Verified,
-            protocol: 1,
+            protocol: PROTOCOL_VERSION,
         };
         let record = OutcomeRecord {
             path: PathBuf::from(format!("/nonexistent/{i}")),

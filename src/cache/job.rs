@@ -6,18 +6,8 @@
 
 use super::bucket::{Bucket, Parts, Shelf};
 use super::key::Key;
-use crate::classify::Depth;
+use crate::protocol::{Depth, ExecutorKind};
 use serde::{Deserialize, Serialize};
-
-/// The executor that runs a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Executor {
-    /// Imports a hub variant in a Python child, as the hub loader does.
-    Python,
-    /// Loads CUDA modules in preflight's own child mode.
-    Cuda,
-}
 
 /// What a variant's (or a module's) files are, independent of where they lie.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,7 +30,7 @@ pub struct VariantFiles {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobIdentity {
     /// Which executor ran it.
-    pub executor: Executor,
+    pub executor: ExecutorKind,
     /// The variant's name (`torch29-cxx11-cu128-x86_64-linux`) or the native
     /// module's name.
     pub name: String,
@@ -52,7 +42,8 @@ pub struct JobIdentity {
     pub smoke: String,
     /// The depth the probe was asked to reach.
     pub depth: Depth,
-    /// The version of the protocol the child spoke.
+    /// The version of the protocol the child spoke
+    /// ([`crate::protocol::PROTOCOL_VERSION`]).
     pub protocol: u32,
 }
 

@@ -28,7 +28,7 @@ pub mod outcomes;
 
 pub use bucket::{Bucket, Entry, Lookup, Parts, Shelf};
 pub use identity::{Identities, IdentityStats};
-pub use job::{Executor, JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};
+pub use job::{JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};
 pub use key::Key;
 pub use outcomes::{Kept, OutcomeEntry, OutcomeRecord, Outcomes};
 

@@ -33,16 +33,18 @@ pub struct OutcomeRecord {
 pub type OutcomeEntry = Entry<OutcomeParts, OutcomeRecord>;
 
 /// Whether an outcome is worth keeping: real evidence about the variant.
-/// Faults of preflight, deadlines (often a busy machine) and variants that
-/// were not probed are asked again next time.
+/// Faults of preflight, deadlines (often a busy machine), variants that
+/// were not probed, and causes that `classify` marks as passing by
+/// themselves ([`Outcome::transient`]: a busy device, memory taken by
+/// another process, a cancelled probe) are asked again next time.
 ///
-/// The one place the outcome bucket asks this: when `classify` flags
-/// transient outcomes itself (`Outcome::cacheable`), this defers to it.
+/// The one place the outcome bucket asks this.
 pub fn cacheable(outcome: &Outcome) -> bool {
-    !matches!(
-        outcome.kind,
-        OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
-    )
+    !outcome.transient
+        && !matches!(
+            outcome.kind,
+            OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
+        )
 }
 
 /// What `put` did.

@@ -1,9 +1,10 @@
 use super::bucket::{Bucket, Lookup, Shelf};
-use super::job::{Executor, JobIdentity, OutcomeKey, VariantFiles};
+use super::job::{JobIdentity, OutcomeKey, VariantFiles};
 use super::outcomes::{Kept, OutcomeRecord};
 use super::{Cache, ops};
 use crate::classify::{self, Depth, OutcomeKind, Phase, Timings};
 use crate::fingerprint::{FactStore, Measured, MeasuredFacts, Stat, ToolAnswer};
+use crate::protocol::{ExecutorKind, PROTOCOL_VERSION};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ const MACHINE: &str = "fffffffffffffffffffffffffffffffffffffffffffffffffffffffff
 
 fn job(name: &str) -> JobIdentity {
     JobIdentity {
-        executor: Executor::Python,
+        executor: ExecutorKind::Python,
         name: name.into(),
         device: "cpu".into(),
         files: VariantFiles {
@@ -23,7 +24,7 @@ fn job(name: &str) -> JobIdentity {
         },
         smoke: "load-only:0".into(),
         depth: Depth::Verified,
-        protocol: 1,
+        protocol: PROTOCOL_VERSION,
     }
 }
 
@@ -68,7 +69,7 @@ fn the_key_changes_with_every_part_of_the_job_and_is_stable() {
     assert_eq!(base, key("torch-cpu"));
     assert_eq!(base.key.as_str().len(), 64);
     let changes: [fn(&mut JobIdentity); 9] = [
-        |j| j.executor = Executor::Cuda,
+        |j| j.executor = ExecutorKind::Cuda,
         |j| j.name = "torch-universal".into(),
         |j| j.device = "cuda".into(),
         |j| j.files.content = "content:abd".into(),
@@ -76,7 +77,7 @@ fn the_key_changes_with_every_part_of_the_job_and_is_stable() {
         |j| j.files.metadata = None,
         |j| j.smoke = "file:1".into(),
         |j| j.depth = Depth::Load,
-        |j| j.protocol = 2,
+        |j| j.protocol = PROTOCOL_VERSION + 1,
     ];
     let mut keys = vec![base.key.clone()];
     for change in &changes {
@@ -143,6 +144,13 @@ fn transient_outcomes_are_never_stored() {
         assert_eq!(kept, Kept::Transient, "{kind}");
         assert!(matches!(cache.outcomes().get(&k), Lookup::Miss));
     }
+    // A failure that classify marks as passing by itself (out of memory
+    // because another process holds the device) says nothing lasting.
+    let mut busy = record(OutcomeKind::OutOfMemory, tmp.path());
+    busy.outcome.transient = true;
+    let k = key("busy");
+    assert_eq!(cache.outcomes().put(&k, busy).unwrap(), Kept::Transient);
+    assert!(matches!(cache.outcomes().get(&k), Lookup::Miss));
     assert!(cache.outcomes().keys().is_empty());
     let k = key("fails");
     let kept = cache
@@ -286,14 +294,19 @@ fn the_cache_keeps_the_fingerprints_facts() {
     let tmp = tempfile::tempdir().unwrap();
     let cache = Cache::at(tmp.path().join("cache"));
     let store: &dyn FactStore = &cache;
+    let libcuda = tmp.path().join("libcuda.so.1");
+    fs::write(&libcuda, "").unwrap();
     let facts = MeasuredFacts {
         interpreter: None,
+        libcuda: Stat::of(&libcuda),
         measured: Measured {
             libcuda: crate::fingerprint::Libcuda::Missing,
             cuda_driver_api: None,
             devices: Vec::new(),
-            python_version: Some("3.12.4".into()),
-            torch_cxx11_abi: None,
+            python: Some(crate::fingerprint::PythonMeasured::Ok {
+                version: "3.12.4".into(),
+                torch_cxx11_abi: None,
+            }),
         },
     };
     assert_eq!(store.measured("abc"), None);
@@ -340,12 +353,12 @@ fn populated(tmp: &Path) -> Cache {
         "abc",
         &MeasuredFacts {
             interpreter: None,
+            libcuda: None,
             measured: Measured {
                 libcuda: crate::fingerprint::Libcuda::Missing,
                 cuda_driver_api: None,
                 devices: Vec::new(),
-                python_version: None,
-                torch_cxx11_abi: None,
+                python: None,
             },
         },
     );

@@ -9,7 +9,7 @@ use kernel_preflight::probe::cuda::{self, CudaExecutor};
 use kernel_preflight::probe::native;
 use kernel_preflight::report::check;
 use kernel_preflight::report::native as native_report;
-use kernel_preflight::run::{self, CheckReport, CheckResult, Target};
+use kernel_preflight::run::{self, CheckReport, CheckResult, Target, native as native_run};
 use kernel_preflight::sandbox;
 use std::path::PathBuf;
 
@@ -69,15 +69,13 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         report.results = hub.results;
     }
     if !natives.is_empty() {
-        let executor = CudaExecutor {
-            limits: probing.limits.clone(),
-            ..CudaExecutor::current()
-                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?
-                .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
-        };
+        let executor = CudaExecutor::current()
+            .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?
+            .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits));
         let judge = Judge::from_fingerprint(&fingerprint);
         for (given, target) in &natives {
-            let probed = native::probe(target, &executor, 0, &cancel)
+            // A probe that could not run at all is preflight's fault.
+            let probed = native_run::probe(target, &executor, &probing.limits, 0, &cancel)
                 .map_err(|e| Internal(format!("{given}: {e}")))?;
             answer &= probed.outcome.kind.passed();
             let rows = native_report::rows(given, &probed, judge);

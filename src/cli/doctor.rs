@@ -2,9 +2,9 @@
 
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use kernel_preflight::cache::Cache;
+use kernel_preflight::doctor::{self, DoctorOptions};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::cuda::{self, CudaExecutor};
-use kernel_preflight::probe::doctor::{self, DoctorOptions};
 use kernel_preflight::report;
 use kernel_preflight::sandbox::{self, Limits};
 use std::path::PathBuf;
@@ -53,10 +53,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?
         .with_nvrtc(cuda::nvrtc_library(toolkits));
     let options = DoctorOptions {
-        executor: CudaExecutor {
-            limits: limits.clone(),
-            ..executor
-        },
+        executor,
+        cuda_limits: limits.clone(),
         nvcc,
         python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
         python_limits: limits.clone(),

@@ -98,7 +98,7 @@ impl Probing {
     pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        Ok(Fingerprint::full(&sources, self.cache.as_ref())?)
+        super::fingerprint::full(&sources, self.cache.as_ref())
     }
 
     /// Options for [`kernel_preflight::run::run`], for `probes` children.

@@ -4,7 +4,7 @@ use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::{self, System};
 use kernel_preflight::discover;
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::Sources;
 use kernel_preflight::report;
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
@@ -86,7 +86,7 @@ fn system(args: &Args) -> Result<System, Failure> {
     } else {
         let mut src = Sources::from_process();
         src.python = args.python.clone();
-        System::from_fingerprint(&Fingerprint::full(&src, &Cache::from_env())?)
+        System::from_fingerprint(&super::fingerprint::full(&src, &Cache::from_env())?)
     };
     Ok(detected.with_overrides(spec)?)
 }

@@ -42,13 +42,17 @@ impl FactStore for NoStore {
     fn keep_tool_answer(&self, _: &Path, _: &ToolAnswer) {}
 }
 
-/// Measured facts with the `stat` of the interpreter that told them, so
-/// that a replaced interpreter is asked again.
+/// Measured facts with the `stat` of the interpreter and of the driver
+/// library (`PREFLIGHT_LIBCUDA`) that told them, so that a replaced one is
+/// asked again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MeasuredFacts {
     /// The interpreter's `stat` then; `None`: there was none.
     pub interpreter: Option<Stat>,
-    /// What the measuring child reported.
+    /// The `stat` of the driver library named by `PREFLIGHT_LIBCUDA` then;
+    /// `None`: none was named (the system's `libcuda.so.1`).
+    pub libcuda: Option<Stat>,
+    /// What the measuring children reported.
     pub measured: Measured,
 }
 

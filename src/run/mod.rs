@@ -3,16 +3,20 @@
 //! probe in a sandboxed child — in parallel, in the hub's preference order.
 //! `check`, `select` and `warmup` are thin shells over [`run`].
 
+pub mod native;
 pub mod select;
 
 use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
-use crate::cache::{Cache, CacheError, Executor, JobIdentity, Lookup, OutcomeKey, OutcomeRecord};
+use crate::cache::{Cache, CacheError, JobIdentity, Lookup, OutcomeKey, OutcomeRecord};
 use crate::classify::{self, Depth, Outcome, OutcomeKind, Timings};
 use crate::declared::embedded::{self, Judge};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
 use crate::fingerprint::{Fingerprint, Hashed};
-use crate::probe::{self, PythonProbe, SmokeSource};
+use crate::probe::{
+    self, Executor, ExecutorKind, Job, Placement, PythonExecutor, SmokeSource, Subject,
+};
+use crate::protocol::PROTOCOL_VERSION;
 use crate::sandbox::{Cancel, Limits};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -207,7 +211,8 @@ pub fn run(
     let warned = AtomicBool::new(false);
     let probe = |(i, w, p): &(usize, &Work, Pending)| {
         let result = probe_one(w, p, options, cancel);
-        // An interrupted probe says nothing about the variant.
+        // An interrupted probe says nothing about the variant; a transient
+        // outcome is refused by the cache itself.
         if let (Some(cache), Some(key), Some(line)) = (&options.cache, &p.key, &line)
             && !cancel.is_cancelled()
         {
@@ -334,7 +339,8 @@ fn answer_without_probe(
         .as_ref()
         .zip(machine)
         .and_then(|(cache, machine)| {
-            job_key(cache, variant, &smoke, machine)
+            let job = variant_job(variant, &smoke, &options.limits);
+            job_key(cache, variant, &job, machine)
                 .inspect_err(|e| {
                     eprintln!(
                         "preflight: warning: {}: not cached: {e}",
@@ -368,25 +374,19 @@ fn probe_one(
     options: &CheckOptions,
     cancel: &Cancel,
 ) -> CheckResult {
-    let variant = work.variant;
-    let prober = PythonProbe {
-        python: options.python.clone(),
-        smoke: pending.smoke.clone(),
-        limits: options.limits.clone(),
-        env: Vec::new(),
-    };
+    let executor = PythonExecutor::new(&options.python);
+    let job = variant_job(work.variant, &pending.smoke, &options.limits);
     let start = Instant::now();
-    let result = prober.run(&variant.path, probe::device_for(&variant.name), cancel);
+    let result = executor.run(&job, cancel);
     let total_ms = start.elapsed().as_secs_f64() * 1e3;
     let (outcome, timings, leaked) = match result {
-        Ok(run) => {
-            let outcome = classify::classify_run(&run);
+        Ok(evidence) => {
+            let outcome = classify::classify(&evidence);
             let timings = Timings {
                 total_ms: round_ms(total_ms),
-                import_ms: run.report.import_ms.map(round_ms),
-                smoke_ms: run.report.smoke_ms.map(round_ms),
+                ..evidence.timings()
             };
-            (outcome, timings, run.run.leaked)
+            (outcome, timings, evidence.leaked)
         }
         Err(e) => (
             Outcome::probe_error(classify::Phase::Start, &e.to_string()),
@@ -407,30 +407,42 @@ fn probe_one(
     )
 }
 
-/// The version of the protocol the probe children speak, as far as the
-/// outcome key is concerned (the driver's own code is in the smoke identity).
-const PROTOCOL: u32 = 1;
+/// The job that probes `variant` with `smoke`: on the device its backend
+/// names, as deep as its smoke source allows. The one place a hub
+/// variant's job is made, for its key and for its run alike.
+fn variant_job(variant: &FoundVariant, smoke: &SmokeSource, limits: &Limits) -> Job {
+    Job {
+        subject: Subject::Variant {
+            name: variant.name.clone(),
+            path: variant.path.clone(),
+        },
+        device: Placement::Default,
+        smoke: smoke.clone(),
+        depth: Depth::Verified,
+        limits: limits.clone(),
+    }
+}
 
-/// The cache key of probing `variant` with `smoke` on the machine whose full
-/// fingerprint hashes to `machine`: everything that went into the probe.
+/// The cache key of running `job` (which probes `variant`) in the python
+/// executor on the machine whose full fingerprint hashes to `machine`:
+/// everything that went into the probe.
 fn job_key(
     cache: &Cache,
     variant: &FoundVariant,
-    smoke: &SmokeSource,
+    job: &Job,
     machine: &str,
 ) -> Result<OutcomeKey, CacheError> {
     let (files, _) = cache
         .identities()
         .identify(&variant.path, variant.metadata.metadata())?;
     let job = JobIdentity {
-        executor: Executor::Python,
+        executor: ExecutorKind::Python,
         name: variant.name.to_string(),
-        device: probe::device_for(&variant.name).to_string(),
+        device: probe::torch_device(&variant.name, job.device),
         files,
-        smoke: smoke_identity(smoke)?,
-        // Every probe goes as deep as its smoke source allows.
-        depth: Depth::Verified,
-        protocol: PROTOCOL,
+        smoke: smoke_identity(&job.smoke)?,
+        depth: job.depth,
+        protocol: PROTOCOL_VERSION,
     };
     Ok(OutcomeKey::new(machine, job))
 }

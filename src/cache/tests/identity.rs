@@ -1,8 +1,9 @@
 use super::super::Cache;
-use super::super::job::{Executor, JobIdentity, OutcomeKey};
+use super::super::job::{JobIdentity, OutcomeKey};
 use super::MACHINE;
 use crate::classify::Depth;
 use crate::discover::{Metadata, MetadataStatus};
+use crate::protocol::{ExecutorKind, PROTOCOL_VERSION};
 use crate::variant::VariantName;
 use base64::Engine;
 use sha2::Digest;
@@ -47,13 +48,13 @@ fn job_of(cache: &Cache, dir: &Path, metadata: Option<&Metadata>) -> OutcomeKey 
     let name = VariantName::parse(&dir.file_name().unwrap().to_string_lossy()).unwrap();
     let (files, _) = cache.identities().identify(dir, metadata).unwrap();
     let job = JobIdentity {
-        executor: Executor::Python,
+        executor: ExecutorKind::Python,
         device: crate::probe::device_for(&name).to_string(),
         name: name.to_string(),
         files,
         smoke: "load-only:0".into(),
         depth: Depth::Verified,
-        protocol: 1,
+        protocol: PROTOCOL_VERSION,
     };
     OutcomeKey::new(MACHINE, job)
 }
