@@ -490,5 +490,42 @@ fn identical_files_under_two_names_are_probed_and_kept_as_two_jobs() {
         listed[0]["parts"]["job"]["files"], listed[1]["parts"]["job"]["files"],
         "the same files"
     );
+    // The key holds what the job asked for and the protocol its child spoke.
+    for entry in &listed {
+        let job = &entry["parts"]["job"];
+        assert_eq!(job["depth"], "verified", "{job}");
+        assert_eq!(
+            job["protocol"],
+            kernel_preflight::protocol::PROTOCOL_VERSION
+        );
+        assert_eq!(job["executor"], "python", "{job}");
+    }
     assert!(s.cached(&repo));
+}
+
+#[test]
+fn a_transient_outcome_is_reported_and_never_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Memory taken by another process: the variant may load next time.
+    let repo = kernel_repo(
+        tmp.path(),
+        "busy",
+        &variant_names(1),
+        "class OutOfMemoryError(RuntimeError):\n    pass\n\n\
+         raise OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n",
+    );
+    let s = Setup::new();
+    for _ in 0..2 {
+        let out = s
+            .cmd(&["check", repo.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let result = &doc["results"][0];
+        assert_eq!(result["outcome"]["kind"], "out_of_memory", "{result}");
+        assert_eq!(result["outcome"]["transient"], true, "{result}");
+        assert_eq!(result["cached"], false, "probed again: {result}");
+    }
+    assert!(entry_files(&s.cache).is_empty(), "nothing kept");
 }

@@ -52,13 +52,19 @@ pub fn full_fingerprint(
 pub fn measure(src: &Sources, fast: &Fingerprint, preflight: &Path, timeout: Duration) -> Measured {
     let interpreter = fast.python.as_ref().map(|p| p.interpreter.as_path());
     let (cuda, python) = std::thread::scope(|scope| {
-        let python = scope.spawn(|| interpreter.map(|i| python(src, i, timeout)));
+        let measure_python = || interpreter.map(|i| python(src, i, timeout));
+        // No thread to spare (a process limit reached) is no reason to
+        // panic: then one after the other.
+        let spawned = std::thread::Builder::new().spawn_scoped(scope, measure_python);
         let cuda = cuda(src, preflight, timeout);
-        let python = python.join().unwrap_or_else(|_| {
-            Some(PythonMeasured::NotMeasured {
-                reason: "the thread measuring Python panicked".into(),
-            })
-        });
+        let python = match spawned {
+            Ok(thread) => thread.join().unwrap_or_else(|_| {
+                Some(PythonMeasured::NotMeasured {
+                    reason: "the thread measuring Python panicked".into(),
+                })
+            }),
+            Err(_) => measure_python(),
+        };
         (cuda, python)
     });
     Measured {
