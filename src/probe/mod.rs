@@ -19,7 +19,7 @@ mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use job::{Executor, Job, Placement, ProbeError, Subject};
-pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor};
+pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor, torch_device};
 
 use crate::protocol::Channel;
 use crate::sandbox::RunReport;
