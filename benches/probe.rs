@@ -1,8 +1,10 @@
 //! What a probe costs over the import it wraps: a bare `python -c` that
-//! imports a variant the way the hub loader does, against preflight's python
-//! executor importing the same variant (load only, and with an empty smoke),
-//! each in a fresh sandbox with the driver, the result channel and
-//! classification. Cases are interleaved round by round, their order
+//! imports a variant the way the hub loader does, the hub loader itself
+//! (`kernels.get_local_kernel`: its metadata parser and validators, then the
+//! import; when the interpreter has `kernels`), against preflight's python
+//! executor judging and importing the same variant (load only, and with an
+//! empty smoke), each in a fresh sandbox with the driver, the result channel
+//! and classification. Cases are interleaved round by round, their order
 //! rotating, so machine drift hits all of them alike.
 //!
 //! `cargo bench --bench probe` (rounds: `PREFLIGHT_BENCH_ROUNDS`, default 60;
@@ -84,6 +86,41 @@ fn bare_import(python: &Path, variant: &Path) -> impl FnMut() {
     }
 }
 
+/// `kernels.get_local_kernel` on the variant, offline, from an empty folder.
+fn hub_loader(python: &Path, variant: &Path, cwd: &Path) -> impl FnMut() {
+    let code = format!(
+        "from pathlib import Path\nimport kernels\nkernels.get_local_kernel(Path({:?}))\n",
+        variant.display().to_string()
+    );
+    let python = python.to_path_buf();
+    let cwd = cwd.to_path_buf();
+    move || {
+        let out = Command::new(&python)
+            .args(["-B", "-c", &code])
+            .current_dir(&cwd)
+            .env("HF_HUB_OFFLINE", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("hub loader");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Whether `python` has the `kernels` package.
+fn has_kernels(python: &Path) -> bool {
+    Command::new(python)
+        .args([
+            "-c",
+            "import importlib.util, sys; sys.exit(importlib.util.find_spec('kernels') is None)",
+        ])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 fn probed(python: &Path, variant: &Path, smoke: SmokeSource) -> impl FnMut() {
     let executor = PythonExecutor::new(python);
     let name = variant.file_name().expect("variant dir").to_string_lossy();
@@ -112,11 +149,19 @@ fn main() {
     let empty = root.path().join("empty_smoke.py");
     std::fs::write(&empty, "def smoke(kernel, device):\n    pass\n").expect("smoke");
 
-    let mut cases: Vec<Case> = vec![
-        (
-            "bare python -c (hub-style import)",
-            Box::new(bare_import(&python, &variant)),
-        ),
+    let cwd = root.path().join("cwd");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let mut cases: Vec<Case> = vec![(
+        "bare python -c (hub-style import)",
+        Box::new(bare_import(&python, &variant)),
+    )];
+    if has_kernels(&python) {
+        cases.push((
+            "kernels.get_local_kernel",
+            Box::new(hub_loader(&python, &variant, &cwd)),
+        ));
+    }
+    cases.extend::<[Case; 2]>([
         (
             "probe, load only",
             Box::new(probed(&python, &variant, SmokeSource::LoadOnly)),
@@ -125,7 +170,7 @@ fn main() {
             "probe, empty smoke",
             Box::new(probed(&python, &variant, SmokeSource::File(empty.clone()))),
         ),
-    ];
+    ]);
     let samples = measure(&mut cases, rounds);
 
     println!("python: {}", python.display());

@@ -216,3 +216,20 @@ fn torchs_no_device_messages_are_no_device_and_a_busy_device_is_transient() {
         assert_eq!(outcome.transient, transient, "{message}");
     }
 }
+
+#[test]
+fn a_namespace_package_many_wheels_share_is_nobodys_version() {
+    // The test environment's NVIDIA wheels (nvcc, NVRTC, the runtime) share
+    // the namespace package `nvidia`; cuDNN is not among them.
+    let repo = Repo::new();
+    let v = repo.variant("torch-universal", "import nvidia.cudnn\n");
+    let (_, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
+    assert_eq!(outcome.kind, OutcomeKind::MissingDependency, "{outcome:?}");
+    assert!(
+        outcome
+            .hint
+            .contains("the package that provides `nvidia.cudnn`"),
+        "{}",
+        outcome.hint
+    );
+}

@@ -18,7 +18,6 @@ Works on Python 3.8+.
 import importlib.util
 import json
 import os
-import re
 import sys
 
 # The acceptance label of preflight's own copy of the rules.
@@ -302,8 +301,22 @@ def cuda_arch_supports(arch, capability):
 
 REQUIRED = ("name", "id", "version", "license", "python-depends", "backend")
 BACKENDS = ("cann", "cpu", "cuda", "metal", "neuron", "rocm", "tpu", "xpu")
-KERNEL_NAME = re.compile(r"[a-z][a-z0-9-]*[a-z0-9]\Z")
-GIT_ID = re.compile(r"([0-9a-fA-F]{40}|[0-9a-fA-F]{64})\Z")
+LOWER = "abcdefghijklmnopqrstuvwxyz"
+HEX = "0123456789abcdefABCDEF"
+
+
+def is_kernel_name(name):
+    """`[a-z][a-z0-9-]*[a-z0-9]` (without `re`: a probe pays for every import)."""
+    return (
+        len(name) >= 2
+        and name[0] in LOWER
+        and name[-1] in LOWER + "0123456789"
+        and all(c in LOWER + "0123456789-" for c in name)
+    )
+
+
+def is_git_id(sha):
+    return len(sha) in (40, 64) and all(c in HEX for c in sha)
 
 
 class Invalid(Exception):
@@ -421,7 +434,7 @@ def sequence(check):
 
 def kernel_name(value):
     string(value)
-    if not KERNEL_NAME.match(value):
+    if not is_kernel_name(value):
         raise Invalid(
             "Invalid kernel name `%s`. Name must:\n"
             "- Start with a lowercase letter (a-z)\n"
@@ -435,7 +448,7 @@ def kernel_name(value):
 def minver(value):
     string(value)
     parts = value.split(".")
-    if not all(p.isdigit() for p in parts):
+    if not all(p.isdigit() and p.isascii() for p in parts):
         raise Invalid("Version must consist of numbers: %s" % value)
     if len(parts) != 3:
         raise Invalid("Version has %d components, expected 3" % len(parts))
@@ -480,7 +493,7 @@ def digest(value):
 def git_status(value, required):
     def sha(v):
         string(v)
-        if not GIT_ID.match(v):
+        if not is_git_id(v):
             raise Invalid("Invalid git object id, expected 40 or 64 hexadecimal digits: %s" % v)
 
     def dirty(v):

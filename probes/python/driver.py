@@ -233,15 +233,22 @@ DECLARED = {}
 
 
 def provider(name):
-    """What this interpreter has for the top-level package of module `name`:
-    whether it is importable, and which distribution (and version) provides
-    it — the installed one, else the one the variant's python-depends name."""
-    top = name.partition(".")[0]
-    info = {"top": top, "installed": False}
-    try:
-        info["installed"] = importlib.util.find_spec(top) is not None
-    except (ImportError, ValueError):
-        pass
+    """What this interpreter has for the package of module `name`: whether
+    it is importable, and which distribution (and version) provides it —
+    the installed one, else the one the variant's python-depends name. A
+    namespace package (`nvidia`, shared by many wheels) is nobody's: the
+    package is its first regular or missing part (`nvidia.cudnn`)."""
+    parts = name.split(".")
+    top, spec = parts[0], None
+    for depth in range(1, len(parts) + 1):
+        top = ".".join(parts[:depth])
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or spec.origin not in (None, "namespace"):
+            break
+    info = {"top": top, "installed": spec is not None and spec.origin not in (None, "namespace")}
     try:
         import importlib.metadata as md
 

@@ -109,6 +109,10 @@ pub fn missing_module(top: &str, distribution: Option<&str>) -> String {
         Some(dist) => {
             format!("pip install {dist} (it provides `{top}`) into the probed Python environment")
         }
+        // A part of a namespace package (`nvidia.cudnn`): no guess.
+        None if top.contains('.') => {
+            format!("install the package that provides `{top}` into the probed Python environment")
+        }
         None => format!(
             "install the package that provides `{top}` (often: pip install {top}) into the probed Python environment"
         ),

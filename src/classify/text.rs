@@ -222,7 +222,7 @@ pub(super) fn missing_module(name: &str, own: Own<'_>, provider: Option<&Provide
             hints::OWN_IMPORT,
         );
     }
-    let top = name.split('.').next().unwrap_or(name);
+    let top = provider.map_or_else(|| name.split('.').next().unwrap_or(name), |p| &p.top);
     let distribution = provider.and_then(|p| p.distribution.as_deref());
     if let Some(p) = provider.filter(|p| p.installed && p.top != name) {
         let dist = distribution.unwrap_or(top);
