@@ -10,11 +10,13 @@ mod common;
 
 use common::{preflight_cmd, stderr, stdout, venv};
 use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
+use kernel_preflight::discover::{self, Named, NativeTarget, Target};
+use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Failure, Launch, ModuleKind, ModuleSpec, Step, Tolerance,
 };
-use kernel_preflight::probe::native;
-use kernel_preflight::sandbox::{Cancel, Termination};
+use kernel_preflight::run::{self, Executors, Plan, PlanOptions, RunEvent};
+use kernel_preflight::sandbox::{Cancel, Limits, Termination};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -262,17 +264,65 @@ fn native_target(arch: &str) -> tempfile::TempDir {
     dir
 }
 
+fn load(dir: &Path) -> NativeTarget {
+    match discover::discover(dir).expect("valid preflight.toml") {
+        Target::Native(t) => t,
+        Target::Hub(d) => panic!("discovered as a hub kernel: {d:?}"),
+    }
+}
+
 #[test]
-fn native_targets_load_and_probe_every_module() {
+fn native_targets_become_one_job_per_module_in_the_plan() {
     let dir = native_target("sm_90");
-    let target = native::load(dir.path()).expect("valid preflight.toml");
+    let target = load(dir.path());
     assert_eq!(target.modules.len(), 2);
-    let report = native::probe(&target, &executor(), 0, &Cancel::new()).expect("probe");
-    assert_eq!(report.modules.len(), 2);
-    assert_eq!(report.outcome.kind, OutcomeKind::NoDevice);
-    assert!(report.outcome.message.starts_with("axpy.cubin: "));
-    // The source module still compiled: a broken kernel would say so here.
-    assert!(report.modules[1].1.facts.compiled.is_some());
+    let fingerprint = Fingerprint::fast(&Sources::from_process()).unwrap();
+    let plan = Plan::new(
+        vec![Named {
+            given: "axpy".into(),
+            target: Target::Native(target.clone()),
+        }],
+        &fingerprint,
+        &PlanOptions::default(),
+        None,
+    );
+    let names: Vec<&str> = plan.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["axpy.cubin", "axpy.cu"]);
+    assert!(
+        plan.jobs
+            .iter()
+            .all(|j| j.skip.is_none() && j.key.is_none())
+    );
+    assert!(!plan.needs_python());
+    let executors = Executors {
+        python: None,
+        cuda: Some(executor()),
+        limits: Limits::default(),
+    };
+    let finished = std::sync::Mutex::new(Vec::new());
+    let report = run::run(&plan, &executors, 2, &Cancel::new(), &|e: RunEvent<'_>| {
+        if let RunEvent::Finished { job, .. } = e {
+            finished.lock().unwrap().push(job.id);
+        }
+    });
+    assert_eq!(finished.into_inner().unwrap().len(), 2);
+    for r in &report.results {
+        assert_eq!(
+            r.outcome.kind,
+            OutcomeKind::NoDevice,
+            "{}: {:?}",
+            r.variant,
+            r.outcome
+        );
+    }
+    assert!(!report.every_target_passes());
+    // The source module still compiles without a GPU: a broken kernel
+    // would say so here.
+    let cu = &target.modules[1];
+    let run = executor()
+        .run(0, Some(&cu.spec), &cu.launches, &Cancel::new())
+        .unwrap();
+    assert!(run.facts.compiled.is_some());
 }
 
 #[test]
@@ -309,7 +359,7 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("preflight.toml: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
+        err.contains("preflight.toml:7: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
         "{err}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -325,8 +375,9 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("preflight.toml:3:1: "), "{err}");
     assert!(err.contains("unknown field `grid`"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
 #[test]
@@ -336,10 +387,11 @@ fn on_a_gpu_native_modules_pass_verified() {
     let first = probe.run(0, None, &[], &Cancel::new()).expect("run");
     let device = first.facts.device.expect("a GPU");
     let dir = native_target(&device.sm());
-    let target = native::load(dir.path()).unwrap();
-    let report =
-        native::probe(&target, &probe.with_nvrtc(Some(nvrtc())), 0, &Cancel::new()).unwrap();
-    for (module, run) in &report.modules {
+    let probe = probe.with_nvrtc(Some(nvrtc()));
+    for module in load(dir.path()).modules {
+        let run = probe
+            .run(0, Some(&module.spec), &module.launches, &Cancel::new())
+            .unwrap();
         assert_eq!(
             run.outcome.kind,
             OutcomeKind::Pass,

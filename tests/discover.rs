@@ -101,7 +101,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn kernel_repo_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = kernel_repo(tmp.path());
-    let d = discover::discover(&repo).unwrap();
+    let d = discover::discover_hub(&repo).unwrap();
     assert_eq!(d.kind, TargetKind::KernelRepo);
     assert_eq!(d.kernel.as_deref(), Some("relu-kernel"));
     let names: Vec<String> = d.variants.iter().map(|v| v.name.to_string()).collect();
@@ -132,18 +132,18 @@ fn kernel_repo_directory() {
 fn variants_dir_and_single_variant() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = kernel_repo(tmp.path());
-    let d = discover::discover(&repo.join("build")).unwrap();
+    let d = discover::discover_hub(&repo.join("build")).unwrap();
     assert_eq!(d.kind, TargetKind::VariantsDir);
     assert_eq!(d.kernel.as_deref(), Some("relu-kernel"));
     assert_eq!(d.variants.len(), 3);
 
     let one = repo.join("build/torch29-cxx11-cu128-x86_64-linux");
-    let d = discover::discover(&one).unwrap();
+    let d = discover::discover_hub(&one).unwrap();
     assert_eq!(d.kind, TargetKind::Variant);
     assert_eq!(d.variants.len(), 1);
     assert_eq!(d.kernel.as_deref(), Some("relu-kernel"));
     // A trailing slash or `.` names the same directory.
-    let d = discover::discover(&one.join(".")).unwrap();
+    let d = discover::discover_hub(&one.join(".")).unwrap();
     assert_eq!(d.kind, TargetKind::Variant);
 }
 
@@ -154,7 +154,7 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
     let cache = tmp.path().join("hub");
     let folder = hub_cache(&cache, &repo);
 
-    let d = discover::discover(&folder).unwrap();
+    let d = discover::discover_hub(&folder).unwrap();
     assert_eq!(d.kind, TargetKind::HubCache);
     assert_eq!(d.kernel.as_deref(), Some("acme/relu-kernel"));
     assert_eq!(d.variants.len(), 3, "refs/main's snapshot, not the old one");
@@ -170,7 +170,7 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
     );
 
     let snapshot = folder.join("snapshots/0123456789abcdef0123456789abcdef01234567");
-    let d = discover::discover(&snapshot).unwrap();
+    let d = discover::discover_hub(&snapshot).unwrap();
     assert_eq!(d.kind, TargetKind::HubCache);
     assert_eq!(d.kernel.as_deref(), Some("acme/relu-kernel"));
 
@@ -203,7 +203,7 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
     fs::remove_file(folder.join("refs/main")).unwrap();
     let newest = folder.join("snapshots/newest/build/torch-cpu");
     fs::create_dir_all(&newest).unwrap();
-    let d = discover::discover(&folder).unwrap();
+    let d = discover::discover_hub(&folder).unwrap();
     assert_eq!(d.root, folder.join("snapshots/newest/build"));
 }
 
@@ -270,7 +270,7 @@ fn bad_targets_are_precise_errors_with_exit_2() {
         assert!(stdout(&out).is_empty());
     }
     assert!(matches!(
-        discover::discover(&missing),
+        discover::discover_hub(&missing),
         Err(DiscoverError::NotFound(_))
     ));
 }

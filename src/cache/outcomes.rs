@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What the cache keeps about one probe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,7 +104,6 @@ pub struct OutcomeCache {
     identities: Identities,
     fingerprint: String,
     machine: String,
-    write_failed: AtomicBool,
 }
 
 /// A variant's cache key, with what it was made from.
@@ -129,7 +127,6 @@ impl OutcomeCache {
             store,
             machine: machine_line(fingerprint, &hash),
             fingerprint: hash,
-            write_failed: AtomicBool::new(false),
         }
     }
 
@@ -164,44 +161,59 @@ impl OutcomeCache {
         })
     }
 
-    /// The cached record for a key, if there is a valid one.
-    pub fn get(&self, key: &VariantKey) -> Option<ProbeRecord> {
-        match self.store.get::<ProbeRecord>(&key.key) {
-            Lookup::Hit(entry) => Some(entry.record),
-            Lookup::Miss => None,
-            Lookup::Corrupt(why) => {
-                eprintln!("preflight: warning: ignored a corrupt cache entry: {why}");
-                None
-            }
+    /// The key of a job whose identity and smoke identity were computed
+    /// elsewhere (a native module: its file, spec and launches).
+    pub fn key_of(&self, identity: String, smoke: String, label: String) -> VariantKey {
+        let parts = KeyParts {
+            schema: SCHEMA,
+            fingerprint: self.fingerprint.clone(),
+            variant: identity,
+            smoke,
+        };
+        VariantKey {
+            key: parts.key(),
+            parts,
+            smoke: label,
         }
     }
 
-    /// Keep an outcome, if it is worth keeping. A cache that cannot be
-    /// written is warned about once; the outcome is still used.
+    /// The cached record for a key, if there is a valid one; `Err` says why
+    /// an entry was found but ignored (it is removed, and the job probed
+    /// again).
+    pub fn get(&self, key: &VariantKey) -> Result<Option<ProbeRecord>, String> {
+        match self.store.get::<ProbeRecord>(&key.key) {
+            Lookup::Hit(entry) => Ok(Some(entry.record)),
+            Lookup::Miss => Ok(None),
+            Lookup::Corrupt(why) => Err(why),
+        }
+    }
+
+    /// Keep the outcome of the job `name` at `path`, if it is worth
+    /// keeping. A cache that cannot be written is the caller's to report;
+    /// the outcome is still good to use.
     pub fn put(
         &self,
         key: &VariantKey,
-        variant: &FoundVariant,
+        name: &str,
+        path: &Path,
         outcome: &Outcome,
         timings: &Timings,
-    ) {
+    ) -> Result<(), CacheError> {
         if !cacheable(outcome.kind) {
-            return;
+            return Ok(());
         }
         let record = ProbeRecord {
-            variant: variant.name.to_string(),
-            path: std::path::absolute(&variant.path).unwrap_or_else(|_| variant.path.clone()),
+            variant: name.to_owned(),
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             identity: key.parts.variant.clone(),
             smoke: key.smoke.clone(),
             outcome: outcome.clone(),
             timings: *timings,
             machine: self.machine.clone(),
         };
-        if let Err(e) = self.store.put(&Entry::new(key.parts.clone(), record))
-            && !self.write_failed.swap(true, Ordering::Relaxed)
-        {
-            eprintln!("preflight: warning: outcomes are not cached: {e}");
-        }
+        self.store
+            .put(&Entry::new(key.parts.clone(), record))
+            .map(drop)
     }
 }
 

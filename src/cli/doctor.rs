@@ -2,9 +2,9 @@
 
 use super::{Answer, BadInput, emit, emit_json};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::cuda::{self, CudaExecutor};
 use kernel_preflight::probe::doctor::{self, DoctorOptions};
 use kernel_preflight::report;
+use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox::{self, Limits};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,14 +48,10 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         timeout,
         ..Limits::default()
     };
-    let executor = CudaExecutor::current()
-        .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
-        .with_nvrtc(cuda::nvrtc_library(toolkits));
+    let executor = Executors::cuda_for(toolkits, &limits)
+        .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?;
     let options = DoctorOptions {
-        executor: CudaExecutor {
-            limits: limits.clone(),
-            ..executor
-        },
+        executor,
         nvcc,
         python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
         python_limits: limits.clone(),

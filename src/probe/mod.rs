@@ -12,7 +12,6 @@ pub mod channel;
 pub mod cuda;
 pub mod doctor;
 pub mod library;
-pub mod native;
 
 pub use channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
 
