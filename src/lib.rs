@@ -16,6 +16,7 @@ pub mod fingerprint;
 pub mod fs;
 pub mod hash;
 pub mod probe;
+pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod sandbox;

@@ -11,11 +11,14 @@
 pub mod channel;
 pub mod cuda;
 pub mod doctor;
+mod job;
 pub mod library;
 
+pub use crate::protocol::{Evidence, ExecutorKind};
 pub use channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
+pub use job::{Executor, Job, Placement, ProbeError, Subject};
 
-use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError};
+use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox};
 use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -141,30 +144,6 @@ pub struct ProbeRun {
     pub report: ChildReport,
     /// Why the result channel could not be read, if it could not.
     pub channel_error: Option<String>,
-}
-
-/// A probe that could not be run at all: always preflight's fault.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// The sandbox failed.
-    #[error("sandbox: {0}")]
-    Sandbox(#[from] SandboxError),
-    /// A file of the probe could not be written into the sandbox directory.
-    #[error("cannot write {}: {source}", path.display())]
-    Setup {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The variant directory has no absolute form.
-    #[error("cannot resolve {}: {source}", path.display())]
-    Path {
-        /// The path.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
 }
 
 impl PythonProbe {
