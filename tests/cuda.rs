@@ -16,7 +16,7 @@ use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Failure, Launch, ModuleKind, ModuleSpec, Step, Tolerance,
 };
 use kernel_preflight::run::{self, Executors, Plan, PlanOptions, RunEvent};
-use kernel_preflight::sandbox::{Cancel, Limits, Termination};
+use kernel_preflight::sandbox::{Cancel, Termination};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -297,7 +297,6 @@ fn native_targets_become_one_job_per_module_in_the_plan() {
     let executors = Executors {
         python: None,
         cuda: Some(executor()),
-        limits: Limits::default(),
     };
     let finished = std::sync::Mutex::new(Vec::new());
     let report = run::run(&plan, &executors, 2, &Cancel::new(), &|e: RunEvent<'_>| {

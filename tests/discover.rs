@@ -4,7 +4,9 @@
 mod common;
 
 use common::{preflight, preflight_cmd, stderr, stdout};
-use kernel_preflight::discover::{self, DiscoverError, MetadataStatus, TargetKind};
+use kernel_preflight::discover::{
+    self, DiscoverError, MetadataStatus, Target, TargetKind, Targets,
+};
 use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -126,6 +128,39 @@ fn kernel_repo_directory() {
     );
     assert_eq!(d.warnings.len(), 2, "{:?}", d.warnings);
     assert!(d.warnings.iter().any(|w| w.contains("not-a-variant")));
+}
+
+#[test]
+fn both_target_kinds_each_discovered_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = kernel_repo(tmp.path());
+    let native = tmp.path().join("native");
+    fs::create_dir(&native).unwrap();
+    fs::write(native.join("k.ptx"), ".version 8.0\n").unwrap();
+    fs::write(
+        native.join("preflight.toml"),
+        "[[module]]\nfile = \"k.ptx\"\n",
+    )
+    .unwrap();
+    symlink(&repo, tmp.path().join("link")).unwrap();
+    let mut targets = Targets::new();
+    for (given, path) in [
+        ("relu", repo.clone()),
+        ("native", native.clone()),
+        ("relu again", repo.join(".")),
+        ("link", tmp.path().join("link")),
+        ("native again", tmp.path().join("native/../native")),
+    ] {
+        targets.add(given, &path).unwrap();
+    }
+    let targets = targets.into_vec();
+    let given: Vec<&str> = targets.iter().map(|t| t.given.as_str()).collect();
+    assert_eq!(given, ["relu", "native"], "the first name is kept");
+    assert!(matches!(&targets[0].target, Target::Hub(d) if d.variants.len() == 3));
+    match &targets[1].target {
+        Target::Native(t) => assert_eq!(t.modules[0].name(), "k.ptx"),
+        Target::Hub(d) => panic!("{d:?}"),
+    }
 }
 
 #[test]

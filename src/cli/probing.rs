@@ -124,13 +124,13 @@ impl Probing {
                 .then(|| Executors::cuda_for(&fingerprint.toolkits, &self.limits))
                 .transpose()
                 .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?,
-            limits: self.limits.clone(),
         };
         let cancel = sandbox::install_interrupt_handler();
         let options = PlanOptions {
             smoke: self.args.smoke.clone(),
             all,
             judge: judge.then(|| executors.judge(&fingerprint, &cancel)),
+            limits: self.limits.clone(),
         };
         let cache = (!self.args.no_cache)
             .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), &fingerprint)));

@@ -2,10 +2,11 @@
 //! store. Nothing else in `run` touches the cache, so that a new cache
 //! interface changes this file only.
 
-use super::plan::{Job, Work};
+use super::plan::Job;
 use crate::cache::outcomes::{OutcomeCache, VariantKey};
 use crate::classify::{Outcome, Timings};
-use crate::discover::NativeModule;
+use crate::discover::{FoundVariant, NativeModule};
+use crate::probe::{Placement, SmokeSource};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -20,20 +21,28 @@ impl JobKey {
     }
 }
 
-/// The key of `work` in `cache`; `Err` says why its files could not be
-/// identified (the job is then probed and not kept).
-pub(super) fn key(cache: &OutcomeCache, work: &Work) -> Result<JobKey, String> {
-    match work {
-        Work::Variant { variant, smoke, .. } => cache
-            .key(variant, smoke)
-            .map(JobKey)
-            .map_err(|e| e.to_string()),
-        Work::Module { module, device } => {
-            let (identity, launches) = module_identity(module, *device)
-                .map_err(|e| format!("cannot read {}: {e}", module.spec.path.display()))?;
-            Ok(JobKey(cache.key_of(identity, launches, "launches".into())))
-        }
-    }
+/// The key of a hub variant probed with `smoke`; `Err` says why its
+/// files could not be identified (the job is then probed and not kept).
+pub(super) fn variant_key(
+    cache: &OutcomeCache,
+    variant: &FoundVariant,
+    smoke: &SmokeSource,
+) -> Result<JobKey, String> {
+    cache
+        .key(variant, smoke)
+        .map(JobKey)
+        .map_err(|e| e.to_string())
+}
+
+/// The key of a native module run on `device`.
+pub(super) fn module_key(
+    cache: &OutcomeCache,
+    module: &NativeModule,
+    device: Placement,
+) -> Result<JobKey, String> {
+    let (identity, launches) = module_identity(module, device.ordinal())
+        .map_err(|e| format!("cannot read {}: {e}", module.spec.path.display()))?;
+    Ok(JobKey(cache.key_of(identity, launches, "launches".into())))
 }
 
 /// What decides a native module's outcome besides the machine: the

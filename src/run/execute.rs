@@ -2,18 +2,18 @@
 //! and the one function that runs a job in a sandboxed child and turns what
 //! the child did into an outcome.
 
-use super::plan::{Job, Work};
+use super::plan::Job;
 use crate::classify::{self, Outcome, Phase, Timings};
 use crate::declared::arch::ComputeCapability;
 use crate::declared::embedded::Judge;
 use crate::fingerprint::{Fingerprint, Toolkits};
-use crate::probe::PythonProbe;
 use crate::probe::cuda::{self, CudaExecutor};
+use crate::probe::{Placement, PythonProbe, Subject};
 use crate::sandbox::{Cancel, Limits};
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The executors a run (or `doctor`) uses, and the limits of every child.
+/// The executors a run (or `doctor`) uses.
 #[derive(Debug, Clone)]
 pub struct Executors {
     /// The interpreter hub variants are imported in; `None` when none is
@@ -21,9 +21,8 @@ pub struct Executors {
     /// [`super::Plan::needs_python`]).
     pub python: Option<PathBuf>,
     /// The cuda executor for native modules; `None` when the plan has none.
+    /// Each job runs it within the job's own limits.
     pub cuda: Option<CudaExecutor>,
-    /// Time and output limits of each child.
-    pub limits: Limits,
 }
 
 impl Executors {
@@ -79,22 +78,23 @@ pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Exec
         },
         leaked: None,
     };
-    match &job.work {
-        Work::Variant {
-            variant,
-            smoke,
-            device,
-        } => {
+    let probe = &job.probe;
+    match &probe.subject {
+        Subject::Variant { name, path } => {
             let Some(python) = &executors.python else {
                 return fault("no Python interpreter to import the variant in".into());
             };
             let prober = PythonProbe {
                 python: python.clone(),
-                smoke: smoke.clone(),
-                limits: executors.limits.clone(),
+                smoke: probe.smoke.clone(),
+                limits: probe.limits.clone(),
                 env: Vec::new(),
             };
-            match prober.run(&variant.path, device, cancel) {
+            let device = match probe.device {
+                Placement::Cpu => "cpu",
+                Placement::Default | Placement::Ordinal(_) => crate::probe::device_for(name),
+            };
+            match prober.run(path, device, cancel) {
                 Ok(run) => Executed {
                     outcome: classify::classify_run(&run),
                     timings: Timings {
@@ -107,11 +107,19 @@ pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Exec
                 Err(e) => fault(e.to_string()),
             }
         }
-        Work::Module { module, device } => {
-            let Some(executor) = &executors.cuda else {
+        Subject::Module { .. } | Subject::Device => {
+            let Some(cuda) = &executors.cuda else {
                 return fault("no cuda executor to load the module in".into());
             };
-            match executor.run(*device, Some(&module.spec), &module.launches, cancel) {
+            let executor = CudaExecutor {
+                limits: probe.limits.clone(),
+                ..cuda.clone()
+            };
+            let (module, launches) = match &probe.subject {
+                Subject::Module { spec, launches } => (Some(spec), launches.as_slice()),
+                _ => (None, &[][..]),
+            };
+            match executor.run(probe.device.ordinal(), module, launches, cancel) {
                 Ok(run) => Executed {
                     outcome: run.outcome,
                     timings: run.timings,

@@ -22,7 +22,7 @@ pub mod select;
 pub use cached::JobKey;
 pub use event::{Reporter, RunEvent};
 pub use execute::Executors;
-pub use plan::{Job, JobId, Plan, PlanOptions, TargetId, Work};
+pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
 pub use result::{CheckReport, CheckResult, Declared};
 
 use crate::classify::Outcome;

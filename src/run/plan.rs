@@ -13,7 +13,8 @@ use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::native::ModuleKind;
 use crate::discover::{Discovery, FoundVariant, Named, NativeModule, NativeTarget, Target};
 use crate::fingerprint::Fingerprint;
-use crate::probe::{self, SmokeSource};
+use crate::probe::{self, SmokeSource, Subject};
+use crate::sandbox::Limits;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,28 +39,8 @@ pub struct PlanOptions {
     /// images can run on this GPU (`check`; `select` and `warmup` leave it
     /// out for hub variants, since it reads every shared object).
     pub judge: Option<Judge>,
-}
-
-/// What a job runs, and in which executor.
-#[derive(Debug, Clone)]
-pub enum Work {
-    /// A hub variant, imported by the python executor as the hub loader
-    /// imports it, then its smoke workload.
-    Variant {
-        /// The variant.
-        variant: FoundVariant,
-        /// Its smoke workload.
-        smoke: SmokeSource,
-        /// The torch device the smoke runs on.
-        device: &'static str,
-    },
-    /// A native module, loaded and launched by the cuda executor.
-    Module {
-        /// The module and its launches.
-        module: NativeModule,
-        /// The CUDA device ordinal.
-        device: u32,
-    },
+    /// Time and output limits of each child.
+    pub limits: Limits,
 }
 
 /// One planned job.
@@ -77,8 +58,9 @@ pub struct Job {
     pub declared: Declared,
     /// Why it is not probed (another OS or CPU), if it is not.
     pub skip: Option<String>,
-    /// What it runs.
-    pub work: Work,
+    /// What its executor runs: the subject, the device, the smoke, the
+    /// depth and the child's limits.
+    pub probe: probe::Job,
     /// Where its outcome is kept; `None`: not cached (`--no-cache`, or its
     /// files could not be identified).
     pub key: Option<JobKey>,
@@ -138,7 +120,7 @@ impl Plan {
     pub fn needs_python(&self) -> bool {
         self.jobs
             .iter()
-            .any(|j| j.skip.is_none() && matches!(j.work, Work::Variant { .. }))
+            .any(|j| j.skip.is_none() && matches!(j.probe.subject, Subject::Variant { .. }))
     }
 
     /// The jobs of one target.
@@ -146,6 +128,9 @@ impl Plan {
         self.jobs.iter().filter(move |j| j.target == target)
     }
 
+    /// Add a job; `key` computes its cache key, for a job that is probed
+    /// at all.
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         target: TargetId,
@@ -153,10 +138,11 @@ impl Plan {
         path: PathBuf,
         declared: Declared,
         skip: Option<String>,
-        work: Work,
+        probe: probe::Job,
+        key: impl FnOnce(&OutcomeCache) -> Result<JobKey, String>,
     ) {
         let key = match (&self.cache, &skip) {
-            (Some(cache), None) => cached::key(cache, &work)
+            (Some(cache), None) => key(cache)
                 .inspect_err(|e| {
                     self.warnings
                         .push(format!("{}: not cached: {e}", path.display()))
@@ -171,7 +157,7 @@ impl Plan {
             path,
             declared,
             skip,
-            work,
+            probe,
             key,
         });
     }
@@ -214,10 +200,13 @@ impl Plan {
                     )
                 })
                 .clone();
-            let work = Work::Variant {
-                variant: variant.clone(),
-                smoke,
-                device: probe::device_for(&variant.name),
+            let job = probe::Job {
+                smoke: smoke.clone(),
+                limits: options.limits.clone(),
+                ..probe::Job::new(Subject::Variant {
+                    name: variant.name.clone(),
+                    path: variant.path.clone(),
+                })
             };
             self.push(
                 target,
@@ -225,7 +214,8 @@ impl Plan {
                 variant.path.clone(),
                 declared,
                 skip,
-                work,
+                job,
+                |cache| cached::variant_key(cache, variant, &smoke),
             );
         }
     }
@@ -235,17 +225,22 @@ impl Plan {
             let declared = options
                 .judge
                 .map_or(Declared::ACCEPTED, |j| module_declared(module, j));
-            let work = Work::Module {
-                module: module.clone(),
-                device: 0,
+            let job = probe::Job {
+                limits: options.limits.clone(),
+                ..probe::Job::new(Subject::Module {
+                    spec: module.spec.clone(),
+                    launches: module.launches.clone(),
+                })
             };
+            let device = job.device;
             self.push(
                 target,
                 module.name(),
                 module.spec.path.clone(),
                 declared,
                 None,
-                work,
+                job,
+                |cache| cached::module_key(cache, module, device),
             );
         }
     }
