@@ -210,6 +210,7 @@ pub fn warn(bar: Option<&indicatif::ProgressBar>, message: &str) {
         None => line(),
     }
 }
+
 /// A progress bar on stderr, only when stderr is a terminal.
 pub fn progress_bar(len: usize, what: &str) -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() || len == 0 {

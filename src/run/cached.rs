@@ -14,13 +14,6 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, Clone)]
 pub struct JobKey(VariantKey);
 
-impl JobKey {
-    /// The key's hex text (as `preflight cache ls` shows it).
-    pub fn as_str(&self) -> &str {
-        self.0.key.as_str()
-    }
-}
-
 /// The key of a hub variant probed with `smoke`; `Err` says why its
 /// files could not be identified (the job is then probed and not kept).
 pub(super) fn variant_key(

@@ -123,11 +123,6 @@ impl Plan {
             .any(|j| j.skip.is_none() && matches!(j.probe.subject, Subject::Variant { .. }))
     }
 
-    /// The jobs of one target.
-    pub fn jobs_of(&self, target: TargetId) -> impl Iterator<Item = &Job> {
-        self.jobs.iter().filter(move |j| j.target == target)
-    }
-
     /// Add a job; `key` computes its cache key, for a job that is probed
     /// at all.
     #[allow(clippy::too_many_arguments)]
