@@ -12,6 +12,7 @@ pub mod cache;
 pub mod classify;
 pub mod declared;
 pub mod discover;
+pub mod doctor;
 pub mod fingerprint;
 pub mod fs;
 pub mod hash;

@@ -1,8 +1,8 @@
 //! `preflight doctor`
 
 use super::{Answer, BadInput, emit, emit_json};
+use kernel_preflight::doctor::{self, DoctorOptions};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::doctor::{self, DoctorOptions};
 use kernel_preflight::report;
 use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox::{self, Limits};
@@ -48,10 +48,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         timeout,
         ..Limits::default()
     };
-    let executor = Executors::cuda_for(toolkits, &limits)
+    let executor = Executors::cuda_for(toolkits)
         .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?;
     let options = DoctorOptions {
         executor,
+        cuda_limits: limits.clone(),
         nvcc,
         python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
         python_limits: limits.clone(),

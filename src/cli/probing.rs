@@ -5,7 +5,7 @@ use kernel_preflight::cache::Store;
 use kernel_preflight::cache::outcomes::OutcomeCache;
 use kernel_preflight::discover::{Named, Target};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe;
+use kernel_preflight::probe::{self, PythonExecutor};
 use kernel_preflight::run::{self, CheckReport, Executors, Plan, PlanOptions, Reporter, RunEvent};
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
@@ -119,9 +119,10 @@ impl Probing {
             python: self
                 .python
                 .clone()
-                .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter)),
+                .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
+                .map(PythonExecutor::new),
             cuda: native
-                .then(|| Executors::cuda_for(&fingerprint.toolkits, &self.limits))
+                .then(|| Executors::cuda_for(&fingerprint.toolkits))
                 .transpose()
                 .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?,
         };
@@ -129,7 +130,7 @@ impl Probing {
         let options = PlanOptions {
             smoke: self.args.smoke.clone(),
             all,
-            judge: judge.then(|| executors.judge(&fingerprint, &cancel)),
+            judge: judge.then(|| executors.judge(&fingerprint, &self.limits, &cancel)),
             limits: self.limits.clone(),
         };
         let cache = (!self.args.no_cache)

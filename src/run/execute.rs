@@ -8,49 +8,58 @@ use crate::declared::arch::ComputeCapability;
 use crate::declared::embedded::Judge;
 use crate::fingerprint::{Fingerprint, Toolkits};
 use crate::probe::cuda::{self, CudaExecutor};
-use crate::probe::{Placement, PythonProbe, Subject};
+use crate::probe::{Executor, Job as ProbeJob, PythonExecutor, Subject};
 use crate::sandbox::{Cancel, Limits};
-use std::path::PathBuf;
 use std::time::Instant;
 
 /// The executors a run (or `doctor`) uses.
 #[derive(Debug, Clone)]
 pub struct Executors {
-    /// The interpreter hub variants are imported in; `None` when none is
-    /// known (a plan with hub jobs then cannot run: see
-    /// [`super::Plan::needs_python`]).
-    pub python: Option<PathBuf>,
-    /// The cuda executor for native modules; `None` when the plan has none.
-    /// Each job runs it within the job's own limits.
+    /// Imports hub variants; `None` when no interpreter is known (a plan
+    /// with hub jobs then cannot run: see [`super::Plan::needs_python`]).
+    pub python: Option<PythonExecutor>,
+    /// Loads and launches native modules; `None` when the plan has none.
     pub cuda: Option<CudaExecutor>,
 }
 
 impl Executors {
     /// The cuda executor of this machine: the running binary re-executed in
     /// its child mode, with the NVRTC library a kernel would use (found
-    /// among `toolkits`) and `limits`. `check`, `warmup` and `doctor` all
-    /// get theirs here.
-    pub fn cuda_for(toolkits: &Toolkits, limits: &Limits) -> std::io::Result<CudaExecutor> {
-        Ok(CudaExecutor {
-            limits: limits.clone(),
-            ..CudaExecutor::current()?.with_nvrtc(cuda::nvrtc_library(toolkits))
-        })
+    /// among `toolkits`). `check`, `warmup` and `doctor` all get theirs
+    /// here.
+    pub fn cuda_for(toolkits: &Toolkits) -> std::io::Result<CudaExecutor> {
+        Ok(CudaExecutor::current()?.with_nvrtc(cuda::nvrtc_library(toolkits)))
+    }
+
+    /// The executor that runs `subject`.
+    fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
+        match subject {
+            Subject::Variant { .. } => self.python.as_ref().map(|e| e as &dyn Executor),
+            Subject::Module { .. } | Subject::Device => {
+                self.cuda.as_ref().map(|e| e as &dyn Executor)
+            }
+        }
     }
 
     /// What declared verdicts are judged against: the fingerprint's first
     /// GPU and its driver's PTX ISA; when the fingerprint knows no GPU and
-    /// there is a cuda executor, device 0 as that executor sees it (the
-    /// driver native modules will meet), found by one query child.
-    pub fn judge(&self, fingerprint: &Fingerprint, cancel: &Cancel) -> Judge {
+    /// there is a cuda executor, device 0 as that executor's driver reports
+    /// it (the driver native modules will meet), asked by one child run
+    /// within `limits`.
+    pub fn judge(&self, fingerprint: &Fingerprint, limits: &Limits, cancel: &Cancel) -> Judge {
         let judge = Judge::from_fingerprint(fingerprint);
         if judge.gpu.is_some() {
             return judge;
         }
+        let query = ProbeJob {
+            limits: limits.clone(),
+            ..ProbeJob::new(Subject::Device)
+        };
         let device = self
             .cuda
             .as_ref()
-            .and_then(|cuda| cuda.run(0, None, &[], cancel).ok())
-            .and_then(|run| run.facts.device);
+            .and_then(|cuda| cuda.run(&query, cancel).ok())
+            .and_then(|evidence| evidence.report().device);
         Judge {
             gpu: device.map(|d| ComputeCapability::new(d.major, d.minor)),
             ..judge
@@ -66,68 +75,35 @@ pub(super) struct Executed {
 }
 
 /// Runs one job in a fresh sandboxed child of its executor and classifies
-/// what the child did. A fault of preflight (no executor, a sandbox that
-/// fails) is a `probe_error` outcome, never a failed run.
+/// the evidence. A fault of preflight (no executor for the job, a sandbox
+/// that fails) is a `probe_error` outcome, never a failed run.
 pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Executed {
     let start = Instant::now();
-    let fault = |message: String| Executed {
-        outcome: Outcome::probe_error(Phase::Start, &message),
-        timings: Timings {
-            total_ms: round_ms(start.elapsed().as_secs_f64() * 1e3),
-            ..Timings::default()
-        },
-        leaked: None,
+    let result = match executors.for_subject(&job.probe.subject) {
+        Some(executor) => executor.run(&job.probe, cancel).map_err(|e| e.to_string()),
+        None => Err(format!(
+            "no executor to run {} in",
+            job.probe.subject.describe()
+        )),
     };
-    let probe = &job.probe;
-    match &probe.subject {
-        Subject::Variant { name, path } => {
-            let Some(python) = &executors.python else {
-                return fault("no Python interpreter to import the variant in".into());
-            };
-            let prober = PythonProbe {
-                python: python.clone(),
-                smoke: probe.smoke.clone(),
-                limits: probe.limits.clone(),
-                env: Vec::new(),
-            };
-            let device = match probe.device {
-                Placement::Cpu => "cpu",
-                Placement::Default | Placement::Ordinal(_) => crate::probe::device_for(name),
-            };
-            match prober.run(path, device, cancel) {
-                Ok(run) => Executed {
-                    outcome: classify::classify_run(&run),
-                    timings: Timings {
-                        total_ms: round_ms(start.elapsed().as_secs_f64() * 1e3),
-                        import_ms: run.report.import_ms.map(round_ms),
-                        smoke_ms: run.report.smoke_ms.map(round_ms),
-                    },
-                    leaked: run.run.leaked,
-                },
-                Err(e) => fault(e.to_string()),
-            }
-        }
-        Subject::Module { .. } | Subject::Device => {
-            let Some(cuda) = &executors.cuda else {
-                return fault("no cuda executor to load the module in".into());
-            };
-            let executor = CudaExecutor {
-                limits: probe.limits.clone(),
-                ..cuda.clone()
-            };
-            let (module, launches) = match &probe.subject {
-                Subject::Module { spec, launches } => (Some(spec), launches.as_slice()),
-                _ => (None, &[][..]),
-            };
-            match executor.run(probe.device.ordinal(), module, launches, cancel) {
-                Ok(run) => Executed {
-                    outcome: run.outcome,
-                    timings: run.timings,
-                    leaked: run.run.leaked,
-                },
-                Err(e) => fault(e.to_string()),
-            }
-        }
+    let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
+    match result {
+        Ok(evidence) => Executed {
+            outcome: classify::classify(&evidence),
+            timings: Timings {
+                total_ms,
+                ..evidence.timings()
+            },
+            leaked: evidence.leaked,
+        },
+        Err(message) => Executed {
+            outcome: Outcome::probe_error(Phase::Start, &message),
+            timings: Timings {
+                total_ms,
+                ..Timings::default()
+            },
+            leaked: None,
+        },
     }
 }
 

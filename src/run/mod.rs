@@ -102,9 +102,11 @@ pub fn run(
     let probe = |job: &&Job| {
         reporter.report(RunEvent::Started { job });
         let done = execute::execute(job, executors, cancel);
-        // An interrupted probe says nothing about the job.
+        // An interrupted probe, or a cause that may pass by itself, says
+        // nothing lasting about the job.
         if let (Some(cache), Some(key)) = (&plan.cache, &job.key)
             && !cancel.is_cancelled()
+            && !done.outcome.transient
             && let Err(why) = cached::store(cache, key, job, &done.outcome, &done.timings)
             && !write_failed.swap(true, Ordering::Relaxed)
         {
