@@ -125,17 +125,19 @@ impl Plan {
 
     /// Add a job; `key` computes its cache key, for a job that is probed
     /// at all.
-    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         target: TargetId,
-        name: String,
-        path: PathBuf,
         declared: Declared,
         skip: Option<String>,
         probe: probe::Job,
         key: impl FnOnce(&OutcomeCache) -> Result<JobKey, String>,
     ) {
+        let (name, path) = match &probe.subject {
+            Subject::Variant { name, path } => (name.to_string(), path.clone()),
+            Subject::Module { spec, .. } => (spec.name(), spec.path.clone()),
+            Subject::Device => ("device".to_owned(), PathBuf::new()),
+        };
         let key = match (&self.cache, &skip) {
             (Some(cache), None) => key(cache)
                 .inspect_err(|e| {
@@ -203,15 +205,9 @@ impl Plan {
                     path: variant.path.clone(),
                 })
             };
-            self.push(
-                target,
-                variant.name.to_string(),
-                variant.path.clone(),
-                declared,
-                skip,
-                job,
-                |cache| cached::variant_key(cache, variant, &smoke),
-            );
+            self.push(target, declared, skip, job, |cache| {
+                cached::variant_key(cache, variant, &smoke)
+            });
         }
     }
 
@@ -228,15 +224,9 @@ impl Plan {
                 })
             };
             let device = job.device;
-            self.push(
-                target,
-                module.name(),
-                module.spec.path.clone(),
-                declared,
-                None,
-                job,
-                |cache| cached::module_key(cache, module, device),
-            );
+            self.push(target, declared, None, job, |cache| {
+                cached::module_key(cache, module, device)
+            });
         }
     }
 }

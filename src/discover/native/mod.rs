@@ -103,10 +103,7 @@ pub struct NativeModule {
 impl NativeModule {
     /// The module's file name, as reports show it.
     pub fn name(&self) -> String {
-        self.spec.path.file_name().map_or_else(
-            || self.spec.path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
+        self.spec.name()
     }
 }
 

@@ -24,6 +24,16 @@ pub struct ModuleSpec {
     pub target: Option<String>,
 }
 
+impl ModuleSpec {
+    /// The module's file name, as reports show it.
+    pub fn name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+}
+
 /// The kinds of module file the driver API can load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
