@@ -7,9 +7,9 @@
 //! read only when the child died without a report (flash-attn3 prints
 //! `no kernel image is available …` and calls `exit(1)`), and then only its
 //! error lines, never its warnings. How a child ended (exit code, signal,
-//! deadline, cancel) is handled once, in [`termination`]; what a reported
-//! failure means comes from one signature table per executor ([`python`],
-//! [`cuda`]) and free text ([`text`]); every hint is defined once, in
+//! deadline, cancel) is handled once, in `termination.rs`; what a reported
+//! failure means comes from one signature table per executor (`python.rs`,
+//! `cuda.rs`) and free text (`text.rs`); every hint is defined once, in
 //! [`hints`].
 
 mod cuda;
@@ -278,7 +278,8 @@ pub fn from_text(text: &str, phase: Phase) -> Option<Outcome> {
     text::from_text(text, phase).map(|cause| Outcome::from_cause(cause, phase))
 }
 
-/// An outcome from its parts, for executors that classify their own facts.
+/// An outcome from its parts, for verdicts built from other outcomes (a
+/// native target's summary of its modules).
 pub fn outcome(kind: OutcomeKind, phase: Phase, message: &str, hint: &str) -> Outcome {
     let mut outcome = Outcome::new(kind, phase, message);
     outcome.hint = one_line(hint);

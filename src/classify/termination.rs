@@ -5,7 +5,7 @@
 use super::stderr::{decisive_lines, last_said};
 use super::text::from_text;
 use super::{Cause, Depth, Outcome, OutcomeKind, Phase, STDERR_TAIL_LINES, hints, strip_ansi};
-use crate::protocol::{Evidence, Report};
+use crate::protocol::{CHANNEL_LIMIT, Evidence, Report};
 use crate::sandbox::Termination;
 
 /// The outcome of a child that reported no failure.
@@ -42,6 +42,10 @@ pub(super) fn decide(evidence: &Evidence, report: &Report) -> Outcome {
             phase,
             &match &evidence.channel.unreadable {
                 Some(why) => format!("child exited 0 but its result channel is unreadable: {why}"),
+                None if evidence.channel.truncated => format!(
+                    "child exited 0 but its result channel passed {CHANNEL_LIMIT} bytes and was cut (last phase read: {})",
+                    phase.as_str()
+                ),
                 None => format!(
                     "child exited 0 without reporting a result (last phase: {})",
                     phase.as_str()

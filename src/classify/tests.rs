@@ -91,8 +91,13 @@ fn with(mut base: Vec<String>, last: String) -> Vec<String> {
     base
 }
 
+#[rustfmt::skip]
 fn cases() -> Vec<Case> {
-    let imported = lines(&[START, IMPORT, r#"{"event":"module","name":"_relu_abc"}"#]);
+    let imported = lines(&[
+        START,
+        IMPORT,
+        r#"{"event":"module","name":"_relu_abc"}"#,
+    ]);
     let smoking = lines(&[START, IMPORT, SMOKE]);
     vec![
         Case {
@@ -116,17 +121,9 @@ fn cases() -> Vec<Case> {
         Case {
             name: "torch AcceleratorError with error_code 209",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "AcceleratorError",
-                    "torch",
-                    &["builtins.RuntimeError"],
-                    "CUDA error: no kernel image is available for execution on the device\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
-                    r#","error_code":209"#,
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "AcceleratorError", "torch", &["builtins.RuntimeError"],
+                "CUDA error: no kernel image is available for execution on the device\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
+                r#","error_code":209"#)),
             stderr: "",
             kind: OutcomeKind::UnsupportedArch,
             phase: Phase::Smoke,
@@ -135,17 +132,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "plain RuntimeError: CUDA error 222 text",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "RuntimeError",
-                    "builtins",
-                    &[],
-                    "CUDA error: the provided PTX was compiled with an unsupported toolchain.\nCUDA kernel errors might be asynchronously reported at some other API call",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
+                "CUDA error: the provided PTX was compiled with an unsupported toolchain.\nCUDA kernel errors might be asynchronously reported at some other API call", "")),
             stderr: "",
             kind: OutcomeKind::PtxTooNew,
             phase: Phase::Smoke,
@@ -154,17 +142,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "legacy cuda runtime error (35)",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "RuntimeError",
-                    "builtins",
-                    &[],
-                    "cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version at /pytorch/aten/src/THC/THCGeneral.cpp:50",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
+                "cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version at /pytorch/aten/src/THC/THCGeneral.cpp:50", "")),
             stderr: "",
             kind: OutcomeKind::DriverTooOld,
             phase: Phase::Smoke,
@@ -173,17 +152,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "tvm-ffi driver error name, no device",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "RuntimeError",
-                    "builtins",
-                    &[],
-                    "CUDA Driver Error: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
+                "CUDA Driver Error: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected", "")),
             stderr: "",
             kind: OutcomeKind::NoDevice,
             phase: Phase::Smoke,
@@ -192,20 +162,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "CuTe-DSL DSLCudaRuntimeError with ANSI colours",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "DSLCudaRuntimeError",
-                    "cutlass.base_dsl.common",
-                    &[
-                        "cutlass.base_dsl.common.DSLRuntimeError",
-                        "cutlass.base_dsl.common.DSLBaseError",
-                    ],
-                    "\u{1b}[91mCUDA error during kernel load\u{1b}[0m\nError name: CUDA_ERROR_NO_BINARY_FOR_GPU",
-                    r#","error_code":209,"error_name":"CUDA_ERROR_NO_BINARY_FOR_GPU""#,
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "DSLCudaRuntimeError", "cutlass.base_dsl.common", &["cutlass.base_dsl.common.DSLRuntimeError", "cutlass.base_dsl.common.DSLBaseError"],
+                "\u{1b}[91mCUDA error during kernel load\u{1b}[0m\nError name: CUDA_ERROR_NO_BINARY_FOR_GPU", r#","error_code":209,"error_name":"CUDA_ERROR_NO_BINARY_FOR_GPU""#)),
             stderr: "",
             kind: OutcomeKind::UnsupportedArch,
             phase: Phase::Smoke,
@@ -214,17 +172,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "torch OutOfMemoryError",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "OutOfMemoryError",
-                    "torch",
-                    &["builtins.RuntimeError"],
-                    "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.12 GiB is free.",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "OutOfMemoryError", "torch", &["builtins.RuntimeError"],
+                "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.12 GiB is free.", "")),
             stderr: "",
             kind: OutcomeKind::OutOfMemory,
             phase: Phase::Smoke,
@@ -233,17 +182,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "ModuleNotFoundError names the module",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "ModuleNotFoundError",
-                    "builtins",
-                    &["builtins.ImportError"],
-                    "No module named 'einops'",
-                    r#","name":"einops""#,
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
+                "No module named 'einops'", r#","name":"einops""#)),
             stderr: "",
             kind: OutcomeKind::MissingDependency,
             phase: Phase::Import,
@@ -252,17 +192,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "the variant's own missing submodule is an import error",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "ModuleNotFoundError",
-                    "builtins",
-                    &["builtins.ImportError"],
-                    "No module named '_relu_abc._ops'",
-                    r#","name":"_relu_abc._ops""#,
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
+                "No module named '_relu_abc._ops'", r#","name":"_relu_abc._ops""#)),
             stderr: "",
             kind: OutcomeKind::ImportError,
             phase: Phase::Import,
@@ -271,17 +202,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "undefined symbol names the symbol",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "ImportError",
-                    "builtins",
-                    &[],
-                    "/root/.cache/huggingface/hub/kernels--kernels-community--activation/snapshots/1/build/torch28-cxx11-cu128-x86_64-linux/_activation_0c3eb4e.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa",
-                    "",
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
+                "/root/.cache/huggingface/hub/kernels--kernels-community--activation/snapshots/1/build/torch28-cxx11-cu128-x86_64-linux/_activation_0c3eb4e.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
             phase: Phase::Import,
@@ -290,17 +212,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "missing shared library names it",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "ImportError",
-                    "builtins",
-                    &[],
-                    "libcudart.so.13: cannot open shared object file: No such file or directory",
-                    "",
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
+                "libcudart.so.13: cannot open shared object file: No such file or directory", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
             phase: Phase::Import,
@@ -309,17 +222,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "missing libcuda means no driver",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "OSError",
-                    "builtins",
-                    &[],
-                    "libcuda.so.1: cannot open shared object file: No such file or directory",
-                    r#","errno":2"#,
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "OSError", "builtins", &[],
+                "libcuda.so.1: cannot open shared object file: No such file or directory", r#","errno":2"#)),
             stderr: "",
             kind: OutcomeKind::NoDevice,
             phase: Phase::Import,
@@ -328,17 +232,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "GLIBC version names it",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "ImportError",
-                    "builtins",
-                    &[],
-                    "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /x/_ops.abi3.so)",
-                    "",
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
+                "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /x/_ops.abi3.so)", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
             phase: Phase::Import,
@@ -347,17 +242,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "subprocess nvcc absent",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "FileNotFoundError",
-                    "builtins",
-                    &["builtins.OSError"],
-                    "[Errno 2] No such file or directory: 'nvcc'",
-                    r#","filename":"nvcc","errno":2"#,
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "FileNotFoundError", "builtins", &["builtins.OSError"],
+                "[Errno 2] No such file or directory: 'nvcc'", r#","filename":"nvcc","errno":2"#)),
             stderr: "",
             kind: OutcomeKind::NvccMissing,
             phase: Phase::Smoke,
@@ -366,17 +252,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "nvcc too old for the target arch",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "CalledProcessError",
-                    "subprocess",
-                    &["subprocess.SubprocessError"],
-                    "Command '['nvcc', '-arch=sm_103a', 'k.cu']' returned non-zero exit status 1.",
-                    r#","command":"nvcc","returncode":1"#,
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "CalledProcessError", "subprocess", &["subprocess.SubprocessError"],
+                "Command '['nvcc', '-arch=sm_103a', 'k.cu']' returned non-zero exit status 1.", r#","command":"nvcc","returncode":1"#)),
             stderr: "nvcc fatal   : Unsupported gpu architecture 'compute_103a'\n",
             kind: OutcomeKind::NvccTooOld,
             phase: Phase::Smoke,
@@ -385,17 +262,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "Triton compilation error",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "CompilationError",
-                    "triton.compiler.errors",
-                    &["triton.compiler.errors.TritonError"],
-                    "at 12:4:\n    x = tl.load(ptr)\n    ^\nunsupported",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "CompilationError", "triton.compiler.errors", &["triton.compiler.errors.TritonError"],
+                "at 12:4:\n    x = tl.load(ptr)\n    ^\nunsupported", "")),
             stderr: "",
             kind: OutcomeKind::JitCompileError,
             phase: Phase::Smoke,
@@ -404,17 +272,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "Triton out of shared memory",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "OutOfResources",
-                    "triton.runtime.errors",
-                    &["triton.runtime.errors.TritonError"],
-                    "out of resource: shared memory, Required: 232448, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "OutOfResources", "triton.runtime.errors", &["triton.runtime.errors.TritonError"],
+                "out of resource: shared memory, Required: 232448, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", "")),
             stderr: "",
             kind: OutcomeKind::JitCompileError,
             phase: Phase::Smoke,
@@ -423,17 +282,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "NVRTC compile failure in text",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "RuntimeError",
-                    "builtins",
-                    &[],
-                    "NVRTC_ERROR_COMPILATION: kernel.cu(3): error: identifier \"foo\" is undefined",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
+                "NVRTC_ERROR_COMPILATION: kernel.cu(3): error: identifier \"foo\" is undefined", "")),
             stderr: "",
             kind: OutcomeKind::JitCompileError,
             phase: Phase::Smoke,
@@ -442,17 +292,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "cannot import name from a dependency",
             termination: exited(1),
-            channel: with(
-                imported.clone(),
-                exception(
-                    Phase::Import,
-                    "ImportError",
-                    "builtins",
-                    &[],
-                    "cannot import name 'make_fake_compact_tensor' from 'cutlass.cute.runtime' (/site-packages/cutlass/cute/runtime.py)",
-                    r#","name":"cutlass.cute.runtime""#,
-                ),
-            ),
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
+                "cannot import name 'make_fake_compact_tensor' from 'cutlass.cute.runtime' (/site-packages/cutlass/cute/runtime.py)", r#","name":"cutlass.cute.runtime""#)),
             stderr: "",
             kind: OutcomeKind::DependencyVersion,
             phase: Phase::Import,
@@ -461,17 +302,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "kernel lacks the called function",
             termination: exited(1),
-            channel: with(
-                with(imported.clone(), phase(Phase::Smoke)),
-                exception(
-                    Phase::Smoke,
-                    "AttributeError",
-                    "builtins",
-                    &[],
-                    "module '_relu_abc' has no attribute 'gelu_fast'",
-                    r#","name":"gelu_fast""#,
-                ),
-            ),
+            channel: with(with(imported.clone(), phase(Phase::Smoke)), exception(Phase::Smoke, "AttributeError", "builtins", &[],
+                "module '_relu_abc' has no attribute 'gelu_fast'", r#","name":"gelu_fast""#)),
             stderr: "",
             kind: OutcomeKind::MissingSymbol,
             phase: Phase::Smoke,
@@ -480,18 +312,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "wrong result",
             termination: exited(1),
-            channel: with(
-                with(lines(&[START, IMPORT, SMOKE]), phase(Phase::Verify)),
-                failed(
-                    Phase::Verify,
-                    Failure::Mismatch {
-                        label: None,
-                        message:
-                            "3 of 16 elements differ beyond rtol=1e-07 atol=1e-07 (max abs diff 1)"
-                                .into(),
-                    },
-                ),
-            ),
+            channel: with(with(lines(&[START, IMPORT, SMOKE]), phase(Phase::Verify)),
+                failed(Phase::Verify, Failure::Mismatch { label: None, message: "3 of 16 elements differ beyond rtol=1e-07 atol=1e-07 (max abs diff 1)".into() })),
             stderr: "",
             kind: OutcomeKind::WrongResult,
             phase: Phase::Verify,
@@ -526,10 +348,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "timeout in import",
-            termination: Termination::TimedOut {
-                after: Duration::from_secs(5),
-                needed_sigkill: true,
-            },
+            termination: Termination::TimedOut { after: Duration::from_secs(5), needed_sigkill: true },
             channel: lines(&[START, IMPORT]),
             stderr: "",
             kind: OutcomeKind::Timeout,
@@ -557,16 +376,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "driver bug",
             termination: exited(3),
-            channel: with(
-                lines(&[START]),
-                failed(
-                    Phase::Start,
-                    Failure::Internal {
-                        message: "KeyError: 'x'".into(),
-                        traceback: None,
-                    },
-                ),
-            ),
+            channel: with(lines(&[START]), failed(Phase::Start, Failure::Internal { message: "KeyError: 'x'".into(), traceback: None })),
             stderr: "",
             kind: OutcomeKind::ProbeError,
             phase: Phase::Start,
@@ -575,17 +385,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "broken metadata.json",
             termination: exited(1),
-            channel: with(
-                lines(&[START, IMPORT]),
-                exception(
-                    Phase::Import,
-                    "MetadataError",
-                    "preflight",
-                    &[],
-                    "metadata.json unreadable: Expecting ',' delimiter: line 4 column 3 (char 50)",
-                    "",
-                ),
-            ),
+            channel: with(lines(&[START, IMPORT]), exception(Phase::Import, "MetadataError", "preflight", &[],
+                "metadata.json unreadable: Expecting ',' delimiter: line 4 column 3 (char 50)", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
             phase: Phase::Import,
@@ -594,17 +395,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "unknown exception in smoke",
             termination: exited(1),
-            channel: with(
-                smoking.clone(),
-                exception(
-                    Phase::Smoke,
-                    "ValueError",
-                    "builtins",
-                    &[],
-                    "bad shape (3, 4)",
-                    "",
-                ),
-            ),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "ValueError", "builtins", &[], "bad shape (3, 4)", "")),
             stderr: "",
             kind: OutcomeKind::Exited,
             phase: Phase::Smoke,
