@@ -1,8 +1,8 @@
-//! The cuda executor's whole path — driver query, module load, argument
-//! packing, launch, verification, event timing — and its `CUresult`
-//! mapping, run as a real child process against a stand-in libcuda built
-//! from `tests/fixtures/native/fake_libcuda.c` (the real driver needs a GPU;
-//! `scripts/gpu-check.sh` covers it).
+//! The cuda executor's whole path — driver query, device list, module load,
+//! argument packing, launch, verification, event timing — and its
+//! `CUresult` mapping, run as a real child process against a stand-in
+//! libcuda built from `tests/fixtures/native/fake_libcuda.c` (the real
+//! driver needs a GPU; `scripts/gpu-check.sh` covers it).
 
 mod fake_cuda;
 
@@ -12,7 +12,7 @@ use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
 use kernel_preflight::probe::{Executor, Job, Subject};
-use kernel_preflight::protocol::{Evidence, Report, Timings};
+use kernel_preflight::protocol::{Evidence, Failure, Report, Timings};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -305,6 +305,9 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
         "[[module]]\nfile = \"axpy.fatbin\"\n",
     )
     .unwrap();
+    // One cache: the second check answers from it, with the same verdict
+    // judged against the same GPU (the full fingerprint's, cached too).
+    let cache = tempfile::tempdir().unwrap();
     let check = |json: bool| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
         cmd.arg("check").arg(dir.path());
@@ -312,7 +315,7 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
             cmd.arg("--json");
         }
         cmd.env("PREFLIGHT_LIBCUDA", fake_libcuda())
-            .env("PREFLIGHT_CACHE", tempfile::tempdir().unwrap().keep())
+            .env("PREFLIGHT_CACHE", cache.path())
             .output()
             .unwrap()
     };
@@ -330,6 +333,11 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
         "{row}"
     );
     assert_eq!(row["outcome"]["kind"], "pass");
+    assert_eq!(row["cached"], false, "{row}");
+    let again: serde_json::Value = serde_json::from_slice(&check(true).stdout).expect("JSON");
+    let cached = &again["results"][0];
+    assert_eq!(cached["cached"], true, "{cached}");
+    assert_eq!(cached["declared"], row["declared"], "{cached}");
     let text = String::from_utf8_lossy(&check(false).stdout).into_owned();
     assert!(text.contains("rejected (no image fits)"), "{text}");
     assert!(text.contains("≠ pass"), "{text}");
@@ -504,4 +512,47 @@ fn warmup_caches_a_native_target_and_select_refuses_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is a native target (preflight.toml)"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_device_list_job_describes_every_device_in_the_drivers_order() {
+    let mut executor = fake_executor("");
+    executor
+        .env
+        .push(("FAKE_CUDA_MACHINE".into(), "two_gpus".into()));
+    let evidence = executor
+        .run(&Job::new(Subject::Devices), &Cancel::new())
+        .expect("run");
+    let report = evidence.report();
+    assert!(report.done(), "{report:?}");
+    assert_eq!(report.runtime.cuda_driver, Some(12080));
+    assert_eq!(report.runtime.devices, Some(2));
+    let listed: Vec<(u32, &str, u32, Option<&str>)> = report
+        .devices
+        .iter()
+        .map(|d| (d.ordinal, d.name.as_str(), d.major, d.pci_bus_id.as_deref()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (0, "NVIDIA H100 80GB HBM3", 9, Some("00000000:41:00.0")),
+            (1, "NVIDIA B200", 10, Some("00000000:01:00.0"))
+        ]
+    );
+    // Nothing was opened: no device of its own, nothing loaded.
+    assert_eq!((report.device.as_ref(), report.loaded), (None, false));
+
+    // A failing cuInit still leaves the driver's version, asked first.
+    executor.env.push(("FAKE_CUDA".into(), "init=46".into()));
+    let report = executor
+        .run(&Job::new(Subject::Devices), &Cancel::new())
+        .expect("run")
+        .report();
+    assert_eq!(report.runtime.cuda_driver, Some(12080));
+    assert!(report.devices.is_empty());
+    assert!(
+        matches!(&report.failure, Some((Phase::Start, Failure::Cuda(e))) if e.call == "cuInit" && e.code == 46),
+        "{:?}",
+        report.failure
+    );
 }

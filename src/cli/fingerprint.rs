@@ -1,7 +1,8 @@
 //! `preflight fingerprint`
 
 use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::fingerprint::{Fingerprint, Hashed, Libcuda, Sources};
+use kernel_preflight::fingerprint::{Fingerprint, Hashed, Libcuda, PythonMeasured, Sources};
+use kernel_preflight::probe::machine;
 use kernel_preflight::report;
 use std::path::PathBuf;
 
@@ -11,8 +12,9 @@ pub struct Args {
     /// Print JSON (every field and the hash) instead of a table.
     #[arg(long)]
     json: bool,
-    /// Add the facts measured in a child process (compute capability, CUDA
-    /// driver API version, …); cached after the first time.
+    /// Add the facts measured in child processes (compute capability and
+    /// CUDA's device numbering, CUDA driver API version, Python's exact
+    /// version, torch's ABI); cached after the first time.
     #[arg(long)]
     full: bool,
     /// The Python interpreter whose environment kernels load into (default:
@@ -30,7 +32,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     src.python = args.python;
     src.extra_packages = args.packages;
     let fp = if args.full {
-        Fingerprint::full(&src)?
+        full(&src)?
     } else {
         Fingerprint::fast(&src)?
     };
@@ -40,6 +42,14 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         emit(&table(&fp));
     }
     Ok(Answer::Yes)
+}
+
+/// The full fingerprint, its CUDA facts measured by this binary's own cuda
+/// child (no Python needed), cached after the first time.
+pub(super) fn full(src: &Sources) -> Result<Fingerprint, BadInput> {
+    let preflight = std::env::current_exe()
+        .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?;
+    Ok(machine::full_fingerprint(src, &preflight)?)
 }
 
 fn table(fp: &Fingerprint) -> String {
@@ -57,7 +67,6 @@ fn table(fp: &Fingerprint) -> String {
                 let model = d.model.as_deref().unwrap_or("NVIDIA GPU");
                 let cc = d
                     .compute_capability
-                    .as_deref()
                     .map_or(String::new(), |c| format!(", compute {c}"));
                 format!("{index}  {model} [{}] at {}{cc}", d.device_id, d.pci_bus_id)
             })
@@ -71,13 +80,25 @@ fn table(fp: &Fingerprint) -> String {
             .clone()
             .unwrap_or_else(|| "none (no NVIDIA kernel module loaded)".into()),
     ]);
-    let api = match (&g.cuda_driver_api, &g.libcuda) {
-        (Some(v), _) => v.clone(),
-        (None, None) => "not measured (use --full)".into(),
-        (None, Some(Libcuda::Missing)) => "none (libcuda.so.1 not installed)".into(),
-        (None, Some(Libcuda::InitFailed { code })) => format!("cuInit failed with CUresult {code}"),
-        (None, Some(Libcuda::NotMeasured { reason })) => format!("not measured: {reason}"),
-        (None, Some(Libcuda::Ok)) => "unknown".into(),
+    let state = match &g.libcuda {
+        None => Some("not measured (use --full)".to_string()),
+        Some(Libcuda::Ok) => None,
+        Some(Libcuda::Missing) => Some("none (libcuda.so.1 not installed)".into()),
+        Some(l @ Libcuda::InitFailed { code }) => Some(format!(
+            "cuInit failed with CUresult {code}{}",
+            if l.is_settled() {
+                ""
+            } else {
+                " (a passing state: measured again next time)"
+            }
+        )),
+        Some(Libcuda::NotMeasured { reason }) => Some(format!("not measured: {reason}")),
+    };
+    let api = match (g.cuda_driver_api, state) {
+        (Some(v), None) => v.to_string(),
+        (Some(v), Some(state)) => format!("{v}; {state}"),
+        (None, Some(state)) => state,
+        (None, None) => "unknown".into(),
     };
     t.add_row(vec!["CUDA driver API".to_string(), api]);
     let tk = &fp.toolkits;
@@ -128,14 +149,18 @@ fn table(fp: &Fingerprint) -> String {
             ]);
         }
         Some(p) => {
-            t.add_row(vec![
-                "Python".to_string(),
-                format!(
-                    "{}  {}",
-                    p.version.as_deref().unwrap_or("version unknown"),
-                    p.interpreter.display()
-                ),
-            ]);
+            let mut python = format!(
+                "{}  {}",
+                p.version.as_deref().unwrap_or("version unknown"),
+                p.interpreter.display()
+            );
+            if p.real_path != p.interpreter {
+                python.push_str(&format!(" → {}", p.real_path.display()));
+            }
+            if let Some(PythonMeasured::NotMeasured { reason }) = &p.measured {
+                python.push_str(&format!("\nnot measured: {reason}"));
+            }
+            t.add_row(vec!["Python".to_string(), python]);
             let packages = p
                 .packages
                 .iter()

@@ -3,6 +3,7 @@
 use super::BadInput;
 use kernel_preflight::cache::Store;
 use kernel_preflight::cache::outcomes::OutcomeCache;
+use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::{Named, Target};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::{self, PythonExecutor};
@@ -97,7 +98,7 @@ impl Probing {
     pub fn fingerprint(&self) -> Result<Fingerprint, BadInput> {
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        Ok(Fingerprint::full(&sources)?)
+        super::fingerprint::full(&sources)
     }
 
     /// Plan `targets` and answer every job (what `check`, `select` and
@@ -130,7 +131,7 @@ impl Probing {
         let options = PlanOptions {
             smoke: self.args.smoke.clone(),
             all,
-            judge: judge.then(|| executors.judge(&fingerprint, &self.limits, &cancel)),
+            judge: judge.then(|| Judge::from_fingerprint(&fingerprint)),
             limits: self.limits.clone(),
         };
         let cache = (!self.args.no_cache)

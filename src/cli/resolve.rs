@@ -3,7 +3,7 @@
 use super::{Answer, BadInput, emit, emit_json};
 use kernel_preflight::declared::{self, System};
 use kernel_preflight::discover;
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::Sources;
 use kernel_preflight::report;
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
@@ -85,7 +85,7 @@ fn system(args: &Args) -> Result<System, BadInput> {
     } else {
         let mut src = Sources::from_process();
         src.python = args.python.clone();
-        System::from_fingerprint(&Fingerprint::full(&src)?)
+        System::from_fingerprint(&super::fingerprint::full(&src)?)
     };
     Ok(detected.with_overrides(spec)?)
 }

@@ -4,7 +4,7 @@
 
 use super::cache::{Asked, ToolCache};
 use super::child::{self, NotRun};
-use super::python::dist_version;
+use super::packages::dist_version;
 use super::{FingerprintError, Sources};
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
@@ -304,7 +304,7 @@ fn wheel_version(site: &Path, root: &Path) -> Option<String> {
 
 /// Run `nvcc --version` and read its `release X.Y, VX.Y.Z` line.
 fn ask_version(nvcc: &Path) -> Asked {
-    let ran = match child::run(nvcc, &["--version"], &BTreeMap::new(), NVCC_TIMEOUT) {
+    let ran = match child::run(nvcc, &["--version"], None, &BTreeMap::new(), NVCC_TIMEOUT) {
         Ok(ran) => ran,
         Err(NotRun::Unusable(why)) => return Asked::Failed(why),
         Err(NotRun::Sandbox(why)) => return Asked::Inconclusive(why),

@@ -28,6 +28,9 @@ pub enum Subject {
     },
     /// The device alone: is there a driver, and does the device answer.
     Device,
+    /// Every device the driver enumerates, described without creating a
+    /// context on any (the full fingerprint's question).
+    Devices,
 }
 
 impl Subject {
@@ -37,6 +40,7 @@ impl Subject {
             Subject::Variant { name, .. } => format!("variant {name}"),
             Subject::Module { spec, .. } => format!("module {}", spec.path.display()),
             Subject::Device => "the device".to_owned(),
+            Subject::Devices => "the device list".to_owned(),
         }
     }
 }

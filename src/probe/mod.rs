@@ -1,6 +1,7 @@
-//! Probe: run one job (a hub variant, a native module, the device alone) in
-//! a sandboxed child process, so that whatever it does (crash, hang,
-//! `exit(1)`, flood its output) the caller survives and learns what happened.
+//! Probe: run one job (a hub variant, a native module, the device alone, the
+//! device list) in a sandboxed child process, so that whatever it does
+//! (crash, hang, `exit(1)`, flood its output) the caller survives and learns
+//! what happened.
 //!
 //! Every executor implements [`Executor`]: a [`Job`] goes in, [`Evidence`]
 //! comes out, never a verdict (classification is the next layer's job). The
@@ -12,6 +13,7 @@
 pub mod cuda;
 mod job;
 pub mod library;
+pub mod machine;
 mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};

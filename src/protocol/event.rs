@@ -1,6 +1,7 @@
 //! The events: one JSON object per line, tagged by `"event"`.
 
 use super::{Depth, ExecutorKind, Phase};
+use crate::fingerprint::ComputeCapability;
 use serde::{Deserialize, Serialize};
 
 /// One line of a channel.
@@ -43,6 +44,13 @@ pub enum Event {
     },
     /// The GPU probed, as its driver describes it.
     Device(DeviceInfo),
+    /// Every device the driver enumerates, in its ordinal order (after
+    /// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`), none of them opened:
+    /// the answer to a device-list job.
+    Devices {
+        /// Each device, as [`Event::Device`] describes one.
+        devices: Vec<DeviceInfo>,
+    },
     /// Run-time compilation produced an image.
     Compiled(CompileInfo),
     /// A module was loaded on the device.
@@ -158,7 +166,7 @@ pub struct Sample {
 /// What a device said about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceInfo {
-    /// The ordinal probed.
+    /// Its ordinal, as the driver counts (after `CUDA_VISIBLE_DEVICES`).
     pub ordinal: u32,
     /// `cuDeviceGetName`.
     pub name: String,
@@ -181,9 +189,9 @@ impl DeviceInfo {
         format!("sm_{}{}", self.major, self.minor)
     }
 
-    /// `X.Y`.
-    pub fn capability(&self) -> String {
-        format!("{}.{}", self.major, self.minor)
+    /// Its compute capability.
+    pub fn capability(&self) -> ComputeCapability {
+        ComputeCapability::new(self.major, self.minor)
     }
 }
 

@@ -75,6 +75,8 @@ pub struct Report {
     pub runtime: Runtime,
     /// The GPU probed.
     pub device: Option<DeviceInfo>,
+    /// Every device the driver enumerates, when the job asked for the list.
+    pub devices: Vec<DeviceInfo>,
     /// What run-time compilation produced.
     pub compiled: Option<CompileInfo>,
     /// Whether a module was loaded on the device.
@@ -119,6 +121,7 @@ impl Report {
                 Event::Runtime(runtime) => r.runtime.merge(runtime),
                 Event::Module { name } => r.module = Some(name.clone()),
                 Event::Device(d) => r.device = Some(d.clone()),
+                Event::Devices { devices } => r.devices.clone_from(devices),
                 Event::Compiled(c) => r.compiled = Some(c.clone()),
                 Event::Loaded { .. } => r.loaded = true,
                 Event::Timing { span, ms } => match span {

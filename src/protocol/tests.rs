@@ -61,6 +61,9 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
             total_memory: 0,
             pci_bus_id: None,
         }),
+        Event::Devices {
+            devices: Vec::new(),
+        },
         Event::Compiled(CompileInfo::default()),
         Event::Loaded {
             info_log: String::new(),

@@ -4,12 +4,10 @@
 
 use super::plan::Job;
 use crate::classify::{self, Outcome, Phase, Timings};
-use crate::declared::arch::ComputeCapability;
-use crate::declared::embedded::Judge;
-use crate::fingerprint::{Fingerprint, Toolkits};
+use crate::fingerprint::Toolkits;
 use crate::probe::cuda::{self, CudaExecutor};
-use crate::probe::{Executor, Job as ProbeJob, PythonExecutor, Subject};
-use crate::sandbox::{Cancel, Limits};
+use crate::probe::{Executor, PythonExecutor, Subject};
+use crate::sandbox::Cancel;
 use std::time::Instant;
 
 /// The executors a run (or `doctor`) uses.
@@ -35,34 +33,9 @@ impl Executors {
     fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
         match subject {
             Subject::Variant { .. } => self.python.as_ref().map(|e| e as &dyn Executor),
-            Subject::Module { .. } | Subject::Device => {
+            Subject::Module { .. } | Subject::Device | Subject::Devices => {
                 self.cuda.as_ref().map(|e| e as &dyn Executor)
             }
-        }
-    }
-
-    /// What declared verdicts are judged against: the fingerprint's first
-    /// GPU and its driver's PTX ISA; when the fingerprint knows no GPU and
-    /// there is a cuda executor, device 0 as that executor's driver reports
-    /// it (the driver native modules will meet), asked by one child run
-    /// within `limits`.
-    pub fn judge(&self, fingerprint: &Fingerprint, limits: &Limits, cancel: &Cancel) -> Judge {
-        let judge = Judge::from_fingerprint(fingerprint);
-        if judge.gpu.is_some() {
-            return judge;
-        }
-        let query = ProbeJob {
-            limits: limits.clone(),
-            ..ProbeJob::new(Subject::Device)
-        };
-        let device = self
-            .cuda
-            .as_ref()
-            .and_then(|cuda| cuda.run(&query, cancel).ok())
-            .and_then(|evidence| evidence.report().device);
-        Judge {
-            gpu: device.map(|d| ComputeCapability::new(d.major, d.minor)),
-            ..judge
         }
     }
 }

@@ -137,6 +137,7 @@ impl Plan {
             Subject::Variant { name, path } => (name.to_string(), path.clone()),
             Subject::Module { spec, .. } => (spec.name(), spec.path.clone()),
             Subject::Device => ("device".to_owned(), PathBuf::new()),
+            Subject::Devices => ("devices".to_owned(), PathBuf::new()),
         };
         let key = match (&self.cache, &skip) {
             (Some(cache), None) => key(cache)

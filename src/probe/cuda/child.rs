@@ -125,6 +125,9 @@ impl Child<'_> {
     }
 
     fn run(&mut self, request: &CudaRequest) -> Result<(), Failed> {
+        if request.list_devices {
+            return self.list_devices(request).map_err(|f| (Phase::Start, f));
+        }
         let at = |phase| move |f| (phase, f);
         let cuda_source = request
             .module
@@ -178,6 +181,28 @@ impl Child<'_> {
         for launch in &request.launches {
             self.launch(&driver, &module, launch)?;
         }
+        Ok(())
+    }
+
+    /// A device-list request: the driver's version (asked before `cuInit`,
+    /// so that it is known even when `cuInit` fails), then every device in
+    /// ordinal order, with no context created on any of them.
+    fn list_devices(&mut self, request: &CudaRequest) -> Result<(), Failure> {
+        self.enter(Phase::Start, "devices");
+        driver::load_driver(request.libcuda.as_deref())?;
+        self.log.emit(&Event::Runtime(Runtime {
+            cuda_driver: Some(driver::version()?),
+            ..Runtime::default()
+        }));
+        let (_, count) = driver::init()?;
+        self.log.emit(&Event::Runtime(Runtime {
+            devices: Some(count),
+            ..Runtime::default()
+        }));
+        let devices = (0..count)
+            .map(driver::describe)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.log.emit(&Event::Devices { devices });
         Ok(())
     }
 

@@ -128,14 +128,64 @@ fn check(call: &str, code: CuResult) -> Result<(), Failure> {
     }
 }
 
+/// `cuDriverGetVersion` (`13000` for 13.0), which needs no `cuInit`: the
+/// driver's version is known even when initialisation then fails.
+pub fn version() -> Result<u32, Failure> {
+    let mut version: c_int = 0;
+    cu!(cuDriverGetVersion(&mut version => *mut c_int))?;
+    Ok(version.max(0) as u32)
+}
+
 /// The driver's version and device count, before a device is chosen.
 pub fn init() -> Result<(u32, u32), Failure> {
     cu!(cuInit(0 => c_uint))?;
-    let mut version: c_int = 0;
-    cu!(cuDriverGetVersion(&mut version => *mut c_int))?;
+    let version = version()?;
     let mut count: c_int = 0;
     cu!(cuDeviceGetCount(&mut count => *mut c_int))?;
-    Ok((version.max(0) as u32, count.max(0) as u32))
+    Ok((version, count.max(0) as u32))
+}
+
+/// The device at `ordinal` (after [`init`]) and what it says about itself;
+/// no context is created on it.
+pub fn describe(ordinal: u32) -> Result<DeviceInfo, Failure> {
+    query(ordinal).map(|(_, info)| info)
+}
+
+/// The driver's handle of device `ordinal`, and its description.
+fn query(ordinal: u32) -> Result<(c_int, DeviceInfo), Failure> {
+    let mut device: c_int = 0;
+    cu!(cuDeviceGet(&mut device => *mut c_int, ordinal as c_int => c_int))?;
+    let mut name = [0 as c_char; 256];
+    cu!(cuDeviceGetName(name.as_mut_ptr() => *mut c_char, name.len() as c_int => c_int, device => c_int))?;
+    let attr = |a: c_int| -> Result<u32, Failure> {
+        let mut v: c_int = 0;
+        cu!(cuDeviceGetAttribute(&mut v => *mut c_int, a => c_int, device => c_int))?;
+        Ok(v.max(0) as u32)
+    };
+    let major = attr(ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attr(ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let sm_count = attr(ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let mut total: usize = 0;
+    cu!(cuDeviceTotalMem_v2(&mut total => *mut usize, device => c_int))?;
+    let mut bus = [0 as c_char; 32];
+    let bus_id = (|| cu!(cuDeviceGetPCIBusId(bus.as_mut_ptr() => *mut c_char, 32 => c_int, device => c_int)))(
+    );
+    let text = |buf: &[c_char]| {
+        // SAFETY: the driver wrote a NUL-terminated string into the buffer.
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let info = DeviceInfo {
+        ordinal,
+        name: text(&name),
+        major,
+        minor,
+        sm_count,
+        total_memory: total as u64,
+        pci_bus_id: bus_id.ok().map(|()| text(&bus)),
+    };
+    Ok((device, info))
 }
 
 /// An initialised driver with the primary context of one device current;
@@ -155,38 +205,7 @@ const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
 impl Driver {
     /// Describes device `ordinal` and makes its primary context current.
     pub fn open(ordinal: u32) -> Result<(Driver, DeviceInfo), Failure> {
-        let mut device: c_int = 0;
-        cu!(cuDeviceGet(&mut device => *mut c_int, ordinal as c_int => c_int))?;
-        let mut name = [0 as c_char; 256];
-        cu!(cuDeviceGetName(name.as_mut_ptr() => *mut c_char, name.len() as c_int => c_int, device => c_int))?;
-        let attr = |a: c_int| -> Result<u32, Failure> {
-            let mut v: c_int = 0;
-            cu!(cuDeviceGetAttribute(&mut v => *mut c_int, a => c_int, device => c_int))?;
-            Ok(v.max(0) as u32)
-        };
-        let major = attr(ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-        let minor = attr(ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-        let sm_count = attr(ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let mut total: usize = 0;
-        cu!(cuDeviceTotalMem_v2(&mut total => *mut usize, device => c_int))?;
-        let mut bus = [0 as c_char; 32];
-        let bus_id = (|| cu!(cuDeviceGetPCIBusId(bus.as_mut_ptr() => *mut c_char, 32 => c_int, device => c_int)))(
-        );
-        let text = |buf: &[c_char]| {
-            // SAFETY: the driver wrote a NUL-terminated string into the buffer.
-            unsafe { CStr::from_ptr(buf.as_ptr()) }
-                .to_string_lossy()
-                .into_owned()
-        };
-        let info = DeviceInfo {
-            ordinal,
-            name: text(&name),
-            major,
-            minor,
-            sm_count,
-            total_memory: total as u64,
-            pci_bus_id: bus_id.ok().map(|()| text(&bus)),
-        };
+        let (device, info) = query(ordinal)?;
         let mut ctx: Ptr = std::ptr::null_mut();
         cu!(cuDevicePrimaryCtxRetain(&mut ctx => *mut Ptr, device => c_int))?;
         cu!(cuCtxSetCurrent(ctx => Ptr))?;

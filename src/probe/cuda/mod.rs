@@ -35,7 +35,7 @@ pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
 
 /// Environment variable naming the driver library to load instead of
 /// `libcuda.so.1` (an unusual install, or a test that needs none).
-pub const LIBCUDA_ENV: &str = "PREFLIGHT_LIBCUDA";
+pub const LIBCUDA_ENV: &str = crate::fingerprint::full::LIBCUDA_VAR;
 
 const REQUEST_NAME: &str = "cuda_request.json";
 const EVENTS_NAME: &str = "cuda_events.jsonl";
@@ -103,7 +103,7 @@ impl CudaExecutor {
                     launches,
                 )
             }
-            Subject::Device => (None, Vec::new()),
+            Subject::Device | Subject::Devices => (None, Vec::new()),
             Subject::Variant { .. } => {
                 return Err(ProbeError::Unsupported {
                     executor: ExecutorKind::Cuda,
@@ -118,6 +118,7 @@ impl CudaExecutor {
             nvrtc_library: self.nvrtc.clone(),
             libcuda: self.libcuda.clone(),
             events,
+            list_devices: job.subject == Subject::Devices,
         })
     }
 
