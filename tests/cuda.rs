@@ -11,7 +11,7 @@ mod common;
 use common::{preflight_cmd, stderr, stdout, venv};
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::discover::{self, Named, NativeTarget, Target};
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::{Fingerprint, NoStore, Sources};
 use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
@@ -283,7 +283,7 @@ fn native_targets_become_one_job_per_module_in_the_plan() {
     let dir = native_target("sm_90");
     let target = load(dir.path());
     assert_eq!(target.modules.len(), 2);
-    let fingerprint = Fingerprint::fast(&Sources::from_process()).unwrap();
+    let fingerprint = Fingerprint::fast(&Sources::from_process(), &NoStore).unwrap();
     let plan = Plan::new(
         vec![Named {
             given: "axpy".into(),

@@ -403,6 +403,37 @@ fn a_native_target_checked_twice_is_answered_from_the_cache() {
     let row = |name: &str, cached| (name.to_owned(), "pass".to_owned(), cached);
     let first = check_json(&target, cache.path(), &[]);
     assert_eq!(rows(&first), [row("a.cubin", false), row("b.cubin", false)]);
+    // Each module is its own job of the cuda executor, keyed by what went
+    // into its probe.
+    let ls = Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["cache", "ls", "--json"])
+        .env("PREFLIGHT_CACHE", cache.path())
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&ls.stdout).expect("JSON");
+    let mut jobs: Vec<&serde_json::Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["parts"]["job"])
+        .collect();
+    jobs.sort_by_key(|j| j["name"].as_str());
+    assert_eq!(jobs.len(), 2, "{listed}");
+    for (job, name) in jobs.iter().zip(["a.cubin", "b.cubin"]) {
+        assert_eq!(job["executor"], "cuda", "{job}");
+        assert_eq!(job["name"], name, "{job}");
+        assert_eq!(job["device"], "0", "{job}");
+        assert_eq!(job["depth"], "verified", "{job}");
+        assert_eq!(
+            job["protocol"],
+            kernel_preflight::protocol::PROTOCOL_VERSION
+        );
+        assert!(
+            job["smoke"].as_str().unwrap().starts_with("launches:"),
+            "{job}"
+        );
+    }
+    assert_ne!(jobs[0]["files"], jobs[1]["files"], "different content");
     let second = check_json(&target, cache.path(), &[]);
     assert_eq!(rows(&second), [row("a.cubin", true), row("b.cubin", true)]);
     assert_eq!(

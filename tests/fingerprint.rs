@@ -347,11 +347,19 @@ fn nvcc_is_asked_once_per_stat() {
     assert_eq!(fp.toolkits.found[0].version.as_deref(), Some("13.0.88"));
     assert_ne!(hash, first);
 
-    // The cache is private: 0700 folder, 0600 file.
-    let dir = m.path("cache/fingerprint-v1");
+    // The cache is private: 0700 folders, 0600 files; one entry per tool.
+    let dir = m.path("cache/fingerprints-v2/tools");
     let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
-    assert_eq!(mode(&dir.join("tools.json")), 0o600);
+    let shards: Vec<_> = std::fs::read_dir(&dir).expect("tools").flatten().collect();
+    assert_eq!(shards.len(), 1);
+    assert_eq!(mode(&shards[0].path()), 0o700);
+    let entries: Vec<_> = std::fs::read_dir(shards[0].path())
+        .expect("shard")
+        .flatten()
+        .collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(mode(&entries[0].path()), 0o600);
 }
 
 #[test]

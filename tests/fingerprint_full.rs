@@ -14,7 +14,7 @@ use kernel_preflight::fingerprint::{
 use kernel_preflight::variant::Version;
 use machine::*;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Each GPU as (bus id, compute capability, CUDA ordinal).
 fn devices(fp: &Fingerprint) -> Vec<(String, Option<String>, Option<u32>)> {
@@ -31,14 +31,17 @@ fn devices(fp: &Fingerprint) -> Vec<(String, Option<String>, Option<u32>)> {
         .collect()
 }
 
+/// Measured facts kept in the fingerprints bucket (one entry per machine,
+/// in shard folders).
 fn full_entries(m: &Machine) -> usize {
-    std::fs::read_dir(m.path("cache/fingerprint-v1"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with("full-"))
+    let entries = |dir: &Path| std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries(&m.path("cache/fingerprints-v2/measured"))
+        .map(|shard| {
+            entries(&shard.path())
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
                 .count()
         })
-        .unwrap_or(0)
+        .sum()
 }
 
 /// A machine with the B200 first on the bus and the H100 second, whose
@@ -104,7 +107,12 @@ fn full_fingerprint_measures_devices_through_libcuda_and_caches_them() {
     let (again, again_hash) = m.fingerprint(&["--full"]);
     assert_eq!(again_hash, full_hash);
     assert_eq!(again.gpus.libcuda, Some(Libcuda::Ok));
-    let cached = m.path(&format!("cache/fingerprint-v1/full-{fast_hash}.json"));
+    // The fingerprints bucket keeps measured facts under the fast hash.
+    let key = kernel_preflight::hash::sha256_hex(fast_hash.as_bytes());
+    let cached = m.path(&format!(
+        "cache/fingerprints-v2/measured/{}/{key}.json",
+        &key[..2]
+    ));
     assert_eq!(
         std::fs::metadata(&cached)
             .expect("cache file")

@@ -1,7 +1,7 @@
 //! `preflight check`
 
 use super::probing::{ProbeArgs, Progress};
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, Failure, emit, emit_json};
 use kernel_preflight::discover::Targets;
 use kernel_preflight::report::check;
 use std::path::PathBuf;
@@ -23,7 +23,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
     let mut targets = Targets::new();
     for path in &args.targets {

@@ -1,7 +1,10 @@
 //! `preflight fingerprint`
 
-use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::fingerprint::{Fingerprint, Hashed, Libcuda, PythonMeasured, Sources};
+use super::{Answer, Failure, Internal, emit, emit_json};
+use kernel_preflight::cache::Cache;
+use kernel_preflight::fingerprint::{
+    FactStore, Fingerprint, Hashed, Libcuda, PythonMeasured, Sources,
+};
 use kernel_preflight::probe::machine;
 use kernel_preflight::report;
 use std::path::PathBuf;
@@ -27,14 +30,15 @@ pub struct Args {
     packages: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let mut src = Sources::from_process();
     src.python = args.python;
     src.extra_packages = args.packages;
+    let cache = Cache::from_env();
     let fp = if args.full {
-        full(&src)?
+        full(&src, &cache)?
     } else {
-        Fingerprint::fast(&src)?
+        Fingerprint::fast(&src, &cache)?
     };
     if args.json {
         emit_json(&Hashed::from(&fp));
@@ -45,11 +49,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
 }
 
 /// The full fingerprint, its CUDA facts measured by this binary's own cuda
-/// child (no Python needed), cached after the first time.
-pub(super) fn full(src: &Sources) -> Result<Fingerprint, BadInput> {
+/// child (no Python needed), kept in `store` after the first time.
+pub(super) fn full(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, Failure> {
     let preflight = std::env::current_exe()
-        .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?;
-    Ok(machine::full_fingerprint(src, &preflight)?)
+        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
+    Ok(machine::full_fingerprint(src, store, &preflight)?)
 }
 
 fn table(fp: &Fingerprint) -> String {

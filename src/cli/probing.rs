@@ -1,8 +1,7 @@
 //! Options shared by the commands that probe (`check`, `select`, `warmup`).
 
-use super::BadInput;
-use kernel_preflight::cache::Store;
-use kernel_preflight::cache::outcomes::OutcomeCache;
+use super::{BadInput, Failure, Internal};
+use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::{Named, Target};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
@@ -39,7 +38,7 @@ pub struct ProbeArgs {
     pub no_cache: bool,
 }
 
-fn seconds(name: &str, value: f64) -> Result<Duration, BadInput> {
+fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
@@ -56,12 +55,14 @@ pub struct Probing {
     pub limits: Limits,
     /// `--python`, resolved to a path.
     pub python: Option<PathBuf>,
+    /// The cache: the fingerprint's facts, and outcomes unless `--no-cache`.
+    cache: Arc<Cache>,
     args: ProbeArgs,
 }
 
 impl ProbeArgs {
     /// Check every option before anything is detected or probed.
-    pub fn validate(self) -> Result<Probing, BadInput> {
+    pub fn validate(self) -> Result<Probing, Failure> {
         let limits = Limits {
             timeout: seconds("timeout", self.timeout)?,
             grace: seconds("grace", self.grace)?,
@@ -87,6 +88,7 @@ impl ProbeArgs {
         Ok(Probing {
             limits,
             python,
+            cache: Arc::new(Cache::from_env()),
             args: self,
         })
     }
@@ -95,23 +97,24 @@ impl ProbeArgs {
 impl Probing {
     /// The full fingerprint of this machine for the chosen interpreter
     /// (measured once, then cached).
-    pub fn fingerprint(&self) -> Result<Fingerprint, BadInput> {
+    pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        super::fingerprint::full(&sources)
+        super::fingerprint::full(&sources, self.cache.as_ref())
     }
 
     /// Plan `targets` and answer every job (what `check`, `select` and
     /// `warmup` share): `all` probes variants for another OS or CPU too;
     /// `judge` adds the embedded-architecture check to declared verdicts.
-    /// Exits on an interrupt, once every child is stopped.
+    /// Exits on an interrupt, once every child is stopped; a job whose
+    /// child could not be run at all is an internal fault.
     pub fn run(
         &self,
         targets: Vec<Named>,
         all: bool,
         judge: bool,
         reporter: &dyn Reporter,
-    ) -> Result<(Plan, CheckReport), BadInput> {
+    ) -> Result<(Plan, CheckReport), Failure> {
         let fingerprint = self.fingerprint()?;
         let native = targets
             .iter()
@@ -125,7 +128,7 @@ impl Probing {
             cuda: native
                 .then(|| Executors::cuda_for(&fingerprint.toolkits))
                 .transpose()
-                .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?,
+                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
         };
         let cancel = sandbox::install_interrupt_handler();
         let options = PlanOptions {
@@ -134,8 +137,7 @@ impl Probing {
             judge: judge.then(|| Judge::from_fingerprint(&fingerprint)),
             limits: self.limits.clone(),
         };
-        let cache = (!self.args.no_cache)
-            .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), &fingerprint)));
+        let cache = (!self.args.no_cache).then(|| Arc::clone(&self.cache));
         let plan = Plan::new(targets, &fingerprint, &options, cache);
         for warning in &plan.warnings {
             eprintln!("preflight: warning: {warning}");
@@ -159,6 +161,11 @@ impl Probing {
                 "every probe was stopped; outcomes probed so far are cached"
             },
         );
+        // A child that could not be run at all answers nothing about its
+        // job: preflight (or the machine) failed.
+        if let Some(fault) = report.faults.first() {
+            return Err(Internal(fault.clone()));
+        }
         Ok((plan, report))
     }
 }

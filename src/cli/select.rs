@@ -1,7 +1,7 @@
 //! `preflight select`
 
 use super::probing::{ProbeArgs, Progress};
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::check;
 use kernel_preflight::run::select::{Rank, Selection};
@@ -27,13 +27,16 @@ pub struct Args {
     probing: ProbeArgs,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
     let named = match (&args.target, &args.repo) {
         // Absolute, so that the printed path can be loaded from anywhere.
         (Some(path), _) => Named {
             given: path.display().to_string(),
-            target: discover::discover(&std::path::absolute(path)?)?,
+            target: discover::discover(
+                &std::path::absolute(path)
+                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?,
+            )?,
         },
         (None, Some(repo)) => Named {
             given: repo.clone(),

@@ -1,7 +1,7 @@
 //! `preflight warmup`
 
 use super::probing::{ProbeArgs, warn};
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, Failure, emit, emit_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kernel_preflight::classify::OutcomeKind;
 use kernel_preflight::discover::{Named, Target, Targets, hub_cache};
@@ -44,7 +44,7 @@ struct KernelSummary {
     native: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
     let mut targets = Targets::new();
     for path in &args.targets {

@@ -238,7 +238,7 @@ fn the_architecture_verdict_judges_cuda_device_0() {
     use crate::declared::embedded::Judge;
     use crate::fingerprint::{ComputeCapability, Fingerprint, Gpu, Sources};
     let src = Sources::from_vars([("PREFLIGHT_PYTHON".into(), "none".into())].into());
-    let mut fp = Fingerprint::fast(&src).unwrap();
+    let mut fp = Fingerprint::fast(&src, &crate::fingerprint::NoStore).unwrap();
     let gpu = |bus: &str, cc: (u32, u32), index: Option<u32>| Gpu {
         pci_bus_id: bus.into(),
         device_id: "0x2330".into(),

@@ -4,15 +4,16 @@
 //!
 //! Measuring starts child processes, which is the probe layer's work
 //! (`probe::machine`); this module holds what is measured, how it joins the
-//! fast fingerprint ([`super::Fingerprint::with_measured`]), and the cache
-//! that keeps it under the fast fingerprint's hash.
+//! fast fingerprint ([`super::Fingerprint::with_measured`]), and how it is
+//! kept in a [`FactStore`] under the fast fingerprint's hash.
 
+use super::facts::{FactStore, MeasuredFacts, Stat};
 use super::gpu::Libcuda;
 use super::python::PythonMeasured;
-use super::{ComputeCapability, Fingerprint, FingerprintError, Sources, cache};
+use super::{ComputeCapability, Fingerprint, FingerprintError, Sources};
 use crate::variant::Version;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// What the measuring children reported.
@@ -74,63 +75,38 @@ pub fn timeout(src: &Sources) -> Result<Duration, FingerprintError> {
 /// (the cuda executor's `PREFLIGHT_LIBCUDA`).
 pub const LIBCUDA_VAR: &str = "PREFLIGHT_LIBCUDA";
 
-/// A cache entry: the facts, and the `stat` of the interpreter and of the
-/// driver library named by [`LIBCUDA_VAR`] that told them, so that a
-/// replaced one is asked again.
-#[derive(Serialize, Deserialize)]
-struct Entry {
-    interpreter: Option<cache::Stat>,
-    libcuda: Option<cache::Stat>,
-    measured: Measured,
+/// The `stat`s of what tells the measured facts of the machine `fast`
+/// describes: its interpreter, and the driver library named by
+/// [`LIBCUDA_VAR`]. Kept with the facts, so that a replaced one is asked
+/// again.
+fn witnesses(src: &Sources, fast: &Fingerprint) -> (Option<Stat>, Option<Stat>) {
+    let interpreter = fast.python.as_ref().and_then(|p| Stat::of(&p.interpreter));
+    let libcuda = src.var(LIBCUDA_VAR).and_then(|p| Stat::of(Path::new(p)));
+    (interpreter, libcuda)
 }
 
-/// Where the measured facts of a machine are cached, and the `stat`s they
-/// are valid for.
-struct Key {
-    path: PathBuf,
-    interpreter: Option<cache::Stat>,
-    libcuda: Option<cache::Stat>,
+/// The facts measured before for the machine `fast` describes, as kept in
+/// `store`, if the interpreter and driver library that told them are
+/// unchanged.
+pub fn cached(src: &Sources, store: &dyn FactStore, fast: &Fingerprint) -> Option<Measured> {
+    let hit = store.measured(&fast.hash())?;
+    let (interpreter, libcuda) = witnesses(src, fast);
+    (hit.interpreter == interpreter && hit.libcuda == libcuda).then_some(hit.measured)
 }
 
-impl Key {
-    /// The key of the machine `fast` describes; `None`: no cache folder.
-    fn of(src: &Sources, fast: &Fingerprint) -> Option<Key> {
-        let root = src.cache_dir.as_deref()?;
-        Some(Key {
-            path: cache::dir(root).join(format!("full-{}.json", fast.hash())),
-            interpreter: fast
-                .python
-                .as_ref()
-                .and_then(|p| cache::Stat::of(&p.interpreter)),
-            libcuda: src
-                .var(LIBCUDA_VAR)
-                .and_then(|p| cache::Stat::of(Path::new(p))),
-        })
-    }
-}
-
-/// The facts measured before for the machine `fast` describes, if the
-/// interpreter and driver library that told them are unchanged.
-pub fn cached(src: &Sources, fast: &Fingerprint) -> Option<Measured> {
-    let key = Key::of(src, fast)?;
-    let hit: Entry = cache::read(&key.path)?;
-    (hit.interpreter == key.interpreter && hit.libcuda == key.libcuda).then_some(hit.measured)
-}
-
-/// Keep `measured` for the machine `fast` describes, if it is settled
-/// ([`Measured::is_settled`]); a read-only cache is no error.
-pub fn remember(src: &Sources, fast: &Fingerprint, measured: &Measured) {
+/// Keep `measured` in `store` for the machine `fast` describes, if it is
+/// settled ([`Measured::is_settled`]); a store that cannot write forgets.
+pub fn remember(src: &Sources, store: &dyn FactStore, fast: &Fingerprint, measured: &Measured) {
     if !measured.is_settled() {
         return;
     }
-    if let Some(key) = Key::of(src, fast) {
-        let entry = Entry {
-            interpreter: key.interpreter,
-            libcuda: key.libcuda,
-            measured: measured.clone(),
-        };
-        let _ = cache::write(&key.path, &entry);
-    }
+    let (interpreter, libcuda) = witnesses(src, fast);
+    let facts = MeasuredFacts {
+        interpreter,
+        libcuda,
+        measured: measured.clone(),
+    };
+    store.keep_measured(&fast.hash(), &facts);
 }
 
 /// `00000000:3B:00.0` or `0000:3b:00.0` → `0000:3b:00.0`, as sysfs names it.

@@ -19,10 +19,10 @@
 //! `/sys` and `/proc` can be redirected (`PREFLIGHT_SYSFS_ROOT`,
 //! `PREFLIGHT_PROCFS_ROOT`): see `docs/fingerprint.md`.
 
-mod cache;
 pub mod capability;
 pub(crate) mod child;
 pub mod env;
+pub mod facts;
 pub mod full;
 pub mod gpu;
 pub mod host;
@@ -35,6 +35,7 @@ pub mod toolkit;
 mod tests;
 
 pub use capability::ComputeCapability;
+pub use facts::{FactStore, MeasuredFacts, NoStore, Stat, ToolAnswer};
 pub use full::{Measured, MeasuredDevice};
 pub use gpu::{Gpu, Gpus, Libcuda};
 pub use host::Host;
@@ -107,13 +108,12 @@ pub enum FingerprintError {
 }
 
 impl Fingerprint {
-    /// The fast fingerprint: files only.
-    pub fn fast(src: &Sources) -> Result<Fingerprint, FingerprintError> {
-        let mut tools = cache::ToolCache::load(src.cache_dir.as_deref());
+    /// The fast fingerprint: files only. Tool versions that had to be asked
+    /// are kept in `store`.
+    pub fn fast(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, FingerprintError> {
         let python = python::detect(src)?;
         let site: &[PathBuf] = python.as_ref().map_or(&[], |p| &p.site_packages);
-        let toolkits = toolkit::detect(src, site, &mut tools)?;
-        tools.save();
+        let toolkits = toolkit::detect(src, site, &facts::ToolAnswers::new(store))?;
         Ok(Fingerprint {
             schema: SCHEMA,
             depth: Depth::Fast,

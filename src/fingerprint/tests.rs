@@ -150,7 +150,7 @@ fn only_a_settled_cuda_state_is_kept() {
 #[test]
 fn the_canonical_form_leaves_out_how_facts_were_found() {
     let src = Sources::from_vars([("PREFLIGHT_PYTHON".to_string(), "none".to_string())].into());
-    let mut fp = Fingerprint::fast(&src).unwrap();
+    let mut fp = Fingerprint::fast(&src, &crate::fingerprint::NoStore).unwrap();
     fp.python = Some(PythonEnv {
         interpreter: "/venv/bin/python".into(),
         found_via: PythonVia::VirtualEnv,

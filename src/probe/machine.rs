@@ -13,7 +13,8 @@ use super::{Executor, Job, Subject};
 use crate::fingerprint::child::{self, NotRun};
 use crate::fingerprint::full::{self, normalize_bus_id};
 use crate::fingerprint::{
-    Fingerprint, FingerprintError, Libcuda, Measured, MeasuredDevice, PythonMeasured, Sources,
+    FactStore, Fingerprint, FingerprintError, Libcuda, Measured, MeasuredDevice, PythonMeasured,
+    Sources,
 };
 use crate::protocol::{DeviceInfo, Failure};
 use crate::sandbox::{Cancel, Limits, Termination, is_secret_name};
@@ -23,18 +24,22 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The full fingerprint of the machine `src` describes: the fast one with
-/// the measured facts, from the cache or measured now and cached when they
-/// are settled ([`Measured::is_settled`]). `preflight` is the binary whose
-/// hidden child mode measures CUDA (`std::env::current_exe()` inside
+/// the measured facts, from `store` or measured now and kept there when
+/// they are settled ([`Measured::is_settled`]). `preflight` is the binary
+/// whose hidden child mode measures CUDA (`std::env::current_exe()` inside
 /// preflight).
-pub fn full_fingerprint(src: &Sources, preflight: &Path) -> Result<Fingerprint, FingerprintError> {
+pub fn full_fingerprint(
+    src: &Sources,
+    store: &dyn FactStore,
+    preflight: &Path,
+) -> Result<Fingerprint, FingerprintError> {
     let timeout = full::timeout(src)?;
-    let fast = Fingerprint::fast(src)?;
-    let measured = match full::cached(src, &fast) {
+    let fast = Fingerprint::fast(src, store)?;
+    let measured = match full::cached(src, store, &fast) {
         Some(hit) => hit,
         None => {
             let measured = measure(src, &fast, preflight, timeout);
-            full::remember(src, &fast, &measured);
+            full::remember(src, store, &fast, &measured);
             measured
         }
     };
@@ -47,13 +52,19 @@ pub fn full_fingerprint(src: &Sources, preflight: &Path) -> Result<Fingerprint, 
 pub fn measure(src: &Sources, fast: &Fingerprint, preflight: &Path, timeout: Duration) -> Measured {
     let interpreter = fast.python.as_ref().map(|p| p.interpreter.as_path());
     let (cuda, python) = std::thread::scope(|scope| {
-        let python = scope.spawn(|| interpreter.map(|i| python(src, i, timeout)));
+        let measure_python = || interpreter.map(|i| python(src, i, timeout));
+        // No thread to spare (a process limit reached) is no reason to
+        // panic: then one after the other.
+        let spawned = std::thread::Builder::new().spawn_scoped(scope, measure_python);
         let cuda = cuda(src, preflight, timeout);
-        let python = python.join().unwrap_or_else(|_| {
-            Some(PythonMeasured::NotMeasured {
-                reason: "the thread measuring Python panicked".into(),
-            })
-        });
+        let python = match spawned {
+            Ok(thread) => thread.join().unwrap_or_else(|_| {
+                Some(PythonMeasured::NotMeasured {
+                    reason: "the thread measuring Python panicked".into(),
+                })
+            }),
+            Err(_) => measure_python(),
+        };
         (cuda, python)
     });
     Measured {

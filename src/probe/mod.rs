@@ -18,7 +18,7 @@ mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use job::{Executor, Job, Placement, ProbeError, Subject};
-pub use python::{COMPARE, DRIVER, PythonExecutor};
+pub use python::{COMPARE, DRIVER, PythonExecutor, torch_device};
 
 use crate::protocol::Channel;
 use crate::sandbox::RunReport;

@@ -98,8 +98,9 @@ impl PythonExecutor {
     }
 }
 
-/// The torch device string for a variant placed on `placement`.
-fn torch_device(name: &VariantName, placement: Placement) -> String {
+/// The torch device string for a variant placed on `placement` (`cuda`,
+/// `cuda:1`, `cpu`, `auto`): what its child is told to run on.
+pub fn torch_device(name: &VariantName, placement: Placement) -> String {
     let own = device_for(name);
     match placement {
         Placement::Default => own.to_owned(),

@@ -45,11 +45,15 @@ pub(super) struct Executed {
     pub outcome: Outcome,
     pub timings: Timings,
     pub leaked: Option<String>,
+    /// Why no child could be run at all, when none could: a fault of
+    /// preflight or of the machine, not an answer about the job.
+    pub fault: Option<String>,
 }
 
 /// Runs one job in a fresh sandboxed child of its executor and classifies
 /// the evidence. A fault of preflight (no executor for the job, a sandbox
-/// that fails) is a `probe_error` outcome, never a failed run.
+/// that fails) is a `probe_error` outcome and a fault, never an abandoned
+/// run.
 pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Executed {
     let start = Instant::now();
     let result = match executors.for_subject(&job.probe.subject) {
@@ -68,6 +72,7 @@ pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Exec
                 ..evidence.timings()
             },
             leaked: evidence.leaked,
+            fault: None,
         },
         Err(message) => Executed {
             outcome: Outcome::probe_error(Phase::Start, &message),
@@ -76,6 +81,7 @@ pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Exec
                 ..Timings::default()
             },
             leaked: None,
+            fault: Some(message),
         },
     }
 }

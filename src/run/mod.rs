@@ -102,24 +102,26 @@ pub fn run(
     let probe = |job: &&Job| {
         reporter.report(RunEvent::Started { job });
         let done = execute::execute(job, executors, cancel);
-        // An interrupted probe, or a cause that may pass by itself, says
-        // nothing lasting about the job.
+        // An interrupted probe says nothing lasting about the job; a cause
+        // that may pass by itself is refused by the cache itself.
         if let (Some(cache), Some(key)) = (&plan.cache, &job.key)
             && !cancel.is_cancelled()
-            && !done.outcome.transient
             && let Err(why) = cached::store(cache, key, job, &done.outcome, &done.timings)
             && !write_failed.swap(true, Ordering::Relaxed)
         {
             warn(Some(job), why);
         }
+        let fault = done
+            .fault
+            .map(|why| format!("{}: {why}", job.path.display()));
         let result = row(job, plan, done.outcome, done.timings, done.leaked, false);
         reporter.report(RunEvent::Finished {
             job,
             result: &result,
         });
-        result
+        (result, fault)
     };
-    let probed: Vec<CheckResult> = if pending.is_empty() {
+    let probed: Vec<(CheckResult, Option<String>)> = if pending.is_empty() {
         Vec::new()
     } else {
         match rayon::ThreadPoolBuilder::new()
@@ -130,7 +132,9 @@ pub fn run(
             Err(_) => pending.iter().map(probe).collect(),
         }
     };
-    for result in probed {
+    let mut faults = Vec::new();
+    for (result, fault) in probed {
+        faults.extend(fault);
         let slot = result.job.0;
         results[slot] = Some(result);
     }
@@ -151,6 +155,7 @@ pub fn run(
         fingerprint: plan.fingerprint.clone(),
         results,
         warnings: warnings.into_inner().unwrap_or_default(),
+        faults,
         passing,
     }
 }

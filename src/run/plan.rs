@@ -5,9 +5,9 @@
 //! `select` and `warmup` differ only in the options they plan with and in
 //! what they do with the rows.
 
-use super::cached::{self, JobKey};
+use super::cached::{self, JobKey, RunCache};
 use super::result::Declared;
-use crate::cache::outcomes::OutcomeCache;
+use crate::cache::Cache;
 use crate::declared::embedded::{self, Judge};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::native::ModuleKind;
@@ -80,7 +80,7 @@ pub struct Plan {
     /// Findings that change no job (entries that are not variants, jobs
     /// that cannot be cached).
     pub warnings: Vec<String>,
-    pub(super) cache: Option<Arc<OutcomeCache>>,
+    pub(super) cache: Option<RunCache>,
 }
 
 impl Plan {
@@ -91,14 +91,14 @@ impl Plan {
         targets: Vec<Named>,
         fingerprint: &Fingerprint,
         options: &PlanOptions,
-        cache: Option<Arc<OutcomeCache>>,
+        cache: Option<Arc<Cache>>,
     ) -> Plan {
         let mut plan = Plan {
             fingerprint: fingerprint.clone(),
             targets: Vec::new(),
             jobs: Vec::new(),
             warnings: Vec::new(),
-            cache,
+            cache: cache.map(|c| RunCache::new(c, fingerprint)),
         };
         let system = System::from_fingerprint(fingerprint);
         for (i, named) in targets.iter().enumerate() {
@@ -131,7 +131,7 @@ impl Plan {
         declared: Declared,
         skip: Option<String>,
         probe: probe::Job,
-        key: impl FnOnce(&OutcomeCache) -> Result<JobKey, String>,
+        key: impl FnOnce(&RunCache, &probe::Job) -> Result<JobKey, String>,
     ) {
         let (name, path) = match &probe.subject {
             Subject::Variant { name, path } => (name.to_string(), path.clone()),
@@ -140,7 +140,7 @@ impl Plan {
             Subject::Devices => ("devices".to_owned(), PathBuf::new()),
         };
         let key = match (&self.cache, &skip) {
-            (Some(cache), None) => key(cache)
+            (Some(cache), None) => key(cache, &probe)
                 .inspect_err(|e| {
                     self.warnings
                         .push(format!("{}: not cached: {e}", path.display()))
@@ -199,15 +199,15 @@ impl Plan {
                 })
                 .clone();
             let job = probe::Job {
-                smoke: smoke.clone(),
+                smoke,
                 limits: options.limits.clone(),
                 ..probe::Job::new(Subject::Variant {
                     name: variant.name.clone(),
                     path: variant.path.clone(),
                 })
             };
-            self.push(target, declared, skip, job, |cache| {
-                cached::variant_key(cache, variant, &smoke)
+            self.push(target, declared, skip, job, |cache, job| {
+                cached::variant_key(cache, variant, job)
             });
         }
     }
@@ -224,9 +224,8 @@ impl Plan {
                     launches: module.launches.clone(),
                 })
             };
-            let device = job.device;
-            self.push(target, declared, None, job, |cache| {
-                cached::module_key(cache, module, device)
+            self.push(target, declared, None, job, |cache, job| {
+                cached::module_key(cache, module, job)
             });
         }
     }

@@ -87,6 +87,12 @@ pub struct CheckReport {
     /// cache).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Jobs whose child could not be run at all (a fork refused, a file of
+    /// the probe not written), in plan order, each as `path: why`: faults
+    /// of preflight or of the machine, which the command line reports as
+    /// such (exit 3) rather than as answers. Their rows say `probe_error`.
+    #[serde(skip)]
+    pub faults: Vec<String>,
     /// Whether each target works here, by [`TargetId`]: a hub kernel when
     /// one of its variants passes, a native target when every module does.
     #[serde(skip)]
