@@ -11,6 +11,7 @@ mod doctor;
 mod fingerprint;
 mod inspect;
 mod probing;
+mod reaper;
 mod resolve;
 mod select;
 mod warmup;
@@ -54,6 +55,9 @@ enum Command {
     /// The cuda executor's child mode (internal: run by preflight itself).
     #[command(name = "__cuda-child", hide = true)]
     CudaChild(cuda_child::Args),
+    /// The sandbox's reaper (internal: run by preflight itself between a probe and its child).
+    #[command(name = "__reaper", hide = true)]
+    Reaper(reaper::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -77,8 +81,15 @@ pub enum Answer {
 /// Run the command line and map the result to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::CudaChild(args) = &cli.command {
-        return cuda_child::run(args);
+    match &cli.command {
+        Command::CudaChild(args) => return cuda_child::run(args),
+        Command::Reaper(args) => return reaper::run(args),
+        _ => {}
+    }
+    // Every probe's child runs under this binary as its reaper. Without a
+    // path to it, runs say they were not contained.
+    if let Ok(exe) = std::env::current_exe() {
+        kernel_preflight::sandbox::set_default_reaper(exe);
     }
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Fingerprint(args) => fingerprint::run(args),
@@ -89,7 +100,7 @@ pub fn main() -> ExitCode {
         Command::Warmup(args) => warmup::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Cache(args) => cache::run(args),
-        Command::CudaChild(_) => unreachable!("handled before"),
+        Command::CudaChild(_) | Command::Reaper(_) => unreachable!("handled before"),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

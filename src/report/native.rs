@@ -58,7 +58,7 @@ pub fn rows(given: &str, report: &NativeReport, judge: Judge) -> Vec<CheckResult
                 declared: declared(module, gpu, judge),
                 outcome: run.outcome.clone(),
                 timings: run.timings,
-                leaked: run.run.leaked.clone(),
+                leaked: run.run.leak_summary(),
                 cached: false,
             }
         })

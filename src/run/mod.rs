@@ -371,7 +371,7 @@ fn probe_one(
                 import_ms: run.report.import_ms.map(round_ms),
                 smoke_ms: run.report.smoke_ms.map(round_ms),
             };
-            (outcome, timings, run.run.leaked)
+            (outcome, timings, run.run.leak_summary())
         }
         Err(e) => (
             Outcome::probe_error(classify::Phase::Start, &e.to_string()),

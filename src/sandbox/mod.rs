@@ -37,17 +37,24 @@
 mod cancel;
 mod capture;
 mod env;
+mod held;
+mod leak;
+mod link;
+mod procfs;
+pub mod reaper;
 mod spawn;
 mod supervise;
 
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
+pub use leak::{Leak, Place};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Bounds on one run.
@@ -184,13 +191,29 @@ pub struct RunReport {
     pub stdout: Captured,
     /// What the child wrote on stderr (bounded).
     pub stderr: Captured,
-    /// Set when processes outlived the child and had to be killed: what held on.
-    pub leaked: Option<String>,
-    /// Wall time from just before the fork until the group was reaped.
+    /// Processes that outlived the child (or, when the sandbox had to kill
+    /// the child, that had left its process group), in the order found; at
+    /// most 256 from a reaper.
+    pub leaked: Vec<Leak>,
+    /// Whether a reaper held every descendant of the child, so that none
+    /// can be running now. False without a reaper: then only the child's
+    /// process group was killed, and a descendant that left it is listed
+    /// only if it still held the output (and is left running).
+    pub contained: bool,
+    /// Wall time from just before the fork until everything was reaped.
     pub wall: Duration,
-    /// The child's pid, also its process group and session id; `None` when
-    /// the run was cancelled before it started.
+    /// The child's pid, also its process group id (and, without a reaper,
+    /// its session id); `None` when the run was cancelled before it started.
     pub pid: Option<i32>,
+}
+
+impl RunReport {
+    /// The leaks in one line for reports (`2 processes outlived the probe:
+    /// pid 4242 (sleep 300): in a process group of its own, killed; …`);
+    /// `None` when there is none.
+    pub fn leak_summary(&self) -> Option<String> {
+        leak::summary(&self.leaked)
+    }
 }
 
 /// A fault of the sandbox itself (never of the child): the child could not
@@ -240,6 +263,10 @@ pub enum SandboxError {
     /// An operating-system call of the supervisor failed.
     #[error("{0} failed: {1}")]
     Io(&'static str, #[source] io::Error),
+    /// The reaper between the sandbox and the child failed: it went away
+    /// before reporting the child's end, or spoke nonsense.
+    #[error("the sandbox's reaper {0}")]
+    Reaper(String),
 }
 
 impl SandboxError {
@@ -248,21 +275,51 @@ impl SandboxError {
     }
 }
 
+static DEFAULT_REAPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `program` the reaper of every [`Sandbox`] created from now on: an
+/// executable that runs the reaper when called as `program __reaper -- …`
+/// (the `preflight` binary; `preflight` itself calls this at start with
+/// its own path).
+///
+/// The first call wins; later ones change nothing. Without a call,
+/// sandboxes run without a reaper and say so ([`RunReport::contained`]).
+pub fn set_default_reaper(program: PathBuf) {
+    let _ = DEFAULT_REAPER.set(program);
+}
+
 /// An isolated place to run one child: a fresh temporary directory, removed
 /// when the sandbox is dropped.
 #[derive(Debug)]
 pub struct Sandbox {
     dir: tempfile::TempDir,
+    reaper: Option<PathBuf>,
 }
 
 impl Sandbox {
-    /// Creates the temporary directory (under `TMPDIR`).
+    /// Creates the temporary directory (under `TMPDIR`); the reaper is the
+    /// one given to [`set_default_reaper`], if any.
     pub fn new() -> Result<Sandbox, SandboxError> {
         let dir = tempfile::Builder::new()
             .prefix("preflight-")
             .tempdir()
             .map_err(SandboxError::TempDir)?;
-        Ok(Sandbox { dir })
+        Ok(Sandbox {
+            dir,
+            reaper: DEFAULT_REAPER.get().cloned(),
+        })
+    }
+
+    /// Runs children under `reaper` (see [`set_default_reaper`]), or
+    /// without one (`None`): then only the child's process group is held.
+    pub fn with_reaper(mut self, reaper: Option<PathBuf>) -> Sandbox {
+        self.reaper = reaper;
+        self
+    }
+
+    /// The reaper children run under, if any.
+    pub fn reaper(&self) -> Option<&Path> {
+        self.reaper.as_deref()
     }
 
     /// The child's working directory, `PWD` and `TMPDIR`: write the driver script
@@ -290,7 +347,8 @@ impl Sandbox {
                 termination: Termination::Cancelled,
                 stdout: Captured::default(),
                 stderr: Captured::default(),
-                leaked: None,
+                leaked: Vec::new(),
+                contained: true,
                 wall: start.elapsed(),
                 pid: None,
             });
@@ -307,6 +365,7 @@ impl Sandbox {
             env,
             self.dir(),
             limits.max_open_files,
+            self.reaper.as_deref(),
         )?;
         let spawned = spawn::spawn(&prepared)?;
         supervise::supervise(spawned, limits, cancel, start)

@@ -306,7 +306,8 @@ mod tests {
             termination,
             stdout: Captured::default(),
             stderr: Captured::default(),
-            leaked: None,
+            leaked: Vec::new(),
+            contained: true,
             wall: Duration::from_millis(5),
             pid: Some(1),
         }
