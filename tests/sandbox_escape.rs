@@ -4,6 +4,9 @@
 //! are dead, and the report names each one with its command line. Without
 //! a reaper the run says it was not contained.
 
+mod common;
+mod probe_fixtures;
+
 use kernel_preflight::sandbox::{
     Cancel, ChildCommand, Leak, Limits, Place, RunReport, Sandbox, SandboxError, Termination,
 };
@@ -277,4 +280,74 @@ fn daemon_parent_helper() {
     let script = r#"(exec >&- 2>&- </dev/null; setsid sleep 306 & echo $! > "$DIR/daemon.pid.tmp"; mv "$DIR/daemon.pid.tmp" "$DIR/daemon.pid") &
 echo $$ > "$DIR/child.pid.tmp" && mv "$DIR/child.pid.tmp" "$DIR/child.pid" && exec sleep 3600"#;
     let _ = run_with(reaper(), &sh(script).env("DIR", dir), &quick());
+}
+
+/// End to end, as a new user meets it: `preflight check` on two hub-layout
+/// kernels whose import starts a helper in a process group of its own, or
+/// daemonizes one. When `check` returns, both helpers are gone and each
+/// outcome names its leak.
+#[test]
+fn check_kills_and_reports_what_a_variant_import_leaves_behind() {
+    let pids = tempfile::tempdir().expect("temp dir");
+    let helper_file = pids.path().join("helper.pid");
+    let daemon_file = pids.path().join("daemon.pid");
+    let popen = probe_fixtures::Repo::new();
+    popen.variant(
+        "torch-universal",
+        &format!(
+            "import subprocess\n\
+             helper = subprocess.Popen(['sleep', '307'], process_group=0)\n\
+             open({:?}, 'w').write(str(helper.pid))\n",
+            helper_file.display().to_string()
+        ),
+    );
+    let daemonize = probe_fixtures::Repo::new();
+    daemonize.variant(
+        "torch-universal",
+        &format!(
+            "import os\n\
+             first = os.fork()\n\
+             if first == 0:\n    \
+                 os.setsid()\n    \
+                 daemon = os.fork()\n    \
+                 if daemon == 0:\n        \
+                     os.closerange(0, 3)\n        \
+                     os.execvp('sleep', ['sleep', '308'])\n    \
+                 open({:?}, 'w').write(str(daemon))\n    \
+                 os._exit(0)\n\
+             os.waitpid(first, 0)\n",
+            daemon_file.display().to_string()
+        ),
+    );
+    let out = common::preflight_cmd()
+        .arg("check")
+        .arg("--python")
+        .arg(probe_fixtures::python())
+        .arg(popen.root())
+        .arg(daemonize.root())
+        .arg("--json")
+        .output()
+        .expect("run preflight check");
+    let helper = read_pid(pids.path(), "helper.pid");
+    let daemon = read_pid(pids.path(), "daemon.pid");
+    assert!(!alive(helper), "helper {helper} outlived check");
+    assert!(!alive(daemon), "daemon {daemon} outlived check");
+
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    let results = doc["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2, "{doc:#}");
+    for (result, pid, sleep) in [
+        (&results[0], helper, "sleep 307"),
+        (&results[1], daemon, "sleep 308"),
+    ] {
+        assert_eq!(result["outcome"]["kind"], "pass", "{result:#}");
+        let leaked = result["leaked"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no leak: {result:#}"));
+        assert!(
+            leaked.contains(&format!("pid {pid} ({sleep})")) && leaked.contains("killed"),
+            "{leaked}"
+        );
+    }
 }

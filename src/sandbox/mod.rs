@@ -1,18 +1,27 @@
 //! Sandbox (parent side): run one untrusted child so that whatever it does —
-//! crash, hang, `exit(1)`, flood its output, leave grandchildren behind — the
-//! caller survives and learns exactly what happened.
+//! crash, hang, `exit(1)`, flood its output, leave helpers or daemons
+//! behind — the caller survives and learns exactly what happened.
 //!
 //! Each [`Sandbox`] owns a fresh temporary directory: the child's working
-//! directory, `PWD` and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
-//! its own session and process group, with `RLIMIT_CORE=0`, a file-descriptor
+//! directory, `PWD` and `TMPDIR`. [`Sandbox::run`] forks and executes the
+//! child in a session of its own, with `RLIMIT_CORE=0`, a file-descriptor
 //! limit and a scrubbed environment ([`scrubbed_env`]); no address-space
 //! limit, since CUDA maps huge virtual ranges. Time is bounded instead:
-//! timeout → SIGTERM to the group → grace → SIGKILL to the group. Output is
-//! drained by one `poll` loop and kept bounded ([`Captured`]). When the child
-//! exits, its pipes get [`Limits::pipe_close_wait`] to close; a grandchild
-//! still holding them is killed with the group and reported in
-//! [`RunReport::leaked`]. The group is always SIGKILLed before `run`
-//! returns, on every path, so no process outlives its probe.
+//! timeout → SIGTERM to the child's process group → grace → SIGKILL. Output
+//! is drained by one `poll` loop and kept bounded ([`Captured`]).
+//!
+//! With a reaper ([`set_default_reaper`], [`Sandbox::with_reaper`]: the
+//! `preflight` binary in its `__reaper` mode, see [`reaper`]) the session
+//! is led by a small subreaper process that forks the child into a process
+//! group of its own and holds every descendant, wherever it goes: when the
+//! child has exited and its pipes are closed (or [`Limits::pipe_close_wait`]
+//! has passed), every descendant still alive is killed, reaped and listed
+//! in [`RunReport::leaked`] with its command line — a helper in a process
+//! group of its own, a daemon, a grandchild that closed its output alike.
+//! Timeouts and cancellation go through the same reaper, and it takes
+//! everything down when the parent dies, even by SIGKILL. Without a reaper
+//! the child leads its own session and group, only the group is killed, and
+//! the report says so ([`RunReport::contained`] is false).
 //!
 //! Structured results do not travel through here: the caller names a file in
 //! [`Sandbox::dir`] (for example in an environment variable) and reads it
@@ -148,7 +157,7 @@ pub enum Termination {
         /// Whether the child outlived the grace period and needed SIGKILL.
         needed_sigkill: bool,
     },
-    /// The run was cancelled ([`Cancel`]); the group got SIGKILL.
+    /// The run was cancelled ([`Cancel`]); everything held got SIGKILL.
     Cancelled,
 }
 

@@ -1,5 +1,5 @@
-//! fork + exec of one child into its own session, with everything it needs
-//! prepared before the fork.
+//! fork + exec of one child into its own session — or of the reaper, which
+//! forks the child in turn — with everything prepared before the fork.
 //!
 //! The parent is multi-threaded (rayon workers, other sandboxes), so between
 //! `fork` and `execve` the child may only make async-signal-safe calls: no
