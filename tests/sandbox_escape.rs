@@ -105,7 +105,10 @@ fn daemon_with_closed_streams_is_killed_and_reported() {
 
 #[test]
 fn grandchild_that_closed_its_pipes_is_killed_and_reported() {
-    let cmd = sh("(exec >/dev/null 2>&1; exec sleep 302) & echo $! > grandchild.pid; exit 0");
+    // The child waits until its grandchild is `sleep`, so that the report
+    // can name it so.
+    let cmd = sh("(exec >/dev/null 2>&1; exec sleep 302) & \
+         until grep -qs 302 /proc/$!/cmdline; do sleep 0.01; done; echo $! > grandchild.pid");
     let (sandbox, report) = run_with(reaper(), &cmd, &quick());
     let grandchild = read_pid(sandbox.dir(), "grandchild.pid");
     assert!(
@@ -123,11 +126,12 @@ fn grandchild_that_closed_its_pipes_is_killed_and_reported() {
 fn timeout_kills_the_group_and_the_escaped_helper_too() {
     // The background sleep stays in the child's group and dies with the
     // probe; the setsid one left it and is a leak.
-    let cmd = sh(
-        "sleep 303 & echo $! > member.pid; setsid sleep 304 & echo $! > escaped.pid; exec sleep 3600",
-    );
+    // (`setsid` is `sleep` once it has left: the child waits for that.)
+    let cmd = sh("sleep 303 & echo $! > member.pid; setsid sleep 304 & \
+         until head -c 5 /proc/$!/cmdline | grep -q '^sleep'; do sleep 0.01; done; \
+         echo $! > escaped.pid; exec sleep 3600");
     let limits = Limits {
-        timeout: Duration::from_secs(1),
+        timeout: Duration::from_secs(2),
         ..quick()
     };
     let (sandbox, report) = run_with(reaper(), &cmd, &limits);
@@ -184,6 +188,20 @@ fn a_child_that_kills_its_reaper_is_a_sandbox_error() {
 }
 
 #[test]
+fn a_reaper_that_cannot_be_executed_is_named() {
+    let sandbox = Sandbox::new()
+        .expect("sandbox")
+        .with_reaper(Some("/nonexistent/preflight".into()));
+    let err = sandbox
+        .run(&sh("exit 0"), &quick(), &Cancel::new())
+        .expect_err("no reaper to run");
+    assert_eq!(
+        err.to_string(),
+        "cannot execute /nonexistent/preflight: No such file or directory (os error 2)"
+    );
+}
+
+#[test]
 fn reaper_by_hand_is_refused() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
         .args(["__reaper", "--", "true"])
@@ -202,7 +220,10 @@ fn reaper_by_hand_is_refused() {
 /// left the group is named and left running.
 #[test]
 fn without_a_reaper_the_run_is_not_contained_and_says_so() {
-    let cmd = sh("sleep 305 & echo $! > member.pid; echo started");
+    let cmd = sh(
+        "sleep 305 & until grep -qs 305 /proc/$!/cmdline; do sleep 0.01; done; \
+         echo $! > member.pid; echo started",
+    );
     let (sandbox, report) = run_with(None, &cmd, &quick());
     assert!(!report.contained);
     let member = read_pid(sandbox.dir(), "member.pid");
@@ -313,6 +334,8 @@ fn check_kills_and_reports_what_a_variant_import_leaves_behind() {
                  if daemon == 0:\n        \
                      os.closerange(0, 3)\n        \
                      os.execvp('sleep', ['sleep', '308'])\n    \
+                 while b'308' not in open(f'/proc/{{daemon}}/cmdline', 'rb').read():\n        \
+                     pass\n    \
                  open({:?}, 'w').write(str(daemon))\n    \
                  os._exit(0)\n\
              os.waitpid(first, 0)\n",

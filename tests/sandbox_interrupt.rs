@@ -20,8 +20,11 @@ fn sigint_cancels_running_sandboxes() {
     // it is really running; its helper has left the group by then.
     let ready = sandbox.dir().join("ready");
     let helper_pid = sandbox.dir().join("helper.pid");
+    // (`setsid` is `sleep` once it has left: wait for that.)
     let script = format!(
-        "setsid sleep 3600 & echo $! > {}; touch {}; exec sleep 3600",
+        "setsid sleep 3600 & \
+         until head -c 5 /proc/$!/cmdline | grep -q '^sleep'; do sleep 0.01; done; \
+         echo $! > {}; touch {}; exec sleep 3600",
         helper_pid.display(),
         ready.display()
     );

@@ -291,7 +291,9 @@ impl Reaper {
 
     /// Kills the child's group, then every other descendant until none is
     /// left, reports the ones that outlived the child, and returns the exit
-    /// status of the reaper.
+    /// status of the reaper. Without a readable `/proc` it cannot find what
+    /// is left: it gives up after [`MAX_FRUITLESS_ROUNDS`] and does not say
+    /// `done`.
     ///
     /// Only direct children are killed: their pids stay reserved until
     /// they are reaped here, so no signal can reach a stranger that reused
@@ -309,7 +311,10 @@ impl Reaper {
         let mut leaks = Vec::new();
         let mut seen = BTreeSet::new();
         let mut fruitless = 0;
-        while self.reap() {
+        let all_reaped = loop {
+            if !self.reap() {
+                break true;
+            }
             let mut killed_any = false;
             for stat in procfs::all() {
                 if stat.ppid != self.me || stat.zombie {
@@ -330,15 +335,18 @@ impl Reaper {
             } else {
                 fruitless += 1;
                 if fruitless > MAX_FRUITLESS_ROUNDS {
-                    break;
+                    break false;
                 }
                 self.wait_for_signal(20);
             }
-        }
+        };
         for leak in leaks {
             self.send(&Report::Leaked { leak });
         }
-        self.send(&Report::Done);
+        // Without `done` the parent does not claim containment.
+        if all_reaped {
+            self.send(&Report::Done);
+        }
         0
     }
 
