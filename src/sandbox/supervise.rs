@@ -4,14 +4,13 @@
 //! the reaper) before it returns.
 
 use super::capture::Capture;
-use super::held::{Held, pidfd_open};
+use super::held::Held;
 use super::leak::{Leak, Placement};
 use super::procfs;
 use super::spawn::Spawned;
 use super::{Cancel, Limits, RunReport, SandboxError, Termination};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::unistd::Pid;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -58,43 +57,17 @@ pub(crate) fn supervise(
     cancel: &Cancel,
     start: Instant,
 ) -> Result<RunReport, SandboxError> {
-    // Under a reaper the child's end arrives on the reaper's socket.
-    let pidfd = match &spawned.held {
-        Held::Group(group) => pidfd_open(group.pid()),
-        Held::Reaper(_) => None,
-    };
-    supervise_with(spawned, pidfd, limits, cancel, start)
-}
-
-/// [`supervise`] with the exit of a child without reaper watched through
-/// `pidfd`, or by polling `waitid` on a short tick where there is none.
-fn supervise_with(
-    spawned: Spawned,
-    pidfd: Option<OwnedFd>,
-    limits: &Limits,
-    cancel: &Cancel,
-    start: Instant,
-) -> Result<RunReport, SandboxError> {
     let Spawned {
         mut held,
         stdout,
         stderr,
     } = spawned;
     let pid = held.child();
+    let placement = held.placement();
     let pipes: Vec<u64> = [&stdout, &stderr]
         .into_iter()
         .filter_map(|fd| procfs::pipe_inode(fd.as_fd()))
         .collect();
-    let placement = match &held {
-        Held::Group(_) => Placement {
-            pgrp: pid.as_raw(),
-            session: pid.as_raw(),
-        },
-        Held::Reaper(link) => Placement {
-            pgrp: pid.as_raw(),
-            session: link.reaper().as_raw(),
-        },
-    };
     let mut streams = [stdout, stderr].map(|fd| Stream {
         fd: Some(fd),
         capture: Capture::new(limits.output_head, limits.output_tail),
@@ -114,11 +87,7 @@ fn supervise_with(
 
     loop {
         if exit.is_none() {
-            let found = match &mut held {
-                Held::Group(_) => try_wait(pid)?,
-                Held::Reaper(link) => link.exit()?,
-            };
-            exit = found.map(|e| (e, Instant::now()));
+            exit = held.try_exit()?.map(|e| (e, Instant::now()));
         }
         let open = streams.iter().any(|s| s.fd.is_some());
         if exit.is_some() && !open {
@@ -148,7 +117,7 @@ fn supervise_with(
                         Some(_) => {}
                     }
                 }
-                if matches!(held, Held::Group(_)) && pidfd.is_none() {
+                if held.exit_fd().is_none() {
                     wake = wake.min(now + EXIT_TICK);
                 }
             }
@@ -194,14 +163,8 @@ fn supervise_with(
             .filter_map(|s| s.fd.as_ref())
             .map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
             .collect();
-        if exit.is_none() {
-            let exit_fd = match &held {
-                Held::Group(_) => pidfd.as_ref().map(|fd| fd.as_fd()),
-                Held::Reaper(link) => Some(link.fd()),
-            };
-            if let Some(fd) = exit_fd {
-                fds.push(PollFd::new(fd, PollFlags::POLLIN));
-            }
+        if let (None, Some(fd)) = (exit, held.exit_fd()) {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
         }
         let millis = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
         match poll(&mut fds, PollTimeout::from(millis)) {
@@ -289,44 +252,10 @@ fn pipe_holders(pipes: &[u64]) -> impl Iterator<Item = procfs::Stat> + '_ {
         .filter(move |s| !s.zombie && s.pid != me && procfs::holds_pipe(s.pid, pipes))
 }
 
-/// The child's exit, if it has exited, without reaping it (`WNOWAIT`): its
-/// zombie keeps the process group id reserved until the group is killed.
-fn try_wait(pid: Pid) -> Result<Option<Exit>, SandboxError> {
-    // SAFETY: waitid fills the zeroed siginfo; si_pid/si_status are valid for SIGCHLD.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        loop {
-            let rc = libc::waitid(
-                libc::P_PID,
-                pid.as_raw() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            );
-            if rc == 0 {
-                break;
-            }
-            match Errno::last() {
-                Errno::EINTR => continue,
-                e => return Err(SandboxError::os("waitid", e)),
-            }
-        }
-        if info.si_pid() == 0 {
-            return Ok(None);
-        }
-        let status = info.si_status();
-        Ok(Some(match info.si_code {
-            libc::CLD_EXITED => Exit::Code(status),
-            code => Exit::Signal {
-                signal: status,
-                core_dumped: code == libc::CLD_DUMPED,
-            },
-        }))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::held::Held;
     use crate::sandbox::spawn::{Prepared, spawn};
     use std::collections::BTreeMap;
 
@@ -340,14 +269,17 @@ mod tests {
             let args = ["-c".into(), script.into()];
             let prepared = Prepared::new("sh".as_ref(), &args, env.clone(), dir.path(), 64, None)
                 .expect("prepare");
-            let spawned = spawn(&prepared).expect("spawn");
+            let mut spawned = spawn(&prepared).expect("spawn");
+            let Held::Group(group) = &mut spawned.held else {
+                panic!("no reaper was asked for");
+            };
+            group.forget_pidfd();
             let limits = Limits {
                 timeout,
                 grace: Duration::from_secs(5),
                 ..Limits::default()
             };
-            supervise_with(spawned, None, &limits, &Cancel::new(), Instant::now())
-                .expect("supervise")
+            supervise(spawned, &limits, &Cancel::new(), Instant::now()).expect("supervise")
         };
         let done = run("echo hi; exit 3", Duration::from_secs(30));
         assert_eq!(done.termination, Termination::Exited { code: 3 });
