@@ -337,13 +337,14 @@ impl Sandbox {
         self.dir.path()
     }
 
-    /// Runs `cmd` in this sandbox under `limits` until it and every process
-    /// of its group are gone.
+    /// Runs `cmd` in this sandbox under `limits` until it and every one of
+    /// its descendants (with a reaper; its process group without one) are
+    /// gone.
     ///
     /// Whatever the child does is reported in the [`RunReport`]; `Err` means
-    /// a fault of the sandbox itself (the program cannot be executed, a
-    /// system call failed). A `cancel` already set returns `Cancelled`
-    /// without starting anything.
+    /// a fault of the sandbox itself (the program or the reaper cannot be
+    /// executed, a system call failed, the reaper was killed). A `cancel`
+    /// already set returns `Cancelled` without starting anything.
     pub fn run(
         &self,
         cmd: &ChildCommand,
