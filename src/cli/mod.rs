@@ -55,9 +55,6 @@ enum Command {
     /// The cuda executor's child mode (internal: run by preflight itself).
     #[command(name = "__cuda-child", hide = true)]
     CudaChild(cuda_child::Args),
-    /// The sandbox's reaper (internal: run by preflight itself between a probe and its child).
-    #[command(name = "__reaper", hide = true)]
-    Reaper(reaper::Args),
 }
 
 /// A failure the user can fix: printed as one line, exit code 2.
@@ -80,11 +77,12 @@ pub enum Answer {
 
 /// Run the command line and map the result to an exit code.
 pub fn main() -> ExitCode {
+    if let Some(code) = reaper::run_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
-    match &cli.command {
-        Command::CudaChild(args) => return cuda_child::run(args),
-        Command::Reaper(args) => return reaper::run(args),
-        _ => {}
+    if let Command::CudaChild(args) = &cli.command {
+        return cuda_child::run(args);
     }
     // Every probe's child runs under this binary as its reaper. Without a
     // path to it, runs say they were not contained.
@@ -100,7 +98,7 @@ pub fn main() -> ExitCode {
         Command::Warmup(args) => warmup::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Cache(args) => cache::run(args),
-        Command::CudaChild(_) | Command::Reaper(_) => unreachable!("handled before"),
+        Command::CudaChild(_) => unreachable!("handled before"),
     });
     match result {
         Ok(Ok(Answer::Yes)) => ExitCode::SUCCESS,

@@ -17,7 +17,8 @@
 //! on the socket: JSON lines [`Report`] out, single command bytes in
 //! ([`TERMINATE`], [`KILL`]). End of file on the socket (the parent died,
 //! even by SIGKILL), SIGHUP (its parent-death signal), SIGTERM or SIGINT
-//! wind it up as [`KILL`] does.
+//! wind it up as [`KILL`] does; so does the end of the child when it
+//! leaves no other process behind.
 
 use super::leak::{Leak, Placement};
 use super::procfs;
@@ -208,7 +209,14 @@ impl Reaper {
                         return self.wind_up();
                     }
                 }
-                self.reap();
+                // Nothing left to hold (the common end): finish without
+                // waiting to be told, which spares the parent a round trip.
+                // No process can appear later: only a descendant could
+                // start one, and every orphan comes here before its
+                // parent's end can be reaped.
+                if !self.reap() && self.child_reaped {
+                    return self.wind_up();
+                }
             }
             if fds[0].revents != 0 {
                 let mut buf = [0u8; 64];
