@@ -10,13 +10,15 @@ mod common;
 
 use common::{preflight_cmd, stderr, stdout, venv};
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
+use kernel_preflight::discover::{self, Named, NativeTarget, Target};
+use kernel_preflight::fingerprint::{Fingerprint, NoStore, Sources};
 use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
-use kernel_preflight::probe::{Executor, Job, Subject, native};
+use kernel_preflight::probe::{Executor, Job, Subject};
 use kernel_preflight::protocol::{Evidence, Failure, NvrtcError, Report};
-use kernel_preflight::run::native as native_run;
-use kernel_preflight::sandbox::{Cancel, Limits, Termination};
+use kernel_preflight::run::{self, Executors, Plan, PlanOptions, RunEvent};
+use kernel_preflight::sandbox::{Cancel, Termination};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -269,18 +271,61 @@ fn native_target(arch: &str) -> tempfile::TempDir {
     dir
 }
 
+fn load(dir: &Path) -> NativeTarget {
+    match discover::discover(dir).expect("valid preflight.toml") {
+        Target::Native(t) => t,
+        Target::Hub(d) => panic!("discovered as a hub kernel: {d:?}"),
+    }
+}
+
 #[test]
-fn native_targets_load_and_probe_every_module() {
+fn native_targets_become_one_job_per_module_in_the_plan() {
     let dir = native_target("sm_90");
-    let target = native::load(dir.path()).expect("valid preflight.toml");
+    let target = load(dir.path());
     assert_eq!(target.modules.len(), 2);
-    let report = native_run::probe(&target, &executor(), &Limits::default(), 0, &Cancel::new())
-        .expect("probe");
-    assert_eq!(report.modules.len(), 2);
-    assert_eq!(report.outcome.kind, OutcomeKind::NoDevice);
-    assert!(report.outcome.message.starts_with("axpy.cubin: "));
-    // The source module still compiled: a broken kernel would say so here.
-    assert!(report.modules[1].1.report.compiled.is_some());
+    let fingerprint = Fingerprint::fast(&Sources::from_process(), &NoStore).unwrap();
+    let plan = Plan::new(
+        vec![Named {
+            given: "axpy".into(),
+            target: Target::Native(target.clone()),
+        }],
+        &fingerprint,
+        &PlanOptions::default(),
+        None,
+    );
+    let names: Vec<&str> = plan.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["axpy.cubin", "axpy.cu"]);
+    assert!(
+        plan.jobs
+            .iter()
+            .all(|j| j.skip.is_none() && j.key.is_none())
+    );
+    assert!(!plan.needs_python());
+    let executors = Executors {
+        python: None,
+        cuda: Some(executor()),
+    };
+    let finished = std::sync::Mutex::new(Vec::new());
+    let report = run::run(&plan, &executors, 2, &Cancel::new(), &|e: RunEvent<'_>| {
+        if let RunEvent::Finished { job, .. } = e {
+            finished.lock().unwrap().push(job.id);
+        }
+    });
+    assert_eq!(finished.into_inner().unwrap().len(), 2);
+    for r in &report.results {
+        assert_eq!(
+            r.outcome.kind,
+            OutcomeKind::NoDevice,
+            "{}: {:?}",
+            r.variant,
+            r.outcome
+        );
+    }
+    assert!(!report.every_target_passes());
+    // The source module still compiles without a GPU: a broken kernel
+    // would say so here.
+    let cu = &target.modules[1];
+    assert!(run(cu.spec.clone(), &cu.launches).report.compiled.is_some());
 }
 
 #[test]
@@ -317,7 +362,7 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("preflight.toml: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
+        err.contains("preflight.toml:7: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
         "{err}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -333,8 +378,9 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("preflight.toml:3:1: "), "{err}");
     assert!(err.contains("unknown field `grid`"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
 #[test]
@@ -344,16 +390,15 @@ fn on_a_gpu_native_modules_pass_verified() {
     let first = run_on(&probe, Subject::Device);
     let device = first.report.device.expect("a GPU");
     let dir = native_target(&device.sm());
-    let target = native::load(dir.path()).unwrap();
-    let report = native_run::probe(
-        &target,
-        &probe.with_nvrtc(Some(nvrtc())),
-        &Limits::default(),
-        0,
-        &Cancel::new(),
-    )
-    .unwrap();
-    for (module, run) in &report.modules {
+    let probe = probe.with_nvrtc(Some(nvrtc()));
+    for module in load(dir.path()).modules {
+        let run = run_on(
+            &probe,
+            Subject::Module {
+                spec: module.spec.clone(),
+                launches: module.launches.clone(),
+            },
+        );
         assert_eq!(
             run.outcome.kind,
             OutcomeKind::Pass,
@@ -362,6 +407,6 @@ fn on_a_gpu_native_modules_pass_verified() {
             run.outcome
         );
         assert_eq!(run.outcome.depth, Some(Depth::Verified));
-        assert!(run.timings.smoke_ms.is_some());
+        assert!(run.evidence.timings().smoke_ms.is_some());
     }
 }

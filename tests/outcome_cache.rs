@@ -348,6 +348,46 @@ fn a_read_only_cache_directory_warns_and_still_answers() {
     assert!(entry_files(&cache).is_empty());
 }
 
+#[test]
+fn targets_are_told_apart_by_identity_not_by_the_name_given() {
+    // `acme/relu` names a local kernel repo (2 variants) and, with --repo,
+    // the hub cache's kernel of that id (3 variants): two targets, one name.
+    let tmp = tempfile::tempdir().unwrap();
+    kernel_repo(
+        &tmp.path().join("acme"),
+        "relu",
+        &variant_names(2),
+        "X = 1\n",
+    );
+    let hub = tmp.path().join("hub");
+    kernel_repo(
+        &hub.join("kernels--acme--relu/snapshots"),
+        "0123abcd",
+        &variant_names(3),
+        "X = 1\n",
+    );
+    let out = Setup::new()
+        .cmd(&["warmup", "acme/relu", "--repo", "acme/relu", "--json"])
+        .current_dir(tmp.path())
+        .env("KERNELS_CACHE", &hub)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts: Vec<(&str, u64)> = summary
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["target"].as_str().unwrap(),
+                s["variants"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [("acme/relu", 2), ("acme/relu", 3)]);
+}
+
 /// Every file under `dir`.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -4,8 +4,8 @@ use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::doctor::{self, DoctorOptions};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::cuda::{self, CudaExecutor};
 use kernel_preflight::report;
+use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox::{self, Limits};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,9 +49,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         timeout,
         ..Limits::default()
     };
-    let executor = CudaExecutor::current()
-        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?
-        .with_nvrtc(cuda::nvrtc_library(toolkits));
+    let executor = Executors::cuda_for(toolkits)
+        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
     let options = DoctorOptions {
         executor,
         cuda_limits: limits.clone(),

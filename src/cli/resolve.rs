@@ -36,7 +36,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let discovery = match (&args.target, &args.variants, &args.repo) {
-        (Some(path), _, _) => Some(discover::discover(path)?),
+        (Some(path), _, _) => Some(hub_only(path)?),
         (_, _, Some(repo)) => Some(discover::discover_repo(repo)?),
         (None, Some(_), None) => None,
         (None, None, None) => {
@@ -101,4 +101,16 @@ fn covers_detected_facts(spec: &str) -> bool {
     ["backend", "torch", "cxx11", "tvm-ffi"]
         .iter()
         .all(|k| keys.contains(k))
+}
+
+/// The variants behind `path`; a native target has none to resolve.
+fn hub_only(path: &std::path::Path) -> Result<discover::Discovery, Failure> {
+    match discover::discover(path)? {
+        discover::Target::Hub(d) => Ok(d),
+        discover::Target::Native(_) => Err(BadInput(format!(
+            "{} is a native target (preflight.toml): resolve judges hub variants by name; \
+             use `preflight check {0}` for its modules",
+            path.display()
+        ))),
+    }
 }

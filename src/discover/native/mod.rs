@@ -1,14 +1,20 @@
 //! Native module targets: a directory with a `preflight.toml` that names
 //! CUDA module files (cubin, PTX, fatbin, or `.cu` source for NVRTC) and
 //! smoke launches of their kernels, for programs that load modules through
-//! the driver API (cudarc, candle). Each module is one job for the cuda
-//! executor ([`NativeModule::subject`]). The format is documented in
-//! `docs/cuda.md`.
+//! the driver API (cudarc, candle). Discovery reads and validates the file;
+//! each module then becomes one job for the cuda executor. The format is
+//! documented in `docs/cuda.md`.
 
-use crate::probe::Subject;
-use crate::probe::cuda::{Arg, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
+pub mod spec;
+#[cfg(test)]
+mod tests;
+
+pub use spec::{Arg, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
+
 use serde::Deserialize;
+use std::fmt;
 use std::path::{Path, PathBuf};
+use toml::Spanned;
 
 /// The file that makes a directory a native target.
 pub const MANIFEST: &str = "preflight.toml";
@@ -35,23 +41,45 @@ pub enum NativeError {
         source: std::io::Error,
     },
     /// It is not valid TOML, or does not have the expected shape.
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {message}", Location(path, *line, *column))]
     Syntax {
         /// The manifest.
         path: PathBuf,
-        /// The parser's message, with line and column.
+        /// 1-based line of the fault, when the parser knows it.
+        line: Option<usize>,
+        /// 1-based column of the fault, when the parser knows it.
+        column: Option<usize>,
+        /// The parser's message.
         message: String,
     },
     /// A value is out of place: `at` names it (`module[0].launch[1].args[2]`).
-    #[error("{}: {at}: {message}", path.display())]
+    #[error("{}: {at}: {message}", Location(path, *line, None))]
     Invalid {
         /// The manifest.
         path: PathBuf,
+        /// 1-based line of the offending value, when it has one.
+        line: Option<usize>,
         /// The key path of the offending value.
         at: String,
         /// What was expected.
         message: String,
     },
+}
+
+/// `path:line:column`, as compilers write it, with what is known.
+struct Location<'a>(&'a Path, Option<usize>, Option<usize>);
+
+impl fmt::Display for Location<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.display())?;
+        if let Some(line) = self.1 {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.2 {
+                write!(f, ":{column}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A parsed, validated native target.
@@ -73,20 +101,9 @@ pub struct NativeModule {
 }
 
 impl NativeModule {
-    /// The module as a job's subject.
-    pub fn subject(&self) -> Subject {
-        Subject::Module {
-            spec: self.spec.clone(),
-            launches: self.launches.clone(),
-        }
-    }
-
     /// The module's file name, as reports show it.
     pub fn name(&self) -> String {
-        self.spec.path.file_name().map_or_else(
-            || self.spec.path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
+        self.spec.name()
     }
 }
 
@@ -94,33 +111,33 @@ impl NativeModule {
 #[serde(deny_unknown_fields)]
 struct Manifest {
     #[serde(default)]
-    module: Vec<RawModule>,
+    module: Vec<Spanned<RawModule>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawModule {
-    file: PathBuf,
+    file: Spanned<PathBuf>,
     kind: Option<ModuleKind>,
     #[serde(default)]
     nvrtc_options: Vec<String>,
-    target: Option<String>,
+    target: Option<Spanned<String>>,
     #[serde(default)]
-    launch: Vec<RawLaunch>,
+    launch: Vec<Spanned<RawLaunch>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLaunch {
-    function: String,
-    grid: Dims,
-    block: Dims,
+    function: Spanned<String>,
+    grid: Spanned<Dims>,
+    block: Spanned<Dims>,
     #[serde(default)]
     shared_mem_bytes: u32,
     #[serde(default)]
-    args: Vec<RawArg>,
+    args: Vec<Spanned<RawArg>>,
     warmup: Option<u32>,
-    iterations: Option<u32>,
+    iterations: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,77 +181,130 @@ pub fn load(dir: &Path) -> Result<NativeTarget, NativeError> {
     parse(dir, &path, &text)
 }
 
+/// A value that is out of place: its key path, the byte offset where it
+/// starts (for the line), and what was expected.
+struct Fault {
+    at: String,
+    offset: Option<usize>,
+    message: String,
+}
+
+impl Fault {
+    fn new(at: impl Into<String>, offset: usize, message: impl Into<String>) -> Fault {
+        Fault {
+            at: at.into(),
+            offset: Some(offset),
+            message: message.into(),
+        }
+    }
+}
+
+/// 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
 /// Parses manifest `text` (read from `path`) of the target in `dir`.
 pub fn parse(dir: &Path, path: &Path, text: &str) -> Result<NativeTarget, NativeError> {
-    let manifest: Manifest = toml::from_str(text).map_err(|e| NativeError::Syntax {
-        path: path.to_path_buf(),
-        message: e.to_string().trim_end().to_owned(),
+    let manifest: Manifest = toml::from_str(text).map_err(|e| {
+        let start = e.span().map(|s| s.start);
+        let column = start.map(|s| {
+            let line_start = text[..s.min(text.len())].rfind('\n').map_or(0, |i| i + 1);
+            text[line_start..s.min(text.len())].chars().count() + 1
+        });
+        NativeError::Syntax {
+            path: path.to_path_buf(),
+            line: start.map(|s| line_of(text, s)),
+            column,
+            message: e.message().split_whitespace().collect::<Vec<_>>().join(" "),
+        }
     })?;
-    let invalid = |at: String, message: String| NativeError::Invalid {
+    modules(dir, manifest).map_err(|fault| NativeError::Invalid {
         path: path.to_path_buf(),
-        at,
-        message,
-    };
+        line: fault.offset.map(|o| line_of(text, o)),
+        at: fault.at,
+        message: fault.message,
+    })
+}
+
+fn modules(dir: &Path, manifest: Manifest) -> Result<NativeTarget, Fault> {
     if manifest.module.is_empty() {
-        return Err(invalid(
-            "module".into(),
-            "no [[module]] tables: name at least one module file".into(),
-        ));
+        return Err(Fault {
+            at: "module".into(),
+            offset: None,
+            message: "no [[module]] tables: name at least one module file".into(),
+        });
     }
     let mut modules = Vec::new();
     for (m, raw) in manifest.module.into_iter().enumerate() {
         let at = format!("module[{m}]");
-        let file = dir.join(&raw.file);
+        let module_start = raw.span().start;
+        let raw = raw.into_inner();
+        let file_start = raw.file.span().start;
+        let relative = raw.file.into_inner();
+        let file = dir.join(&relative);
         let kind = match raw.kind {
             Some(kind) => kind,
-            None => raw
-                .file
+            None => relative
                 .extension()
                 .and_then(|e| e.to_str())
                 .and_then(ModuleKind::from_extension)
                 .ok_or_else(|| {
-                    invalid(
+                    Fault::new(
                         format!("{at}.file"),
+                        file_start,
                         format!(
                             "cannot tell the kind of {:?} from its extension: use .cubin, .ptx, .fatbin or .cu, or set kind",
-                            raw.file.display().to_string()
+                            relative.display().to_string()
                         ),
                     )
                 })?,
         };
         if !file.is_file() {
-            return Err(invalid(
+            return Err(Fault::new(
                 format!("{at}.file"),
+                file_start,
                 format!("{} does not exist", file.display()),
             ));
         }
         if kind != ModuleKind::Cuda && (raw.target.is_some() || !raw.nvrtc_options.is_empty()) {
-            return Err(invalid(
-                at.clone(),
-                "target and nvrtc_options apply to CUDA C source (.cu) only".into(),
+            return Err(Fault::new(
+                at,
+                module_start,
+                "target and nvrtc_options apply to CUDA C source (.cu) only",
             ));
         }
-        if let Some(t) = &raw.target
-            && !(t.starts_with("sm_") || t.starts_with("compute_"))
-        {
-            return Err(invalid(
-                format!("{at}.target"),
-                format!("{t:?}: expected sm_XY[a|f] or compute_XY[a|f]"),
-            ));
-        }
+        let target = match raw.target {
+            Some(t) => {
+                let start = t.span().start;
+                let t = t.into_inner();
+                if !(t.starts_with("sm_") || t.starts_with("compute_")) {
+                    return Err(Fault::new(
+                        format!("{at}.target"),
+                        start,
+                        format!("{t:?}: expected sm_XY[a|f] or compute_XY[a|f]"),
+                    ));
+                }
+                Some(t)
+            }
+            None => None,
+        };
         let launches = raw
             .launch
             .into_iter()
             .enumerate()
             .map(|(l, launch)| validate_launch(&format!("{at}.launch[{l}]"), launch))
-            .collect::<Result<Vec<_>, (String, String)>>()
-            .map_err(|(at, message)| invalid(at, message))?;
+            .collect::<Result<Vec<_>, Fault>>()?;
         modules.push(NativeModule {
             spec: ModuleSpec {
                 path: file,
                 kind,
                 nvrtc_options: raw.nvrtc_options,
-                target: raw.target,
+                target,
             },
             launches,
         });
@@ -245,16 +315,16 @@ pub fn parse(dir: &Path, path: &Path, text: &str) -> Result<NativeTarget, Native
     })
 }
 
-type Invalid = (String, String);
-
-fn dims(at: &str, d: Dims) -> Result<[u32; 3], Invalid> {
-    let v = match d {
+fn dims(at: &str, d: Spanned<Dims>) -> Result<[u32; 3], Fault> {
+    let start = d.span().start;
+    let v = match d.into_inner() {
         Dims::One(x) => vec![x],
         Dims::Many(v) => v,
     };
     if v.is_empty() || v.len() > 3 || v.contains(&0) {
-        return Err((
-            at.to_owned(),
+        return Err(Fault::new(
+            at,
+            start,
             format!("{v:?}: expected 1 to 3 positive integers (x, y, z)"),
         ));
     }
@@ -265,16 +335,23 @@ fn dims(at: &str, d: Dims) -> Result<[u32; 3], Invalid> {
     ])
 }
 
-fn validate_launch(at: &str, raw: RawLaunch) -> Result<Launch, Invalid> {
-    if raw.function.is_empty() {
-        return Err((format!("{at}.function"), "must not be empty".into()));
+fn validate_launch(at: &str, raw: Spanned<RawLaunch>) -> Result<Launch, Fault> {
+    let raw = raw.into_inner();
+    if raw.function.get_ref().is_empty() {
+        return Err(Fault::new(
+            format!("{at}.function"),
+            raw.function.span().start,
+            "must not be empty",
+        ));
     }
+    let block_start = raw.block.span().start;
     let grid = dims(&format!("{at}.grid"), raw.grid)?;
     let block = dims(&format!("{at}.block"), raw.block)?;
     let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
     if threads > 1024 {
-        return Err((
+        return Err(Fault::new(
             format!("{at}.block"),
+            block_start,
             format!("{threads} threads per block: CUDA allows at most 1024"),
         ));
     }
@@ -282,14 +359,26 @@ fn validate_launch(at: &str, raw: RawLaunch) -> Result<Launch, Invalid> {
         .args
         .into_iter()
         .enumerate()
-        .map(|(i, a)| validate_arg(&format!("{at}.args[{i}]"), a))
+        .map(|(i, a)| {
+            let start = a.span().start;
+            validate_arg(a.into_inner()).map_err(|(key, message)| {
+                Fault::new(format!("{at}.args[{i}]{key}"), start, message)
+            })
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let iterations = raw.iterations.unwrap_or(DEFAULT_ITERATIONS);
-    if iterations == 0 {
-        return Err((format!("{at}.iterations"), "must be at least 1".into()));
-    }
+    let iterations = match raw.iterations {
+        Some(i) if *i.get_ref() == 0 => {
+            return Err(Fault::new(
+                format!("{at}.iterations"),
+                i.span().start,
+                "must be at least 1",
+            ));
+        }
+        Some(i) => i.into_inner(),
+        None => DEFAULT_ITERATIONS,
+    };
     Ok(Launch {
-        function: raw.function,
+        function: raw.function.into_inner(),
         grid,
         block,
         shared_mem_bytes: raw.shared_mem_bytes,
@@ -299,8 +388,12 @@ fn validate_launch(at: &str, raw: RawLaunch) -> Result<Launch, Invalid> {
     })
 }
 
-fn validate_arg(at: &str, raw: RawArg) -> Result<Arg, Invalid> {
-    let err = |key: &str, message: String| (format!("{at}{key}"), message);
+/// An argument's fault: the key inside the argument (`""`, `.init[1]`) and
+/// what was expected.
+type ArgFault = (String, String);
+
+fn validate_arg(raw: RawArg) -> Result<Arg, ArgFault> {
+    let err = |key: &str, message: String| (key.to_owned(), message);
     let check_all = |key: &str, ty: ElemType, values: &[f64]| {
         values
             .iter()
@@ -392,128 +485,5 @@ fn validate_arg(at: &str, raw: RawArg) -> Result<Arg, Invalid> {
                 ElemType::ALL.map(ElemType::as_str).join(", ")
             ),
         )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse_in(files: &[&str], text: &str) -> Result<NativeTarget, NativeError> {
-        let dir = tempfile::tempdir().unwrap();
-        for f in files {
-            std::fs::write(dir.path().join(f), b"x").unwrap();
-        }
-        let path = dir.path().join(MANIFEST);
-        parse(dir.path(), &path, text)
-    }
-
-    fn message(text: &str) -> String {
-        parse_in(&["k.cubin", "k.cu", "k.bin"], text)
-            .unwrap_err()
-            .to_string()
-    }
-
-    const GOOD: &str = r#"
-[[module]]
-file = "k.cubin"
-
-[[module.launch]]
-function = "axpy"
-grid = 4
-block = [256]
-args = [
-  { scalar = "f32", value = 2.0 },
-  { buffer = "f32", init = [1, 2, 3] },
-  { buffer = "f32", len = 3, init = 1.0, expect = [3, 5, 7], atol = 1e-6 },
-  { scalar = "u32", value = 3 },
-]
-"#;
-
-    #[test]
-    fn a_valid_manifest_becomes_launches() {
-        let t = parse_in(&["k.cubin"], GOOD).unwrap();
-        assert_eq!(t.modules.len(), 1);
-        let m = &t.modules[0];
-        assert_eq!(m.spec.kind, ModuleKind::Cubin);
-        let l = &m.launches[0];
-        assert_eq!((l.grid, l.block), ([4, 1, 1], [256, 1, 1]));
-        assert_eq!(
-            (l.warmup, l.iterations),
-            (DEFAULT_WARMUP, DEFAULT_ITERATIONS)
-        );
-        assert_eq!(
-            l.args[2],
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0; 3],
-                expect: Some(vec![3.0, 5.0, 7.0]),
-                tolerance: Tolerance {
-                    atol: 1e-6,
-                    rtol: 1e-5
-                },
-            }
-        );
-    }
-
-    #[test]
-    fn errors_name_the_key_and_what_was_expected() {
-        for (text, want) in [
-            (
-                "[[module]]\nfile = 'k.bin'\n",
-                "module[0].file: cannot tell the kind",
-            ),
-            ("[[module]]\nfile = 'gone.cubin'\n", "module[0].file: "),
-            ("", "module: no [[module]] tables"),
-            (
-                "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = 1\nblock = [32, 32, 2]\n",
-                "module[0].launch[0].block: 2048 threads",
-            ),
-            (
-                "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = [1, 0]\nblock = 1\n",
-                "module[0].launch[0].grid: [1, 0]",
-            ),
-            (
-                "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = 1\nblock = 1\nargs = [{ buffer = 'u8', init = [1, 256] }]\n",
-                "module[0].launch[0].args[0].init[1]: 256 is out of range for u8",
-            ),
-            (
-                "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = 1\nblock = 1\nargs = [{ buffer = 'f32' }]\n",
-                "module[0].launch[0].args[0]: a buffer needs `len`",
-            ),
-            (
-                "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = 1\nblock = 1\nargs = [{ buffer = 'f32', len = 2, expect = [1, 2, 3] }]\n",
-                "args[0].expect: has 3 values but the buffer has 2",
-            ),
-            (
-                "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = 1\nblock = 1\nargs = [{ value = 1 }]\n",
-                "args[0]: needs `scalar = TYPE` or `buffer = TYPE`",
-            ),
-            (
-                "[[module]]\nfile = 'k.cubin'\ntarget = 'sm_90'\n",
-                "module[0]: target and nvrtc_options apply to CUDA C source",
-            ),
-            (
-                "[[module]]\nfile = 'k.cu'\ntarget = '90'\n",
-                "module[0].target: \"90\"",
-            ),
-        ] {
-            let got = message(text);
-            assert!(got.contains(want), "{text:?}\n got: {got}\nwant: {want}");
-        }
-    }
-
-    #[test]
-    fn syntax_errors_carry_line_and_column() {
-        let got = message("[[module]]\nfile = 'k.cubin'\nfunction = 'f'\n");
-        assert!(got.contains("line 3"), "{got}");
-        assert!(got.contains("unknown field `function`"), "{got}");
-        let got = message("[[module]\n");
-        assert!(got.contains("line 1"), "{got}");
-        let got = message(
-            "[[module]]\nfile = 'k.cubin'\n[[module.launch]]\nfunction = 'f'\ngrid = 1\nblock = 1\nargs = [{ scalar = 'f16', value = 1 }]\n",
-        );
-        assert!(got.contains("line 7"), "{got}");
-        assert!(got.contains("f16"), "{got}");
     }
 }
