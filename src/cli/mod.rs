@@ -11,6 +11,7 @@ mod doctor;
 mod fingerprint;
 mod inspect;
 mod probing;
+mod reaper;
 mod resolve;
 mod select;
 mod warmup;
@@ -138,9 +139,17 @@ pub enum Answer {
 
 /// Run the command line and map the result to an exit code.
 pub fn main() -> ExitCode {
+    if let Some(code) = reaper::run_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     if let Command::CudaChild(args) = &cli.command {
         return cuda_child::run(args);
+    }
+    // Every probe's child runs under this binary as its reaper. Without a
+    // path to it, runs say they were not contained.
+    if let Ok(exe) = std::env::current_exe() {
+        kernel_preflight::sandbox::set_default_reaper(exe);
     }
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Fingerprint(args) => fingerprint::run(args),

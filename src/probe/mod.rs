@@ -114,13 +114,14 @@ pub fn device_for(variant: &VariantName) -> &'static str {
 /// says, what it printed on stderr.
 fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence {
     let channel = Channel::read(channel);
+    let leaked = run.leak_summary();
     Evidence {
         executor,
         termination: run.termination,
         events: channel.events,
         channel: channel.problems,
         stderr: run.stderr.text(),
-        leaked: run.leaked,
+        leaked,
         wall: run.wall,
         pid: run.pid,
     }
