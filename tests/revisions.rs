@@ -189,3 +189,134 @@ fn every_ref_names_its_snapshot_once() {
         ]
     );
 }
+
+/// `preflight ARGS` with the hub cache at `root`.
+fn preflight_in(root: &Path, args: &[&str]) -> std::process::Output {
+    common::preflight_cmd()
+        .env("KERNELS_CACHE", root)
+        .args(args)
+        .arg("--python")
+        .arg(common::venv_python())
+        .output()
+        .unwrap()
+}
+
+/// A cache whose versions differ in their variants: v1 has torch-cpu and
+/// torch-universal, v2 (= main) only torch-universal.
+fn versioned() -> PathBuf {
+    let root = common::fresh_dir("versioned");
+    let folder = root.join("kernels--acme--relu");
+    snapshot(&folder, &sha(1), &["torch-cpu", "torch-universal"]);
+    snapshot(&folder, &sha(2), &["torch-universal"]);
+    write_ref(&folder, "v1", &sha(1));
+    write_ref(&folder, "v2", &sha(2));
+    write_ref(&folder, "main", &sha(2));
+    root
+}
+
+fn resolved(out: &std::process::Output) -> Vec<String> {
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["variant"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn resolve_reads_the_pinned_snapshot() {
+    let root = versioned();
+    let args = |extra: &[&str]| {
+        let mut a = vec!["resolve", "--repo", "acme/relu", "--json"];
+        a.extend_from_slice(extra);
+        resolved(&preflight_in(&root, &a))
+    };
+    assert_eq!(args(&["--version", "1"]), ["torch-cpu", "torch-universal"]);
+    assert_eq!(args(&["--version", "2"]), ["torch-universal"]);
+    assert_eq!(
+        args(&["--revision", "v1"]),
+        ["torch-cpu", "torch-universal"]
+    );
+    assert_eq!(
+        args(&["--revision", &sha(1)]),
+        ["torch-cpu", "torch-universal"]
+    );
+    assert_eq!(args(&[]), ["torch-universal"]);
+}
+
+#[test]
+fn a_missing_version_is_bad_input_in_the_hub_loaders_words() {
+    let root = versioned();
+    let out = preflight_in(&root, &["select", "--repo", "acme/relu", "--version", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        common::stderr(&out).trim(),
+        "preflight: error: Version 3 not found, available versions: 1, 2"
+    );
+    let out = preflight_in(
+        &root,
+        &["check", "--repo", "acme/relu", "--revision", "gone"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out)
+            .contains("Cannot find a local snapshot for acme/relu (revision: gone)"),
+        "{}",
+        common::stderr(&out)
+    );
+    let out = preflight_in(&root, &["select", "--version", "1"]);
+    assert_eq!(out.status.code(), Some(2), "--version needs --repo");
+}
+
+#[test]
+fn select_and_check_probe_the_pinned_snapshot() {
+    let root = versioned();
+    let out = preflight_in(&root, &["select", "--repo", "acme/relu", "--version", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let chosen = common::stdout(&out);
+    assert!(
+        chosen
+            .trim()
+            .ends_with(&format!("snapshots/{}/build/torch-cpu", sha(1))),
+        "{chosen}"
+    );
+    let out = preflight_in(
+        &root,
+        &["check", "--repo", "acme/relu", "--version", "2", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let paths: Vec<&str> = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert!(paths[0].contains(&sha(2)), "{paths:?}");
+}
+
+#[test]
+fn warmup_without_targets_warms_the_snapshot_of_every_ref() {
+    let root = versioned();
+    let out = preflight_in(&root, &["warmup", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels: Vec<(&str, u64)> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["kernel"].as_str().unwrap(),
+                k["variants"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kernels,
+        [("acme/relu (main, v2)", 1), ("acme/relu (v1)", 2)]
+    );
+}

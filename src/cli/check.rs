@@ -18,8 +18,10 @@ use std::path::PathBuf;
 pub struct Args {
     /// Kernel repos, variant directories, hub cache folders, or native
     /// module directories (with a preflight.toml).
-    #[arg(required = true, value_name = "TARGET")]
+    #[arg(required_unless_present = "repo", value_name = "TARGET")]
     targets: Vec<PathBuf>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     #[command(flatten)]
     probing: ProbeArgs,
     /// Probe variants for another OS or CPU too.
@@ -42,7 +44,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         .iter()
         .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
         .collect::<Result<Vec<_>, BadInput>>()?;
-    let targets = hub
+    let mut targets = hub
         .iter()
         .map(|path| {
             Ok(Target {
@@ -51,6 +53,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             })
         })
         .collect::<Result<Vec<_>, BadInput>>()?;
+    targets.extend(args.repo.targets()?);
     for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
         eprintln!("preflight: warning: {warning}");
     }

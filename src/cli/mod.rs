@@ -11,6 +11,7 @@ mod doctor;
 mod fingerprint;
 mod inspect;
 mod probing;
+mod repo;
 mod resolve;
 mod select;
 mod warmup;

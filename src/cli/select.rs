@@ -15,9 +15,8 @@ pub struct Args {
     /// Kernel repo, directory of variants, or hub cache folder.
     #[arg(required_unless_present = "repo", conflicts_with = "repo")]
     target: Option<PathBuf>,
-    /// A kernel in the hub cache, as ORG/NAME.
-    #[arg(long)]
-    repo: Option<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Pick the variant with the shortest measured smoke time instead of the
     /// hub loader's preference.
     #[arg(long)]
@@ -31,13 +30,16 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Answer, BadInput> {
     let probing = args.probing.validate()?;
-    let (given, discovery) = match (&args.target, &args.repo) {
+    let (given, discovery) = match (&args.target, args.repo.single("select")?) {
         // Absolute, so that the printed path can be loaded from anywhere.
         (Some(path), _) => (
             path.display().to_string(),
             discover::discover(&std::path::absolute(path)?)?,
         ),
-        (None, Some(repo)) => (repo.clone(), discover::discover_repo(repo)?),
+        (None, Some(repo)) => (
+            repo.to_string(),
+            super::repo::discover_repo(repo, &args.repo.spec())?,
+        ),
         (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
     };
     for warning in &discovery.warnings {

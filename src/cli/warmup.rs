@@ -18,12 +18,11 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args)]
 pub struct Args {
     /// Kernel repos, directories of variants or hub cache folders (default:
-    /// every kernel in the hub cache).
+    /// the snapshot of every ref of every kernel in the hub cache).
     #[arg(value_name = "TARGET")]
     targets: Vec<PathBuf>,
-    /// Kernels in the hub cache, as ORG/NAME (repeatable).
-    #[arg(long)]
-    repo: Vec<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Print a JSON summary instead of a table.
     #[arg(long)]
     json: bool,
@@ -53,24 +52,14 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             discovery: discover::discover(path)?,
         });
     }
-    for repo in &args.repo {
-        targets.push(Target {
-            given: repo.clone(),
-            discovery: discover::discover_repo(repo)?,
-        });
-    }
-    if args.targets.is_empty() && args.repo.is_empty() {
+    targets.extend(args.repo.targets()?);
+    if args.targets.is_empty() && args.repo.repo.is_empty() {
         let root = hub_cache::cache_root();
-        for folder in hub_cache::cached_kernels(&root) {
-            // One broken cache folder does not stop the others.
-            match discover::discover(&folder) {
-                Ok(discovery) => targets.push(Target {
-                    given: folder.display().to_string(),
-                    discovery,
-                }),
-                Err(e) => eprintln!("preflight: warning: {e}"),
-            }
+        let (cached, problems) = super::repo::every_cached_ref();
+        for problem in problems {
+            eprintln!("preflight: warning: {problem}");
         }
+        targets = cached;
         if targets.is_empty() {
             emit(&format!(
                 "no kernels in the hub cache at {}",
