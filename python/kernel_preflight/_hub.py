@@ -19,9 +19,6 @@ from ._types import Selection
 
 Trust = Union[bool, list[str]]
 
-# What the hub loader never downloads (kernels.resolver._BYTECODE_IGNORE_PATTERNS).
-_IGNORE = ["*.pyc", "**/__pycache__/**"]
-
 
 class KernelLoadError(NoWorkingVariant):
     """No variant of a kernel could be loaded: none works here, or each
@@ -94,6 +91,7 @@ def download(
     _kernels()
     from kernels._versions import resolve_version_spec_as_ref, revision_or_version
     from kernels.hf_hub import _get_hf_api
+    from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
     from kernels.variants import get_variants
 
     revision_or_version(revision=revision, version=version)
@@ -102,9 +100,7 @@ def download(
     _check_trust(repo_id, trust_remote_code, local_files_only=False)
     api = _get_hf_api(user_agent=user_agent)
     if version is not None:
-        ref = resolve_version_spec_as_ref(repo_id, version, local_files_only=False)
-        revision = ref.name
-    assert revision is not None
+        revision = resolve_version_spec_as_ref(repo_id, version, local_files_only=False).name
     names = sorted(v.variant_str for v in get_variants(api, repo_id=repo_id, revision=revision))
     accepted = [d.variant for d in resolve(variants=names, python=python) if d.accepted]
     patterns = [f"build/{name}/*" for name in accepted] + ["benchmarks/*"]
@@ -115,11 +111,21 @@ def download(
                 repo_type="kernel",
                 revision=revision,
                 allow_patterns=patterns,
-                ignore_patterns=_IGNORE,
+                ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
                 cache_dir=_cache_dir(),
             )
         )
     )
+
+
+def _check_arch(variant_path: Path, variant: str) -> None:
+    """The hub loader's architecture check (`get_kernel(check_arch=True)`),
+    which `get_local_kernel` does not apply."""
+    from kernels import Metadata
+    from kernels.validate import ArchValidator
+
+    metadata = Metadata.read_from_file(variant_path / "metadata.json")
+    ArchValidator().validate_metadata(metadata=metadata, variant=variant)
 
 
 def _local_override(repo_id: str) -> Optional[Path]:
@@ -141,8 +147,8 @@ def get_kernel(
     trust_remote_code: Trust = False,
     backend: Optional[str] = None,
     user_agent: Union[str, dict, None] = None,
+    check_arch: bool = True,
     python: Optional[PathOrRepo] = None,
-    **kwargs: Any,
 ) -> ModuleType:
     """`kernels.get_kernel`, hardened: it loads only a variant seen to work.
 
@@ -154,16 +160,13 @@ def get_kernel(
     or crashes while loading takes only that child down — and the hub's
     preferred variant is loaded when it works, else the next one that
     works, each through `kernels.get_local_kernel` (which applies the hub's
-    validators). When nothing can be loaded, `KernelLoadError` says why for
-    each variant. `check_arch` is accepted and has no effect: the probe
-    runs the variant's code on this device instead.
+    validators, and with `check_arch` its architecture check, as in
+    `get_kernel`). When nothing can be loaded, `KernelLoadError` says why
+    for each variant.
     """
     kernels = _kernels()
     from kernels._versions import revision_or_version
 
-    kwargs.pop("check_arch", None)
-    if kwargs:
-        raise TypeError(f"get_kernel() got unexpected keyword arguments: {', '.join(sorted(kwargs))}")
     revision_or_version(revision=revision, version=version)
     local = _local_override(repo_id)
     if local is not None:
@@ -189,6 +192,8 @@ def get_kernel(
     refused: list[tuple[str, BaseException]] = []
     for candidate in selection.passing:
         try:
+            if check_arch:
+                _check_arch(Path(candidate.path), candidate.variant)
             return kernels.get_local_kernel(
                 Path(candidate.path),
                 backend=backend,
