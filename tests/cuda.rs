@@ -9,12 +9,14 @@
 mod common;
 
 use common::{preflight_cmd, stderr, stdout, venv};
-use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
+use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, ElemType, Failure, Launch, ModuleKind, ModuleSpec, Step, Tolerance,
+    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
-use kernel_preflight::probe::native;
-use kernel_preflight::sandbox::{Cancel, Termination};
+use kernel_preflight::probe::{Executor, Job, Subject, native};
+use kernel_preflight::protocol::{Evidence, Failure, NvrtcError, Report};
+use kernel_preflight::run::native as native_run;
+use kernel_preflight::sandbox::{Cancel, Limits, Termination};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -45,6 +47,35 @@ fn executor() -> CudaExecutor {
     let mut e = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight")).with_nvrtc(Some(nvrtc()));
     e.libcuda = Some(NO_LIBCUDA.into());
     e
+}
+
+/// One cuda executor run, folded and classified.
+struct Run {
+    evidence: Evidence,
+    report: Report,
+    outcome: Outcome,
+}
+
+fn run_on(executor: &CudaExecutor, subject: Subject) -> Run {
+    let evidence = executor
+        .run(&Job::new(subject), &Cancel::new())
+        .expect("run");
+    Run {
+        report: evidence.report(),
+        outcome: classify::classify(&evidence),
+        evidence,
+    }
+}
+
+/// `spec` with `launches`, run by [`executor`].
+fn run(spec: ModuleSpec, launches: &[Launch]) -> Run {
+    run_on(
+        &executor(),
+        Subject::Module {
+            spec,
+            launches: launches.to_vec(),
+        },
+    )
 }
 
 fn cuda_source(path: PathBuf, target: Option<&str>) -> ModuleSpec {
@@ -103,14 +134,7 @@ fn nvcc(args: &[&str], source: &Path, out: &Path) {
 
 #[test]
 fn nvrtc_on_broken_source_is_a_jit_compile_error_carrying_the_log() {
-    let run = executor()
-        .run(
-            0,
-            Some(&cuda_source(fixture("broken.cu"), None)),
-            &[axpy_launch()],
-            &Cancel::new(),
-        )
-        .expect("run");
+    let run = run(cuda_source(fixture("broken.cu"), None), &[axpy_launch()]);
     let o = &run.outcome;
     assert_eq!(
         (o.kind, o.phase),
@@ -126,27 +150,20 @@ fn nvrtc_on_broken_source_is_a_jit_compile_error_carrying_the_log() {
         "{}",
         o.stderr_tail
     );
-    match &run.facts.failure {
-        Some((Step::Compile, Failure::Nvrtc { log, code, .. })) => {
+    match &run.report.failure {
+        Some((Phase::Load, Failure::Nvrtc(NvrtcError { log, code, .. }))) => {
             assert_eq!(*code, 6, "NVRTC_ERROR_COMPILATION");
             assert!(log.contains("broken.cu(5): error"), "{log}");
         }
         other => panic!("expected an NVRTC failure, got {other:?}"),
     }
-    assert_eq!(run.run.termination, Termination::Exited { code: 0 });
+    assert_eq!(run.evidence.termination, Termination::Exited { code: 0 });
 }
 
 #[test]
 fn nvrtc_on_good_source_compiles_then_load_fails_with_no_device() {
-    let run = executor()
-        .run(
-            0,
-            Some(&cuda_source(fixture("axpy/axpy.cu"), None)),
-            &[axpy_launch()],
-            &Cancel::new(),
-        )
-        .expect("run");
-    let c = run.facts.compiled.clone().expect("compiled");
+    let run = run(cuda_source(fixture("axpy/axpy.cu"), None), &[axpy_launch()]);
+    let c = run.report.compiled.clone().expect("compiled");
     assert_eq!(c.image, "ptx", "no device: NVRTC's default target is PTX");
     assert!(c.target.contains("default"), "{}", c.target);
     assert!(c.bytes > 100);
@@ -157,20 +174,13 @@ fn nvrtc_on_good_source_compiles_then_load_fails_with_no_device() {
         "{}",
         run.outcome.message
     );
-    assert!(run.facts.load_ms.is_none(), "nothing was loaded");
+    assert!(run.report.load_ms.is_none(), "nothing was loaded");
 }
 
 #[test]
 fn nvrtc_compiles_arch_specific_cubins() {
-    let run = executor()
-        .run(
-            0,
-            Some(&cuda_source(fixture("axpy/axpy.cu"), Some("sm_90a"))),
-            &[],
-            &Cancel::new(),
-        )
-        .expect("run");
-    let c = run.facts.compiled.clone().expect("compiled");
+    let run = run(cuda_source(fixture("axpy/axpy.cu"), Some("sm_90a")), &[]);
+    let c = run.report.compiled.clone().expect("compiled");
     assert_eq!((c.target.as_str(), c.image.as_str()), ("sm_90a", "cubin"));
     assert!(c.bytes > 1000);
 }
@@ -186,18 +196,16 @@ fn without_libcuda_the_executor_reports_no_device_cleanly() {
         nvrtc_options: Vec::new(),
         target: None,
     };
-    let run = executor()
-        .run(0, Some(&spec), &[axpy_launch()], &Cancel::new())
-        .expect("run");
+    let run = run(spec, &[axpy_launch()]);
     let o = &run.outcome;
     assert_eq!((o.kind, o.phase), (OutcomeKind::NoDevice, Phase::Start));
     assert_eq!((o.exit_code, o.signal.as_deref()), (Some(0), None));
     assert!(o.message.contains(NO_LIBCUDA), "{}", o.message);
     assert!(!o.hint.is_empty());
-    assert!(run.facts.done, "the child finished its result file");
+    assert_eq!(run.evidence.channel, Default::default(), "a clean channel");
     assert!(matches!(
-        run.facts.failure,
-        Some((Step::Driver, Failure::LibraryMissing { .. }))
+        run.report.failure,
+        Some((Phase::Start, Failure::LibraryMissing { .. }))
     ));
     assert!(
         !run.outcome.stderr_tail.contains("panicked"),
@@ -210,14 +218,13 @@ fn without_libcuda_the_executor_reports_no_device_cleanly() {
 fn a_missing_nvrtc_is_a_jit_compile_error_not_a_crash() {
     let mut e = executor();
     e.nvrtc = Some("/nonexistent/libnvrtc.so.13".into());
-    let run = e
-        .run(
-            0,
-            Some(&cuda_source(fixture("axpy/axpy.cu"), None)),
-            &[],
-            &Cancel::new(),
-        )
-        .expect("run");
+    let run = run_on(
+        &e,
+        Subject::Module {
+            spec: cuda_source(fixture("axpy/axpy.cu"), None),
+            launches: Vec::new(),
+        },
+    );
     assert_eq!(run.outcome.kind, OutcomeKind::JitCompileError);
     assert!(run.outcome.message.contains("NVRTC is not loadable"));
     assert!(run.outcome.hint.contains("nvidia-cuda-nvrtc"));
@@ -238,7 +245,7 @@ fn the_wheel_nvcc_compiles_a_cubin_for_a_real_architecture() {
 fn the_doctor_ptx_assembles_with_ptxas() {
     let dir = tempfile::tempdir().unwrap();
     let ptx = dir.path().join("axpy.ptx");
-    std::fs::write(&ptx, include_str!("../src/probe/doctor/kernels/axpy.ptx")).unwrap();
+    std::fs::write(&ptx, include_str!("../src/doctor/kernels/axpy.ptx")).unwrap();
     let status = Command::new(cu13().join("bin/ptxas"))
         .args(["-arch=sm_90", "-o"])
         .arg(dir.path().join("axpy.cubin"))
@@ -267,12 +274,13 @@ fn native_targets_load_and_probe_every_module() {
     let dir = native_target("sm_90");
     let target = native::load(dir.path()).expect("valid preflight.toml");
     assert_eq!(target.modules.len(), 2);
-    let report = native::probe(&target, &executor(), 0, &Cancel::new()).expect("probe");
+    let report = native_run::probe(&target, &executor(), &Limits::default(), 0, &Cancel::new())
+        .expect("probe");
     assert_eq!(report.modules.len(), 2);
     assert_eq!(report.outcome.kind, OutcomeKind::NoDevice);
     assert!(report.outcome.message.starts_with("axpy.cubin: "));
     // The source module still compiled: a broken kernel would say so here.
-    assert!(report.modules[1].1.facts.compiled.is_some());
+    assert!(report.modules[1].1.report.compiled.is_some());
 }
 
 #[test]
@@ -333,12 +341,18 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
 #[ignore = "needs a GPU: run scripts/gpu-check.sh"]
 fn on_a_gpu_native_modules_pass_verified() {
     let probe = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
-    let first = probe.run(0, None, &[], &Cancel::new()).expect("run");
-    let device = first.facts.device.expect("a GPU");
+    let first = run_on(&probe, Subject::Device);
+    let device = first.report.device.expect("a GPU");
     let dir = native_target(&device.sm());
     let target = native::load(dir.path()).unwrap();
-    let report =
-        native::probe(&target, &probe.with_nvrtc(Some(nvrtc())), 0, &Cancel::new()).unwrap();
+    let report = native_run::probe(
+        &target,
+        &probe.with_nvrtc(Some(nvrtc())),
+        &Limits::default(),
+        0,
+        &Cancel::new(),
+    )
+    .unwrap();
     for (module, run) in &report.modules {
         assert_eq!(
             run.outcome.kind,

@@ -1,38 +1,22 @@
-//! The cuda executor's whole path — driver query, module load, argument
-//! packing, launch, verification, event timing — and its `CUresult`
-//! mapping, run as a real child process against a stand-in libcuda built
-//! from `tests/fixtures/native/fake_libcuda.c` (the real driver needs a GPU;
-//! `scripts/gpu-check.sh` covers it).
+//! The cuda executor's whole path — driver query, device list, module load,
+//! argument packing, launch, verification, event timing — and its
+//! `CUresult` mapping, run as a real child process against a stand-in
+//! libcuda built from `tests/fixtures/native/fake_libcuda.c` (the real
+//! driver needs a GPU; `scripts/gpu-check.sh` covers it).
 
-use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
+mod fake_cuda;
+
+use fake_cuda::fake_libcuda;
+use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, CudaRun, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
+    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
+use kernel_preflight::probe::{Executor, Job, Subject};
+use kernel_preflight::protocol::{Evidence, Failure, Report, Timings};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
-
-/// The fake driver, compiled once per test binary.
-fn fake_libcuda() -> &'static Path {
-    static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
-    &LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let lib = dir.path().join("libcuda.so.1");
-        let src =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_libcuda.c");
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so", "-o"])
-            .arg(&lib)
-            .arg(src)
-            .status()
-            .expect("a C compiler (cc)");
-        assert!(status.success(), "cc fake_libcuda.c");
-        (dir, lib)
-    })
-    .1
-}
 
 fn module() -> (tempfile::TempDir, ModuleSpec) {
     let dir = tempfile::tempdir().unwrap();
@@ -82,19 +66,42 @@ fn axpy(function: &str) -> Launch {
     }
 }
 
-fn run_with(mode: &str, function: &str) -> CudaRun {
-    let (_dir, spec) = module();
+/// One run against the stand-in driver, folded and classified.
+struct Run {
+    evidence: Evidence,
+    report: Report,
+    outcome: Outcome,
+    timings: Timings,
+}
+
+/// The executor of the real binary with the stand-in driver in `mode`.
+fn fake_executor(mode: &str) -> CudaExecutor {
     let mut executor = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
     executor.libcuda = Some(fake_libcuda().to_path_buf());
     executor.env.push(("FAKE_CUDA".into(), mode.into()));
-    executor.limits = Limits {
-        timeout: Duration::from_secs(3),
-        grace: Duration::from_millis(200),
-        ..Limits::default()
-    };
     executor
-        .run(0, Some(&spec), &[axpy(function)], &Cancel::new())
-        .expect("run")
+}
+
+fn run_with(mode: &str, function: &str) -> Run {
+    let (_dir, spec) = module();
+    let job = Job {
+        limits: Limits {
+            timeout: Duration::from_secs(3),
+            grace: Duration::from_millis(200),
+            ..Limits::default()
+        },
+        ..Job::new(Subject::Module {
+            spec,
+            launches: vec![axpy(function)],
+        })
+    };
+    let evidence = fake_executor(mode).run(&job, &Cancel::new()).expect("run");
+    Run {
+        report: evidence.report(),
+        outcome: classify::classify(&evidence),
+        timings: evidence.timings(),
+        evidence,
+    }
 }
 
 #[test]
@@ -107,13 +114,20 @@ fn a_good_launch_is_verified_and_timed() {
         "{o:?}"
     );
     assert!(o.message.contains("Fake GPU (sm_90)"), "{}", o.message);
-    let device = run.facts.device.as_ref().unwrap();
+    let device = run.report.device.as_ref().unwrap();
     assert_eq!((device.major, device.minor, device.sm_count), (9, 0, 132));
-    assert_eq!(run.facts.driver_version, Some(13000));
-    assert_eq!(run.facts.compared, 300);
-    let timing = &run.facts.timings[0];
-    assert_eq!((timing.warmup, timing.samples_ms.len()), (2, 5));
+    assert_eq!(run.report.runtime.cuda_driver, Some(13000));
+    assert_eq!(run.report.compared, 300);
+    let rounds: Vec<u32> = run.report.samples.iter().map(|s| s.round).collect();
+    assert_eq!(rounds, [0, 1, 2, 3, 4], "one sample per timed launch");
+    assert!(
+        run.report
+            .samples
+            .iter()
+            .all(|s| s.label == "preflight_axpy")
+    );
     assert_eq!(run.timings.smoke_ms, Some(0.25));
+    assert_eq!(run.evidence.channel, Default::default());
     assert!(run.timings.import_ms.is_some(), "load time");
 }
 
@@ -175,6 +189,31 @@ fn driver_and_launch_errors_map_to_the_taxonomy() {
         (run.outcome.kind, run.outcome.phase),
         (OutcomeKind::MissingSymbol, Phase::Launch)
     );
+}
+
+#[test]
+fn codes_are_read_as_integers_and_mapped_by_cuda_h() {
+    for (mode, kind, transient) in [
+        ("init=36", OutcomeKind::DriverTooOld, false),
+        ("init=46", OutcomeKind::NoDevice, true),
+        ("init=999", OutcomeKind::NoDevice, true),
+        ("load=227", OutcomeKind::DriverTooOld, false),
+        ("load=913", OutcomeKind::ImportError, false),
+        ("load=2", OutcomeKind::OutOfMemory, true),
+    ] {
+        let o = run_with(mode, "preflight_axpy").outcome;
+        assert_eq!((o.kind, o.transient), (kind, transient), "{mode}: {o:?}");
+    }
+    // A code no cuda.h lists reaches the parent as the integer it was; the
+    // name the (stand-in) driver gives it does not decide.
+    let run = run_with("load=4242", "preflight_axpy");
+    assert_eq!(run.outcome.kind, OutcomeKind::Exited, "{:?}", run.outcome);
+    assert!(
+        run.outcome.message.contains("(4242)"),
+        "{}",
+        run.outcome.message
+    );
+    assert!(!run.outcome.transient);
 }
 
 #[test]
@@ -294,4 +333,47 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
     let text = String::from_utf8_lossy(&check(false).stdout).into_owned();
     assert!(text.contains("rejected (no image fits)"), "{text}");
     assert!(text.contains("≠ pass"), "{text}");
+}
+
+#[test]
+fn a_device_list_job_describes_every_device_in_the_drivers_order() {
+    let mut executor = fake_executor("");
+    executor
+        .env
+        .push(("FAKE_CUDA_MACHINE".into(), "two_gpus".into()));
+    let evidence = executor
+        .run(&Job::new(Subject::Devices), &Cancel::new())
+        .expect("run");
+    let report = evidence.report();
+    assert!(report.done(), "{report:?}");
+    assert_eq!(report.runtime.cuda_driver, Some(12080));
+    assert_eq!(report.runtime.devices, Some(2));
+    let listed: Vec<(u32, &str, u32, Option<&str>)> = report
+        .devices
+        .iter()
+        .map(|d| (d.ordinal, d.name.as_str(), d.major, d.pci_bus_id.as_deref()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (0, "NVIDIA H100 80GB HBM3", 9, Some("00000000:41:00.0")),
+            (1, "NVIDIA B200", 10, Some("00000000:01:00.0"))
+        ]
+    );
+    // Nothing was opened: no device of its own, nothing loaded.
+    assert_eq!((report.device.as_ref(), report.loaded), (None, false));
+
+    // A failing cuInit still leaves the driver's version, asked first.
+    executor.env.push(("FAKE_CUDA".into(), "init=46".into()));
+    let report = executor
+        .run(&Job::new(Subject::Devices), &Cancel::new())
+        .expect("run")
+        .report();
+    assert_eq!(report.runtime.cuda_driver, Some(12080));
+    assert!(report.devices.is_empty());
+    assert!(
+        matches!(&report.failure, Some((Phase::Start, Failure::Cuda(e))) if e.call == "cuInit" && e.code == 46),
+        "{:?}",
+        report.failure
+    );
 }

@@ -1,7 +1,7 @@
 //! `preflight check`
 
 use super::probing::{ProbeArgs, Probing, progress_bar};
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, Failure, Internal, emit, emit_json};
 use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover;
 use kernel_preflight::fingerprint::Fingerprint;
@@ -9,7 +9,7 @@ use kernel_preflight::probe::cuda::{self, CudaExecutor};
 use kernel_preflight::probe::native;
 use kernel_preflight::report::check;
 use kernel_preflight::report::native as native_report;
-use kernel_preflight::run::{self, CheckReport, CheckResult, Target};
+use kernel_preflight::run::{self, CheckReport, CheckResult, Target, native as native_run};
 use kernel_preflight::sandbox;
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
     let mut paths = args.targets.clone();
     // A target named twice is checked once.
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     let natives = native_dirs
         .iter()
         .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
-        .collect::<Result<Vec<_>, BadInput>>()?;
+        .collect::<Result<Vec<_>, Failure>>()?;
     let mut targets = hub
         .iter()
         .map(|path| {
@@ -52,7 +52,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
                 discovery: discover::discover(path)?,
             })
         })
-        .collect::<Result<Vec<_>, BadInput>>()?;
+        .collect::<Result<Vec<_>, Failure>>()?;
     targets.extend(args.repo.targets()?);
     for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
         eprintln!("preflight: warning: {warning}");
@@ -72,16 +72,14 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         report.results = hub.results;
     }
     if !natives.is_empty() {
-        let executor = CudaExecutor {
-            limits: probing.limits.clone(),
-            ..CudaExecutor::current()
-                .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
-                .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
-        };
+        let executor = CudaExecutor::current()
+            .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?
+            .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits));
         let judge = Judge::from_fingerprint(&fingerprint);
         for (given, target) in &natives {
-            let probed = native::probe(target, &executor, 0, &cancel)
-                .map_err(|e| BadInput(format!("{given}: {e}")))?;
+            // A probe that could not run at all is preflight's fault.
+            let probed = native_run::probe(target, &executor, &probing.limits, 0, &cancel)
+                .map_err(|e| Internal(format!("{given}: {e}")))?;
             answer &= probed.outcome.kind.passed();
             let rows = native_report::rows(given, &probed, judge);
             text.push(native_report::table(given, &probed, &rows));
@@ -105,7 +103,7 @@ fn hub_check(
     targets: &[Target],
     fingerprint: &Fingerprint,
     cancel: &sandbox::Cancel,
-) -> Result<CheckReport, BadInput> {
+) -> Result<CheckReport, Failure> {
     let probes = run::probe_count(targets, fingerprint, all);
     let mut options = probing.options(fingerprint, probes, all)?;
     // Declared side by side with observed: what the variant's shared objects

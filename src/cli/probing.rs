@@ -1,8 +1,7 @@
 //! Options shared by the commands that probe (`check`, `select`, `warmup`).
 
-use super::BadInput;
-use kernel_preflight::cache::Store;
-use kernel_preflight::cache::outcomes::OutcomeCache;
+use super::{BadInput, Failure};
+use kernel_preflight::cache::Cache;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe;
 use kernel_preflight::run::CheckOptions;
@@ -37,7 +36,7 @@ pub struct ProbeArgs {
     pub no_cache: bool,
 }
 
-fn seconds(name: &str, value: f64) -> Result<Duration, BadInput> {
+fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
@@ -54,12 +53,14 @@ pub struct Probing {
     pub limits: Limits,
     /// `--python`, resolved to a path.
     pub python: Option<PathBuf>,
+    /// The cache: the fingerprint's facts, and outcomes unless `--no-cache`.
+    cache: Arc<Cache>,
     args: ProbeArgs,
 }
 
 impl ProbeArgs {
     /// Check every option before anything is detected or probed.
-    pub fn validate(self) -> Result<Probing, BadInput> {
+    pub fn validate(self) -> Result<Probing, Failure> {
         let limits = Limits {
             timeout: seconds("timeout", self.timeout)?,
             grace: seconds("grace", self.grace)?,
@@ -85,6 +86,7 @@ impl ProbeArgs {
         Ok(Probing {
             limits,
             python,
+            cache: Arc::new(Cache::from_env()),
             args: self,
         })
     }
@@ -93,10 +95,10 @@ impl ProbeArgs {
 impl Probing {
     /// The full fingerprint of this machine for the chosen interpreter
     /// (measured once, then cached).
-    pub fn fingerprint(&self) -> Result<Fingerprint, BadInput> {
+    pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        Ok(Fingerprint::full(&sources)?)
+        super::fingerprint::full(&sources, self.cache.as_ref())
     }
 
     /// Options for [`kernel_preflight::run::run`], for `probes` children.
@@ -105,7 +107,7 @@ impl Probing {
         fingerprint: &Fingerprint,
         probes: usize,
         all: bool,
-    ) -> Result<CheckOptions, BadInput> {
+    ) -> Result<CheckOptions, Failure> {
         let python = self
             .python
             .clone()
@@ -123,8 +125,7 @@ impl Probing {
             jobs,
             limits: self.limits.clone(),
             judge: None,
-            cache: (!self.args.no_cache)
-                .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), fingerprint))),
+            cache: (!self.args.no_cache).then(|| Arc::clone(&self.cache)),
         })
     }
 }

@@ -2,7 +2,7 @@
 //! pinned the way `get_kernel(repo, revision=…, version=…)` pins them; one
 //! set of options for `resolve`, `check`, `select` and `warmup`.
 
-use super::BadInput;
+use super::{BadInput, Failure};
 use kernel_preflight::discover::hub_cache::{self, RevisionSpec};
 use kernel_preflight::discover::{self, Discovery};
 use kernel_preflight::run::Target;
@@ -34,7 +34,7 @@ impl RepoArgs {
     }
 
     /// One target per `--repo`, named as given.
-    pub fn targets(&self) -> Result<Vec<Target>, BadInput> {
+    pub fn targets(&self) -> Result<Vec<Target>, Failure> {
         let spec = self.spec();
         self.repo
             .iter()
@@ -48,7 +48,7 @@ impl RepoArgs {
     }
 
     /// The `--repo` of a command that takes one kernel.
-    pub fn single(&self, command: &str) -> Result<Option<&str>, BadInput> {
+    pub fn single(&self, command: &str) -> Result<Option<&str>, Failure> {
         match self.repo.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some(one)),
@@ -57,8 +57,14 @@ impl RepoArgs {
     }
 }
 
+impl From<hub_cache::RevisionError> for Failure {
+    fn from(e: hub_cache::RevisionError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
 /// The variants of `ORG/NAME`'s snapshot that `spec` names.
-pub fn discover_repo(repo: &str, spec: &RevisionSpec) -> Result<Discovery, BadInput> {
+pub fn discover_repo(repo: &str, spec: &RevisionSpec) -> Result<Discovery, Failure> {
     if *spec == RevisionSpec::Main {
         return Ok(discover::discover_repo(repo)?);
     }

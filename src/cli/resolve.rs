@@ -1,9 +1,10 @@
 //! `preflight resolve`
 
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, BadInput, Failure, emit, emit_json};
+use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::{self, System};
 use kernel_preflight::discover;
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::Sources;
 use kernel_preflight::report;
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
@@ -32,7 +33,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let repo = args.repo.single("resolve")?;
     let discovery = match (&args.target, &args.variants, repo) {
         (Some(path), _, _) => Some(discover::discover(path)?),
@@ -76,7 +77,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     Ok(if accepted { Answer::Yes } else { Answer::No })
 }
 
-fn system(args: &Args) -> Result<System, BadInput> {
+fn system(args: &Args) -> Result<System, Failure> {
     let spec = args.system.as_deref().unwrap_or("");
     // Parse first, so that a bad --system is reported before anything is detected.
     System::bare_host().with_overrides(spec)?;
@@ -85,7 +86,7 @@ fn system(args: &Args) -> Result<System, BadInput> {
     } else {
         let mut src = Sources::from_process();
         src.python = args.python.clone();
-        System::from_fingerprint(&Fingerprint::full(&src)?)
+        System::from_fingerprint(&super::fingerprint::full(&src, &Cache::from_env())?)
     };
     Ok(detected.with_overrides(spec)?)
 }

@@ -1,7 +1,7 @@
 //! `preflight select`
 
 use super::probing::{ProbeArgs, progress_bar};
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::discover;
 use kernel_preflight::report::check;
 use kernel_preflight::run::select::{Rank, Selection};
@@ -28,13 +28,16 @@ pub struct Args {
     probing: ProbeArgs,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
     let (given, discovery) = match (&args.target, args.repo.single("select")?) {
         // Absolute, so that the printed path can be loaded from anywhere.
         (Some(path), _) => (
             path.display().to_string(),
-            discover::discover(&std::path::absolute(path)?)?,
+            discover::discover(
+                &std::path::absolute(path)
+                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?,
+            )?,
         ),
         (None, Some(repo)) => (
             repo.to_string(),

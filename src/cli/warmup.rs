@@ -1,7 +1,7 @@
 //! `preflight warmup`
 
 use super::probing::ProbeArgs;
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, Failure, emit, emit_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kernel_preflight::classify::OutcomeKind;
 use kernel_preflight::discover::{self, hub_cache};
@@ -43,7 +43,7 @@ struct KernelSummary {
     best: Option<String>,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
     let mut targets = Vec::new();
     for path in &args.targets {

@@ -1,16 +1,12 @@
 //! Native module targets: a directory with a `preflight.toml` that names
 //! CUDA module files (cubin, PTX, fatbin, or `.cu` source for NVRTC) and
 //! smoke launches of their kernels, for programs that load modules through
-//! the driver API (cudarc, candle). Each module is probed by the cuda
-//! executor in its own sandboxed child. The format is documented in
+//! the driver API (cudarc, candle). Each module is one job for the cuda
+//! executor ([`NativeModule::subject`]). The format is documented in
 //! `docs/cuda.md`.
 
-use crate::classify::{self, Depth, Outcome, OutcomeKind, Phase, Timings};
-use crate::probe::ProbeError;
-use crate::probe::cuda::{
-    Arg, CudaExecutor, CudaRun, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
-};
-use crate::sandbox::Cancel;
+use crate::probe::Subject;
+use crate::probe::cuda::{Arg, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -77,6 +73,14 @@ pub struct NativeModule {
 }
 
 impl NativeModule {
+    /// The module as a job's subject.
+    pub fn subject(&self) -> Subject {
+        Subject::Module {
+            spec: self.spec.clone(),
+            launches: self.launches.clone(),
+        }
+    }
+
     /// The module's file name, as reports show it.
     pub fn name(&self) -> String {
         self.spec.path.file_name().map_or_else(
@@ -389,75 +393,6 @@ fn validate_arg(at: &str, raw: RawArg) -> Result<Arg, Invalid> {
             ),
         )),
     }
-}
-
-/// The result of probing one native target.
-#[derive(Debug, Clone)]
-pub struct NativeReport {
-    /// Each module with its run, in manifest order.
-    pub modules: Vec<(NativeModule, CudaRun)>,
-    /// The target's verdict: the first module that did not pass, else a pass.
-    pub outcome: Outcome,
-    /// Summed wall and load times; the first module's launch time.
-    pub timings: Timings,
-}
-
-/// Probes every module of `target`, each in its own cuda executor child.
-pub fn probe(
-    target: &NativeTarget,
-    executor: &CudaExecutor,
-    device: u32,
-    cancel: &Cancel,
-) -> Result<NativeReport, ProbeError> {
-    let mut modules = Vec::new();
-    for module in &target.modules {
-        let run = executor.run(device, Some(&module.spec), &module.launches, cancel)?;
-        modules.push((module.clone(), run));
-    }
-    let outcome = summarise(&modules);
-    let sum = |f: fn(&Timings) -> Option<f64>| {
-        let values: Vec<f64> = modules.iter().filter_map(|(_, r)| f(&r.timings)).collect();
-        (!values.is_empty()).then(|| values.iter().sum())
-    };
-    let timings = Timings {
-        total_ms: modules.iter().map(|(_, r)| r.timings.total_ms).sum(),
-        import_ms: sum(|t| t.import_ms),
-        smoke_ms: modules.iter().find_map(|(_, r)| r.timings.smoke_ms),
-    };
-    Ok(NativeReport {
-        modules,
-        outcome,
-        timings,
-    })
-}
-
-fn summarise(modules: &[(NativeModule, CudaRun)]) -> Outcome {
-    if let Some((module, run)) = modules.iter().find(|(_, r)| !r.outcome.kind.passed()) {
-        let mut outcome = run.outcome.clone();
-        outcome.message = classify::one_line(&format!("{}: {}", module.name(), outcome.message));
-        return outcome;
-    }
-    let depth = modules
-        .iter()
-        .filter_map(|(_, r)| r.outcome.depth)
-        .min()
-        .unwrap_or(Depth::Load);
-    let mut outcome = classify::outcome(
-        OutcomeKind::Pass,
-        Phase::Done,
-        &format!(
-            "{} module(s) passed: {}",
-            modules.len(),
-            modules
-                .iter()
-                .map(|(_, r)| r.outcome.message.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        "",
-    );
-    outcome.depth = Some(depth);
-    outcome
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@ use crate::classify::OutcomeKind;
 use crate::declared::arch::ComputeCapability;
 use crate::declared::embedded::{self, Judge};
 use crate::probe::cuda::ModuleKind;
-use crate::probe::native::{NativeModule, NativeReport};
+use crate::probe::native::NativeModule;
+use crate::protocol::DeviceInfo;
+use crate::run::native::NativeReport;
 use crate::run::{CheckResult, Declared};
 use std::fmt::Write;
 
@@ -46,10 +48,10 @@ pub fn rows(given: &str, report: &NativeReport, judge: Judge) -> Vec<CheckResult
         .iter()
         .map(|(module, run)| {
             let gpu = run
-                .facts
+                .report
                 .device
                 .as_ref()
-                .map(|d| ComputeCapability::new(d.major, d.minor))
+                .map(DeviceInfo::capability)
                 .or(judge.gpu);
             CheckResult {
                 target: given.to_owned(),
@@ -58,7 +60,7 @@ pub fn rows(given: &str, report: &NativeReport, judge: Judge) -> Vec<CheckResult
                 declared: declared(module, gpu, judge),
                 outcome: run.outcome.clone(),
                 timings: run.timings,
-                leaked: run.run.leaked.clone(),
+                leaked: run.leaked.clone(),
                 cached: false,
             }
         })
@@ -80,10 +82,13 @@ fn ms(value: Option<f64>) -> String {
 /// failure; `rows` are this target's [`rows`].
 pub fn table(given: &str, report: &NativeReport, rows: &[CheckResult]) -> String {
     let mut out = String::new();
-    let device = report
-        .modules
-        .iter()
-        .find_map(|(_, r)| r.facts.device.as_ref().map(|d| (d, r.facts.driver_version)));
+    let device = report.modules.iter().find_map(|(_, r)| {
+        let facts = &r.report;
+        facts
+            .device
+            .as_ref()
+            .map(|d| (d, facts.runtime.cuda_driver))
+    });
     let _ = write!(out, "{given}: {} native module(s)", report.modules.len());
     if let Some((d, driver)) = device {
         let _ = write!(out, " on {} (sm_{}{})", d.name, d.major, d.minor);

@@ -3,20 +3,26 @@
 //! probe in a sandboxed child — in parallel, in the hub's preference order.
 //! `check`, `select` and `warmup` are thin shells over [`run`].
 
+pub mod native;
 pub mod select;
 
-use crate::cache::outcomes::{OutcomeCache, VariantKey};
-use crate::classify::{self, Outcome, OutcomeKind, Timings};
+use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
+use crate::cache::{Cache, CacheError, JobIdentity, Lookup, OutcomeKey, OutcomeRecord};
+use crate::classify::{self, Depth, Outcome, OutcomeKind, Timings};
 use crate::declared::embedded::{self, Judge};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::{Discovery, FoundVariant};
 use crate::fingerprint::{Fingerprint, Hashed};
-use crate::probe::{self, PythonProbe, SmokeSource};
+use crate::probe::{
+    self, Executor, ExecutorKind, Job, Placement, PythonExecutor, SmokeSource, Subject,
+};
+use crate::protocol::PROTOCOL_VERSION;
 use crate::sandbox::{Cancel, Limits};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// How to check.
@@ -38,7 +44,7 @@ pub struct CheckOptions {
     pub judge: Option<Judge>,
     /// Where outcomes are looked up first and kept after a probe; `None`:
     /// probe everything, keep nothing (`--no-cache`).
-    pub cache: Option<Arc<OutcomeCache>>,
+    pub cache: Option<Arc<Cache>>,
 }
 
 /// The declared, name-level verdict, as `check --json` shows it.
@@ -188,8 +194,9 @@ pub fn run(
     let mut results: Vec<Option<CheckResult>> = Vec::with_capacity(work.len());
     let mut pending = Vec::new();
     let mut smokes = HashMap::new();
+    let machine = options.cache.as_ref().map(|_| fingerprint.hash());
     for (i, w) in work.iter().enumerate() {
-        match answer_without_probe(w, options, &mut smokes) {
+        match answer_without_probe(w, options, machine.as_deref(), &mut smokes) {
             Answered::Done(result) => {
                 each(&result);
                 results.push(Some(result));
@@ -200,8 +207,17 @@ pub fn run(
             }
         }
     }
+    let line = machine.as_ref().map(|hash| machine_line(fingerprint, hash));
+    let warned = AtomicBool::new(false);
     let probe = |(i, w, p): &(usize, &Work, Pending)| {
         let result = probe_one(w, p, options, cancel);
+        // An interrupted probe says nothing about the variant; a transient
+        // outcome is refused by the cache itself.
+        if let (Some(cache), Some(key), Some(line)) = (&options.cache, &p.key, &line)
+            && !cancel.is_cancelled()
+        {
+            keep(cache, key, w, p, &result, line, &warned);
+        }
         each(&result);
         (*i, result)
     };
@@ -229,7 +245,7 @@ pub fn run(
 /// cached, the key to keep the outcome under.
 struct Pending {
     smoke: SmokeSource,
-    key: Option<VariantKey>,
+    key: Option<OutcomeKey>,
     declared: Declared,
 }
 
@@ -286,6 +302,7 @@ fn row(
 fn answer_without_probe(
     work: &Work,
     options: &CheckOptions,
+    machine: Option<&str>,
     smokes: &mut HashMap<(String, Option<String>), SmokeSource>,
 ) -> Answered {
     let variant = work.variant;
@@ -317,19 +334,23 @@ fn answer_without_probe(
         .clone();
     // A variant whose files cannot be read for its identity is still probed;
     // only its outcome is not kept.
-    let key = options.cache.as_ref().and_then(|cache| {
-        cache
-            .key(variant, &smoke)
-            .inspect_err(|e| {
-                eprintln!(
-                    "preflight: warning: {}: not cached: {e}",
-                    variant.path.display()
-                )
-            })
-            .ok()
-    });
+    let key = options
+        .cache
+        .as_ref()
+        .zip(machine)
+        .and_then(|(cache, machine)| {
+            let job = variant_job(variant, &smoke, &options.limits);
+            job_key(cache, variant, &job, machine)
+                .inspect_err(|e| {
+                    eprintln!(
+                        "preflight: warning: {}: not cached: {e}",
+                        variant.path.display()
+                    )
+                })
+                .ok()
+        });
     if let (Some(cache), Some(key)) = (&options.cache, &key)
-        && let Some(record) = cache.get(key)
+        && let Some(record) = cached(cache, key)
     {
         return Answered::Done(row(
             work,
@@ -353,25 +374,19 @@ fn probe_one(
     options: &CheckOptions,
     cancel: &Cancel,
 ) -> CheckResult {
-    let variant = work.variant;
-    let prober = PythonProbe {
-        python: options.python.clone(),
-        smoke: pending.smoke.clone(),
-        limits: options.limits.clone(),
-        env: Vec::new(),
-    };
+    let executor = PythonExecutor::new(&options.python);
+    let job = variant_job(work.variant, &pending.smoke, &options.limits);
     let start = Instant::now();
-    let result = prober.run(&variant.path, probe::device_for(&variant.name), cancel);
+    let result = executor.run(&job, cancel);
     let total_ms = start.elapsed().as_secs_f64() * 1e3;
     let (outcome, timings, leaked) = match result {
-        Ok(run) => {
-            let outcome = classify::classify_run(&run);
+        Ok(evidence) => {
+            let outcome = classify::classify(&evidence);
             let timings = Timings {
                 total_ms: round_ms(total_ms),
-                import_ms: run.report.import_ms.map(round_ms),
-                smoke_ms: run.report.smoke_ms.map(round_ms),
+                ..evidence.timings()
             };
-            (outcome, timings, run.run.leaked)
+            (outcome, timings, evidence.leaked)
         }
         Err(e) => (
             Outcome::probe_error(classify::Phase::Start, &e.to_string()),
@@ -382,12 +397,6 @@ fn probe_one(
             None,
         ),
     };
-    // An interrupted probe says nothing about the variant.
-    if let (Some(cache), Some(key)) = (&options.cache, &pending.key)
-        && !cancel.is_cancelled()
-    {
-        cache.put(key, variant, &outcome, &timings);
-    }
     row(
         work,
         pending.declared.clone(),
@@ -396,6 +405,81 @@ fn probe_one(
         leaked,
         false,
     )
+}
+
+/// The job that probes `variant` with `smoke`: on the device its backend
+/// names, as deep as its smoke source allows. The one place a hub
+/// variant's job is made, for its key and for its run alike.
+fn variant_job(variant: &FoundVariant, smoke: &SmokeSource, limits: &Limits) -> Job {
+    Job {
+        subject: Subject::Variant {
+            name: variant.name.clone(),
+            path: variant.path.clone(),
+        },
+        device: Placement::Default,
+        smoke: smoke.clone(),
+        depth: Depth::Verified,
+        limits: limits.clone(),
+    }
+}
+
+/// The cache key of running `job` (which probes `variant`) in the python
+/// executor on the machine whose full fingerprint hashes to `machine`:
+/// everything that went into the probe.
+fn job_key(
+    cache: &Cache,
+    variant: &FoundVariant,
+    job: &Job,
+    machine: &str,
+) -> Result<OutcomeKey, CacheError> {
+    let (files, _) = cache
+        .identities()
+        .identify(&variant.path, variant.metadata.metadata())?;
+    let job = JobIdentity {
+        executor: ExecutorKind::Python,
+        name: variant.name.to_string(),
+        device: probe::torch_device(&variant.name, job.device),
+        files,
+        smoke: smoke_identity(&job.smoke)?,
+        depth: job.depth,
+        protocol: PROTOCOL_VERSION,
+    };
+    Ok(OutcomeKey::new(machine, job))
+}
+
+/// The cached record of a job; a corrupt entry is warned about (and removed).
+fn cached(cache: &Cache, key: &OutcomeKey) -> Option<OutcomeRecord> {
+    let lookup = cache.outcomes().get(key);
+    if let Lookup::Corrupt(why) = &lookup {
+        eprintln!("preflight: warning: ignored a corrupt cache entry: {why}");
+    }
+    lookup.hit()
+}
+
+/// Keep a probed outcome (transient ones are refused by the cache); a cache
+/// that cannot be written is warned about once, and the outcome still used.
+fn keep(
+    cache: &Cache,
+    key: &OutcomeKey,
+    work: &Work,
+    pending: &Pending,
+    result: &CheckResult,
+    machine: &str,
+    warned: &AtomicBool,
+) {
+    let path = &work.variant.path;
+    let record = OutcomeRecord {
+        path: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
+        smoke: smoke_label(&pending.smoke),
+        outcome: result.outcome.clone(),
+        timings: result.timings,
+        machine: machine.to_string(),
+    };
+    if let Err(e) = cache.outcomes().put(key, record)
+        && !warned.swap(true, Ordering::Relaxed)
+    {
+        eprintln!("preflight: warning: outcomes are not cached: {e}");
+    }
 }
 
 fn short_reason(rejection: &Rejection) -> &'static str {

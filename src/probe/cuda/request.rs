@@ -30,6 +30,12 @@ pub struct CudaRequest {
     pub libcuda: Option<PathBuf>,
     /// Where the child appends its JSON-lines events.
     pub events: PathBuf,
+    /// Describe every device the driver enumerates (in CUDA's ordinal
+    /// order, after `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`) without
+    /// creating a context on any, instead of running the request: what the
+    /// full fingerprint measures.
+    #[serde(default)]
+    pub list_devices: bool,
 }
 
 /// A module file and how to turn it into something the driver loads.

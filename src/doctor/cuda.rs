@@ -3,11 +3,10 @@
 //! the cuda executor in its own child.
 
 use super::{Check, DoctorOptions, Verdict};
-use crate::classify::{self, OutcomeKind, Phase};
-use crate::probe::cuda::{
-    Arg, CudaExecutor, CudaRun, DeviceInfo, ElemType, Failure, Launch, LaunchTiming, ModuleKind,
-    ModuleSpec, Tolerance,
-};
+use crate::classify::{self, Outcome, OutcomeKind, Phase, hints};
+use crate::probe::cuda::{Arg, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
+use crate::probe::{Evidence, Executor, Job, ProbeError, Subject};
+use crate::protocol::{DeviceInfo, Failure, Report};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox, Termination};
 use std::path::PathBuf;
 
@@ -19,10 +18,6 @@ const WGMMA_CU: &str = include_str!("kernels/wgmma.cu");
 
 /// Target nvcc compiles for when there is no device to ask.
 const NVCC_DEFAULT_ARCH: &str = "sm_75";
-
-const HINT_DRIVER: &str = "install the NVIDIA driver (nvidia-smi must list the GPU); in a container, run with --gpus all (NVIDIA Container Toolkit)";
-const HINT_NVRTC: &str = "install NVRTC: pip install nvidia-cuda-nvrtc (CUDA 13) or nvidia-cuda-nvrtc-cu12, or a CUDA toolkit with CUDA_HOME pointing at it";
-const HINT_NVCC: &str = "install nvcc: a CUDA toolkit (set CUDA_HOME or put its bin/ on PATH), or pip install nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt";
 
 /// The test kernels, written to a temporary directory for the children.
 pub(super) struct Kernels {
@@ -104,29 +99,56 @@ fn module(path: PathBuf, kind: ModuleKind, target: Option<&str>) -> ModuleSpec {
     }
 }
 
-fn per_launch(timing: Option<&LaunchTiming>) -> String {
-    match timing.and_then(LaunchTiming::median_ms) {
+fn per_launch(report: &Report) -> String {
+    match report.first_median_ms() {
         Some(ms) if ms < 1.0 => format!("{:.1} µs per launch", ms * 1e3),
         Some(ms) => format!("{ms:.2} ms per launch"),
         None => "untimed".into(),
     }
 }
 
-fn wall_ms(run: &CudaRun) -> f64 {
-    run.run.wall.as_secs_f64() * 1e3
+/// One cuda executor run, with its events folded and its outcome.
+struct Run {
+    evidence: Evidence,
+    report: Report,
+    outcome: Outcome,
+}
+
+impl Run {
+    fn wall_ms(&self) -> f64 {
+        self.evidence.wall.as_secs_f64() * 1e3
+    }
+}
+
+/// Runs `subject` on device 0 in the cuda executor and classifies it.
+fn execute(options: &DoctorOptions, subject: Subject, cancel: &Cancel) -> Result<Run, ProbeError> {
+    let job = Job {
+        limits: options.cuda_limits.clone(),
+        ..Job::new(subject)
+    };
+    let evidence = options.executor.run(&job, cancel)?;
+    Ok(Run {
+        report: evidence.report(),
+        outcome: classify::classify(&evidence),
+        evidence,
+    })
+}
+
+fn module_job(spec: ModuleSpec, launches: Vec<Launch>) -> Subject {
+    Subject::Module { spec, launches }
 }
 
 /// A check from a cuda executor run: a pass with `pass` as its message, a
 /// missing NVRTC as `missing`, anything else as a failure with the
 /// executor's own classification.
-fn judge(check: Check, run: &CudaRun, pass: impl FnOnce(&CudaRun) -> String) -> Check {
+fn judge(check: Check, run: &Run, pass: impl FnOnce(&Run) -> String) -> Check {
     let o = &run.outcome;
-    let check = check.took(wall_ms(run));
+    let check = check.took(run.wall_ms());
     if o.kind == OutcomeKind::Pass {
         let message = pass(run);
         return check.verdict(Verdict::Pass, OutcomeKind::Pass, message, "");
     }
-    if let Some((_, Failure::LibraryMissing { library, detail })) = &run.facts.failure
+    if let Some((_, Failure::LibraryMissing { library, detail })) = &run.report.failure
         && library.contains("nvrtc")
     {
         let detail = if detail.starts_with("Unable to dynamically load") {
@@ -138,7 +160,7 @@ fn judge(check: Check, run: &CudaRun, pass: impl FnOnce(&CudaRun) -> String) -> 
             Verdict::Missing,
             o.kind,
             format!("NVRTC is not installed or not found: {detail}"),
-            HINT_NVRTC,
+            hints::NVRTC_MISSING,
         );
     }
     check.verdict(
@@ -161,19 +183,19 @@ fn probe_error(check: Check, e: impl std::fmt::Display) -> Check {
 /// The driver and device 0: the device (when one answers) and the driver's
 /// CUDA version (`13000`).
 pub(super) fn driver(
-    executor: &CudaExecutor,
+    options: &DoctorOptions,
     cancel: &Cancel,
 ) -> (Check, Option<DeviceInfo>, Option<u32>) {
     let check = Check::new("driver", "CUDA driver and devices");
-    let run = match executor.run(0, None, &[], cancel) {
+    let run = match execute(options, Subject::Device, cancel) {
         Ok(run) => run,
         Err(e) => return (probe_error(check, e), None, None),
     };
-    let facts = &run.facts;
-    let check = check.took(wall_ms(&run));
+    let facts = &run.report;
+    let check = check.took(run.wall_ms());
     let check = match (&facts.device, run.outcome.kind) {
         (Some(d), OutcomeKind::Pass) => {
-            let version = facts.driver_version.unwrap_or(0);
+            let version = facts.runtime.cuda_driver.unwrap_or(0);
             check.verdict(
                 Verdict::Pass,
                 OutcomeKind::Pass,
@@ -184,7 +206,7 @@ pub(super) fn driver(
                     d.minor,
                     d.sm_count,
                     d.total_memory as f64 / (1u64 << 30) as f64,
-                    facts.device_count.unwrap_or(1),
+                    facts.runtime.devices.unwrap_or(1),
                     version / 1000,
                     (version % 1000) / 10
                 ),
@@ -195,47 +217,49 @@ pub(super) fn driver(
             Verdict::Missing,
             OutcomeKind::NoDevice,
             run.outcome.message.clone(),
-            HINT_DRIVER,
+            hints::NO_DRIVER,
         ),
         _ => judge(check, &run, |_| String::new()),
     };
     let device = facts.device.clone().filter(|_| run.outcome.kind.passed());
-    (check, device, facts.driver_version)
+    (check, device, facts.runtime.cuda_driver)
 }
 
 /// NVRTC: compile the smoke kernel for this device, load it, launch it.
 pub(super) fn nvrtc(
-    executor: &CudaExecutor,
+    options: &DoctorOptions,
     kernels: &Kernels,
     device: Option<&DeviceInfo>,
     cancel: &Cancel,
 ) -> Check {
     let check = Check::new("nvrtc", "NVRTC compile + load + launch");
     let spec = module(kernels.path("axpy.cu"), ModuleKind::Cuda, None);
-    let launches = [axpy()];
-    let run = match executor.run(0, Some(&spec), &launches, cancel) {
+    let run = match execute(options, module_job(spec, vec![axpy()]), cancel) {
         Ok(run) => run,
         Err(e) => return probe_error(check, e),
     };
     if device.is_none() {
-        if let Some(c) = &run.facts.compiled {
-            return check.took(wall_ms(&run)).skipped(format!(
+        if let Some(c) = &run.report.compiled {
+            return check.took(run.wall_ms()).skipped(format!(
                 "NVRTC {} works: it compiled the test kernel ({} B of {}); loading and launching need a GPU",
                 c.nvrtc_version, c.bytes, c.image
             ));
         }
-        if !matches!(run.facts.failure, Some((_, Failure::LibraryMissing { .. }))) {
+        if !matches!(
+            run.report.failure,
+            Some((_, Failure::LibraryMissing { .. }))
+        ) {
             return judge(check, &run, |_| String::new());
         }
     }
     judge(check, &run, |run| {
-        let c = run.facts.compiled.clone().unwrap_or_default();
+        let c = run.report.compiled.clone().unwrap_or_default();
         format!(
             "NVRTC {} compiled a {} for {}; it loaded, ran and verified ({})",
             c.nvrtc_version,
             c.image,
             c.target,
-            per_launch(run.facts.timings.first())
+            per_launch(&run.report)
         )
     })
 }
@@ -254,7 +278,7 @@ pub(super) fn nvcc(
             Verdict::Missing,
             OutcomeKind::NvccMissing,
             "no nvcc in CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda or the Python environment's nvidia wheels",
-            HINT_NVCC,
+            hints::NVCC_MISSING,
         );
     };
     let version = version.as_deref().unwrap_or("(version unknown)");
@@ -308,21 +332,21 @@ pub(super) fn nvcc(
         ));
     }
     let spec = module(cubin, ModuleKind::Cubin, None);
-    match options.executor.run(0, Some(&spec), &[axpy()], cancel) {
+    match execute(options, module_job(spec, vec![axpy()]), cancel) {
         Ok(run) => judge(check, &run, |run| {
             format!(
                 "nvcc {version} compiled a cubin for {arch}; it loaded, ran and verified ({})",
-                per_launch(run.facts.timings.first())
+                per_launch(&run.report)
             )
         })
-        .took(nvcc_ms + wall_ms(&run)),
+        .took(nvcc_ms + run.wall_ms()),
         Err(e) => probe_error(check, e),
     }
 }
 
 /// The driver's PTX JIT: PTX only (ISA 7.0, sm_75), no SASS.
 pub(super) fn ptx_jit(
-    executor: &CudaExecutor,
+    options: &DoctorOptions,
     kernels: &Kernels,
     device: Option<&DeviceInfo>,
     cancel: &Cancel,
@@ -332,13 +356,13 @@ pub(super) fn ptx_jit(
         return check.skipped("needs a GPU");
     };
     let spec = module(kernels.path("axpy.ptx"), ModuleKind::Ptx, None);
-    match executor.run(0, Some(&spec), &[axpy()], cancel) {
+    match execute(options, module_job(spec, vec![axpy()]), cancel) {
         Ok(run) => judge(check, &run, |run| {
             format!(
                 "the driver JIT-compiled PTX (ISA 7.0, compute_75) for {} in {:.1} ms; it ran and verified ({})",
                 d.sm(),
-                run.facts.load_ms.unwrap_or(0.0),
-                per_launch(run.facts.timings.first())
+                run.report.load_ms.unwrap_or(0.0),
+                per_launch(&run.report)
             )
         }),
         Err(e) => probe_error(check, e),
@@ -453,7 +477,7 @@ impl Feature {
 /// One feature kernel, compiled with NVRTC for this device, where the
 /// architecture allows it.
 pub(super) fn feature(
-    executor: &CudaExecutor,
+    options: &DoctorOptions,
     kernels: &Kernels,
     feature: Feature,
     device: Option<&DeviceInfo>,
@@ -471,16 +495,16 @@ pub(super) fn feature(
         ModuleKind::Cuda,
         feature.target(),
     );
-    match executor.run(0, Some(&spec), &[feature.launch()], cancel) {
+    match execute(options, module_job(spec, vec![feature.launch()]), cancel) {
         Ok(run) => judge(check, &run, |run| {
             let target = run
-                .facts
+                .report
                 .compiled
                 .as_ref()
                 .map_or("?", |c| c.target.as_str());
             format!(
                 "compiled for {target} with NVRTC, ran and verified ({})",
-                per_launch(run.facts.timings.first())
+                per_launch(&run.report)
             )
         }),
         Err(e) => probe_error(check, e),

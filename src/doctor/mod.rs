@@ -8,7 +8,8 @@ mod cuda;
 mod python;
 
 use crate::classify::OutcomeKind;
-use crate::probe::cuda::{CudaExecutor, DeviceInfo};
+use crate::probe::cuda::CudaExecutor;
+use crate::protocol::DeviceInfo;
 use crate::sandbox::{Cancel, Limits};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -18,6 +19,8 @@ use std::path::PathBuf;
 pub struct DoctorOptions {
     /// Runs the CUDA capability probes (its NVRTC library included).
     pub executor: CudaExecutor,
+    /// Limits of the CUDA probes.
+    pub cuda_limits: Limits,
     /// The nvcc a kernel would use, with its version when known.
     pub nvcc: Option<(PathBuf, Option<String>)>,
     /// The Python interpreter for the torch / Triton / CuTe-DSL probes.
@@ -145,17 +148,17 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         checks.push(check);
     };
     let kernels = cuda::Kernels::write();
-    let (driver, device, driver_version) = cuda::driver(&options.executor, cancel);
+    let (driver, device, driver_version) = cuda::driver(options, cancel);
     let has_gpu = device.is_some();
     push(driver);
     match &kernels {
         Ok(k) => {
             let d = device.as_ref();
-            push(cuda::nvrtc(&options.executor, k, d, cancel));
+            push(cuda::nvrtc(options, k, d, cancel));
             push(cuda::nvcc(options, k, d, cancel));
-            push(cuda::ptx_jit(&options.executor, k, d, cancel));
+            push(cuda::ptx_jit(options, k, d, cancel));
             for feature in cuda::Feature::ALL {
-                push(cuda::feature(&options.executor, k, feature, d, cancel));
+                push(cuda::feature(options, k, feature, d, cancel));
             }
         }
         Err(e) => push(Check::new("kernels", "doctor's test kernels").verdict(

@@ -8,7 +8,7 @@ use crate::sandbox::{Cancel, ChildCommand, Sandbox, Termination};
 use serde::Deserialize;
 
 /// The child-side script, embedded so that an installed binary needs no data files.
-const SCRIPT: &str = include_str!("../../../probes/doctor/doctor.py");
+const SCRIPT: &str = include_str!("../../probes/doctor/doctor.py");
 const RESULT_ENV: &str = "PREFLIGHT_RESULT_FILE";
 
 /// One Python probe.
