@@ -19,9 +19,8 @@ pub struct Args {
     /// module directories (default: every kernel in the hub cache).
     #[arg(value_name = "TARGET")]
     targets: Vec<PathBuf>,
-    /// Kernels in the hub cache, as ORG/NAME (repeatable).
-    #[arg(long)]
-    repo: Vec<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Print a JSON summary instead of a table.
     #[arg(long)]
     json: bool,
@@ -50,16 +49,11 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     for path in &args.targets {
         targets.add(path.display().to_string(), path)?;
     }
-    for repo in &args.repo {
-        targets.add_repo(repo)?;
-    }
-    if args.targets.is_empty() && args.repo.is_empty() {
+    args.repo.add_to(&mut targets)?;
+    if args.targets.is_empty() && args.repo.repo.is_empty() {
         let root = hub_cache::cache_root();
-        for folder in hub_cache::cached_kernels(&root) {
-            // One broken cache folder does not stop the others.
-            if let Err(e) = targets.add(folder.display().to_string(), &folder) {
-                eprintln!("preflight: warning: {e}");
-            }
+        for problem in super::repo::add_every_cached_ref(&mut targets) {
+            eprintln!("preflight: warning: {problem}");
         }
         if targets.is_empty() {
             emit(&format!(
