@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/setup-env.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
+scripts/layers.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --all-targets --locked 2>&1 | tee "$log"
