@@ -139,10 +139,18 @@ fn summarize(plan: &Plan, report: &CheckReport) -> Vec<KernelSummary> {
 }
 
 /// What a target is called in the summary: the kernel's name, else the
-/// name it was given.
+/// name it was given; a name given as the kernel's with more after it
+/// (`acme/relu (main, v2)`, a snapshot of the hub cache named by its refs)
+/// is kept whole.
 fn label(t: &Named) -> String {
     match &t.target {
-        Target::Hub(d) => d.kernel.clone(),
+        Target::Hub(d) => d.kernel.clone().map(|kernel| {
+            if t.given.starts_with(&kernel) {
+                t.given.clone()
+            } else {
+                kernel
+            }
+        }),
         Target::Native(_) => None,
     }
     .unwrap_or_else(|| t.given.clone())
