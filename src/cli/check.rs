@@ -11,8 +11,10 @@ use std::path::PathBuf;
 pub struct Args {
     /// Kernel repos, variant directories, hub cache folders, or native
     /// module directories (with a preflight.toml).
-    #[arg(required = true, value_name = "TARGET")]
+    #[arg(required_unless_present = "repo", value_name = "TARGET")]
     targets: Vec<PathBuf>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     #[command(flatten)]
     probing: ProbeArgs,
     /// Probe variants for another OS or CPU too.
@@ -29,6 +31,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     for path in &args.targets {
         targets.add(path.display().to_string(), path)?;
     }
+    args.repo.add_to(&mut targets)?;
     let progress = Progress::new();
     // Declared side by side with observed: what each job's embedded CUDA
     // images can run on this GPU, before any launch.

@@ -12,6 +12,7 @@ mod fingerprint;
 mod inspect;
 mod probing;
 mod reaper;
+mod repo;
 mod resolve;
 mod select;
 mod warmup;

@@ -18,9 +18,8 @@ pub struct Args {
     /// Judge these variant names instead of a directory.
     #[arg(long, value_delimiter = ',', conflicts_with = "repo")]
     variants: Option<Vec<String>>,
-    /// A kernel in the hub cache, as ORG/NAME.
-    #[arg(long)]
-    repo: Option<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Override detected facts: backend, cuda, rocm, xpu, cann, cpu, os,
     /// torch, cxx11, tvm-ffi, macos (e.g. backend=cuda,cuda=12.8,torch=2.9).
     #[arg(long, value_name = "K=V,…")]
@@ -35,9 +34,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
-    let discovery = match (&args.target, &args.variants, &args.repo) {
+    let repo = args.repo.single("resolve")?;
+    let discovery = match (&args.target, &args.variants, repo) {
         (Some(path), _, _) => Some(hub_only(path)?),
-        (_, _, Some(repo)) => Some(discover::discover_repo(repo)?),
+        (_, _, Some(repo)) => Some(super::repo::discover_repo(repo, &args.repo.spec())?),
         (None, Some(_), None) => None,
         (None, None, None) => {
             return Err(BadInput(

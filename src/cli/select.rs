@@ -13,9 +13,8 @@ pub struct Args {
     /// Kernel repo, directory of variants, or hub cache folder.
     #[arg(required_unless_present = "repo", conflicts_with = "repo")]
     target: Option<PathBuf>,
-    /// A kernel in the hub cache, as ORG/NAME.
-    #[arg(long)]
-    repo: Option<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Pick the variant with the shortest measured smoke time instead of the
     /// hub loader's preference.
     #[arg(long)]
@@ -29,7 +28,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
-    let named = match (&args.target, &args.repo) {
+    let named = match (&args.target, args.repo.single("select")?) {
         // Absolute, so that the printed path can be loaded from anywhere.
         (Some(path), _) => Named {
             given: path.display().to_string(),
@@ -39,8 +38,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             )?,
         },
         (None, Some(repo)) => Named {
-            given: repo.clone(),
-            target: Target::Hub(discover::discover_repo(repo)?),
+            given: repo.to_string(),
+            target: Target::Hub(super::repo::discover_repo(repo, &args.repo.spec())?),
         },
         (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
     };

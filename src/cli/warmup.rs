@@ -19,9 +19,8 @@ pub struct Args {
     /// module directories (default: every kernel in the hub cache).
     #[arg(value_name = "TARGET")]
     targets: Vec<PathBuf>,
-    /// Kernels in the hub cache, as ORG/NAME (repeatable).
-    #[arg(long)]
-    repo: Vec<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Print a JSON summary instead of a table.
     #[arg(long)]
     json: bool,
@@ -50,16 +49,11 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     for path in &args.targets {
         targets.add(path.display().to_string(), path)?;
     }
-    for repo in &args.repo {
-        targets.add_repo(repo)?;
-    }
-    if args.targets.is_empty() && args.repo.is_empty() {
+    args.repo.add_to(&mut targets)?;
+    if args.targets.is_empty() && args.repo.repo.is_empty() {
         let root = hub_cache::cache_root();
-        for folder in hub_cache::cached_kernels(&root) {
-            // One broken cache folder does not stop the others.
-            if let Err(e) = targets.add(folder.display().to_string(), &folder) {
-                eprintln!("preflight: warning: {e}");
-            }
+        for problem in super::repo::add_every_cached_ref(&mut targets) {
+            eprintln!("preflight: warning: {problem}");
         }
         if targets.is_empty() {
             emit(&format!(
@@ -145,10 +139,18 @@ fn summarize(plan: &Plan, report: &CheckReport) -> Vec<KernelSummary> {
 }
 
 /// What a target is called in the summary: the kernel's name, else the
-/// name it was given.
+/// name it was given; a name given as the kernel's with more after it
+/// (`acme/relu (main, v2)`, a snapshot of the hub cache named by its refs)
+/// is kept whole.
 fn label(t: &Named) -> String {
     match &t.target {
-        Target::Hub(d) => d.kernel.clone(),
+        Target::Hub(d) => d.kernel.clone().map(|kernel| {
+            if t.given.starts_with(&kernel) {
+                t.given.clone()
+            } else {
+                kernel
+            }
+        }),
         Target::Native(_) => None,
     }
     .unwrap_or_else(|| t.given.clone())

@@ -135,7 +135,7 @@ pub(super) fn notes(out: &mut String, rows: &[&CheckResult]) {
             let _ = writeln!(out, "    declared: rejected, {reason}");
         }
         if let Some(leak) = &r.leaked {
-            let _ = writeln!(out, "    leaked processes were killed: {leak}");
+            let _ = writeln!(out, "    {leak}");
         }
     }
 }
