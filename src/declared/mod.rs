@@ -3,6 +3,7 @@
 pub mod arch;
 pub mod embedded;
 pub mod fatbin;
+mod image;
 pub mod resolve;
 pub mod system;
 
