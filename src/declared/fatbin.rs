@@ -183,9 +183,10 @@ impl<'a> Entry<'a> {
 
     /// The image's first bytes: the shortest of the prefixes 4 KiB, 8 KiB,
     /// 16 KiB, … that `enough` accepts, or the whole image. A zstd payload is
-    /// decoded only that far, which for a PTX image's `.target` line is a
-    /// few kilobytes of a many-megabyte text. Only a whole image is checked
-    /// against its declared size.
+    /// decoded only that far (in whole zstd blocks, at most 128 KiB each),
+    /// which for a PTX image's `.target` line is one block of a text that
+    /// can run to megabytes. Only a whole image is checked against its
+    /// declared size.
     pub fn head(
         &self,
         mut enough: impl FnMut(&[u8]) -> bool,
@@ -215,7 +216,7 @@ fn decompress(
 ) -> Result<Vec<u8>, FatbinError> {
     match method {
         Compression::Lz4 => lz4(data, size, offset),
-        Compression::Zstd => zstd_head(data, size, offset, |_| false),
+        Compression::Zstd => zstd(data, size, offset),
     }
 }
 
@@ -255,9 +256,34 @@ fn lz4(data: &[u8], size: u64, offset: u64) -> Result<Vec<u8>, FatbinError> {
     Ok(out)
 }
 
+fn zstd_failure(offset: u64) -> impl Fn(String) -> FatbinError {
+    move |problem| FatbinError::Decompress {
+        offset,
+        method: Compression::Zstd,
+        problem,
+    }
+}
+
+/// A whole zstd frame, in one call to libzstd.
+fn zstd(data: &[u8], size: u64, offset: u64) -> Result<Vec<u8>, FatbinError> {
+    let fail = zstd_failure(offset);
+    let size = checked_size(Compression::Zstd, size, offset)?;
+    // One byte of room past the declared size reveals a frame that is too long.
+    let out = zstd::bulk::decompress(data, size + 1).map_err(|e| fail(e.to_string()))?;
+    if out.len() != size {
+        return Err(fail(format!(
+            "decompressed to {} bytes, header says {size}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 /// Decode a zstd frame until `enough` accepts the output (grown as in
 /// [`Entry::head`]) or the frame ends; a frame decoded to its end must hold
-/// exactly `size` bytes.
+/// exactly `size` bytes. libzstd's streaming decoder hands out each block
+/// (at most 128 KiB) as soon as it is decoded, so a short head costs one
+/// block, not the frame.
 fn zstd_head(
     data: &[u8],
     size: u64,
@@ -265,14 +291,11 @@ fn zstd_head(
     mut enough: impl FnMut(&[u8]) -> bool,
 ) -> Result<Vec<u8>, FatbinError> {
     use std::io::Read;
-    let fail = |problem: String| FatbinError::Decompress {
-        offset,
-        method: Compression::Zstd,
-        problem,
-    };
+    let fail = zstd_failure(offset);
     let size = checked_size(Compression::Zstd, size, offset)?;
-    let mut decoder =
-        ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| fail(e.to_string()))?;
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(data)
+        .map_err(|e| fail(e.to_string()))?
+        .single_frame();
     let mut out = Vec::new();
     // One byte past the declared size reveals a frame that is too long.
     let mut want = HEAD_STEP;
