@@ -8,6 +8,7 @@
 //! images, described by a table of sub-headers inside the group header.
 
 use crate::declared::arch::{ImageKind, PtxIsa};
+use crate::declared::inflate::{HEAD_STEP, decompress, zstd_head};
 use serde::Serialize;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -27,11 +28,6 @@ const FLAG_ZSTD: u64 = 0x8000;
 const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
 /// Seen in nvcc 13.5 entries built for `…f` targets.
 const FLAG_FAMILY: u64 = 0x20_0000;
-/// Refuse to inflate a single image beyond this (a corrupt size field must
-/// not allocate terabytes).
-const MAX_UNCOMPRESSED: u64 = 4 << 30;
-/// The first prefix [`Entry::head`] offers; each next one is twice as long.
-const HEAD_STEP: usize = 4 << 10;
 
 /// How an entry's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -206,121 +202,6 @@ impl<'a> Entry<'a> {
             _ => self.bytes(),
         }
     }
-}
-
-fn decompress(
-    data: &[u8],
-    method: Compression,
-    size: u64,
-    offset: u64,
-) -> Result<Vec<u8>, FatbinError> {
-    match method {
-        Compression::Lz4 => lz4(data, size, offset),
-        Compression::Zstd => zstd(data, size, offset),
-    }
-}
-
-fn checked_size(method: Compression, size: u64, offset: u64) -> Result<usize, FatbinError> {
-    if size > MAX_UNCOMPRESSED {
-        return Err(FatbinError::Decompress {
-            offset,
-            method,
-            problem: format!("declared size {size} is implausible"),
-        });
-    }
-    Ok(size as usize)
-}
-
-fn lz4(data: &[u8], size: u64, offset: u64) -> Result<Vec<u8>, FatbinError> {
-    let fail = |problem: String| FatbinError::Decompress {
-        offset,
-        method: Compression::Lz4,
-        problem,
-    };
-    let size = checked_size(Compression::Lz4, size, offset)?;
-    // LZ4 cannot expand more than 255-fold; a larger claim is corruption,
-    // and must not become a huge allocation.
-    if size > data.len().saturating_mul(255).saturating_add(16) {
-        return Err(fail(format!(
-            "declared size {size} is impossible for {} compressed bytes",
-            data.len()
-        )));
-    }
-    let mut out = vec![0u8; size];
-    let n = lz4_flex::block::decompress_into(data, &mut out).map_err(|e| fail(e.to_string()))?;
-    if n != size {
-        return Err(fail(format!(
-            "decompressed to {n} bytes, header says {size}"
-        )));
-    }
-    Ok(out)
-}
-
-fn zstd_failure(offset: u64) -> impl Fn(String) -> FatbinError {
-    move |problem| FatbinError::Decompress {
-        offset,
-        method: Compression::Zstd,
-        problem,
-    }
-}
-
-/// A whole zstd frame, in one call to libzstd.
-fn zstd(data: &[u8], size: u64, offset: u64) -> Result<Vec<u8>, FatbinError> {
-    let fail = zstd_failure(offset);
-    let size = checked_size(Compression::Zstd, size, offset)?;
-    // One byte of room past the declared size reveals a frame that is too long.
-    let out = zstd::bulk::decompress(data, size + 1).map_err(|e| fail(e.to_string()))?;
-    if out.len() != size {
-        return Err(fail(format!(
-            "decompressed to {} bytes, header says {size}",
-            out.len()
-        )));
-    }
-    Ok(out)
-}
-
-/// Decode a zstd frame until `enough` accepts the output (grown as in
-/// [`Entry::head`]) or the frame ends; a frame decoded to its end must hold
-/// exactly `size` bytes. libzstd's streaming decoder hands out each block
-/// (at most 128 KiB) as soon as it is decoded, so a short head costs one
-/// block, not the frame.
-fn zstd_head(
-    data: &[u8],
-    size: u64,
-    offset: u64,
-    mut enough: impl FnMut(&[u8]) -> bool,
-) -> Result<Vec<u8>, FatbinError> {
-    use std::io::Read;
-    let fail = zstd_failure(offset);
-    let size = checked_size(Compression::Zstd, size, offset)?;
-    let mut decoder = zstd::stream::read::Decoder::with_buffer(data)
-        .map_err(|e| fail(e.to_string()))?
-        .single_frame();
-    let mut out = Vec::new();
-    // One byte past the declared size reveals a frame that is too long.
-    let mut want = HEAD_STEP;
-    loop {
-        let target = want.min(size + 1);
-        out.reserve_exact(target - out.len());
-        (&mut decoder)
-            .take((target - out.len()) as u64)
-            .read_to_end(&mut out)
-            .map_err(|e| fail(e.to_string()))?;
-        if out.len() < target || target > size {
-            break;
-        }
-        if enough(&out) {
-            return Ok(out);
-        }
-        want = want.saturating_mul(2);
-    }
-    if out.len() != size {
-        return Err(fail(format!(
-            "decompressed to {} bytes, header says {size}",
-            out.len()
-        )));
-    }
-    Ok(out)
 }
 
 /// Little-endian reads that fail with the structure's name and offset.
