@@ -87,7 +87,7 @@ pub(crate) fn entry_image(
 
 /// A SASS target as the fatbin entry header gives it. The flags are what
 /// [`cubin_image`] falls back on too; nvcc's fatbinary sets them from the
-/// same `-arch` that ptxas records in the cubin's toolkit note.
+/// same `-arch` that ptxas compiled the cubin for.
 fn header_target(entry: &Entry<'_>) -> Result<Target, Problem> {
     if entry.sm < 10 {
         return Err(Problem::Cubin {
