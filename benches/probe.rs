@@ -12,8 +12,11 @@
 mod support;
 
 use kernel_preflight::classify::{self, OutcomeKind};
-use kernel_preflight::probe::{PythonProbe, SmokeSource, find_python};
+use kernel_preflight::probe::{
+    Executor, Job, Placement, PythonExecutor, SmokeSource, Subject, find_python,
+};
 use kernel_preflight::sandbox::{Cancel, Limits};
+use kernel_preflight::variant::VariantName;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use support::{Case, measure, print_cases, rounds};
@@ -82,17 +85,21 @@ fn bare_import(python: &Path, variant: &Path) -> impl FnMut() {
 }
 
 fn probed(python: &Path, variant: &Path, smoke: SmokeSource) -> impl FnMut() {
-    let prober = PythonProbe {
-        python: python.to_path_buf(),
+    let executor = PythonExecutor::new(python);
+    let name = variant.file_name().expect("variant dir").to_string_lossy();
+    let job = Job {
+        device: Placement::Cpu,
         smoke,
         limits: Limits::default(),
-        env: Vec::new(),
+        ..Job::new(Subject::Variant {
+            name: VariantName::parse(&name).expect("a hub variant name"),
+            path: variant.to_path_buf(),
+        })
     };
-    let variant = variant.to_path_buf();
     let cancel = Cancel::new();
     move || {
-        let run = prober.run(&variant, "cpu", &cancel).expect("probe");
-        let outcome = classify::classify_run(&run);
+        let evidence = executor.run(&job, &cancel).expect("probe");
+        let outcome = classify::classify(&evidence);
         assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
     }
 }

@@ -1,7 +1,9 @@
 //! The sandbox's own overhead: a no-op child (`/bin/true`) run through
 //! `Sandbox::run` against a bare `std::process::Command` spawn + wait, and
-//! `python3 -c pass` the same two ways. Cases are interleaved round by
-//! round, their order rotating, so machine drift hits all of them alike.
+//! `python3 -c pass` the same ways; each sandbox case with the reaper (the
+//! `preflight` binary, as `preflight` runs probes) and without. Cases are
+//! interleaved round by round, their order rotating, so machine drift hits
+//! all of them alike.
 //!
 //! `cargo bench --bench sandbox` (rounds: `PREFLIGHT_BENCH_ROUNDS`, default
 //! 400). Under `cargo test --all-targets` it runs two rounds as a smoke test.
@@ -9,8 +11,9 @@
 mod support;
 
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox, Termination};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use support::{Case, measure, print_cases, rounds};
+use support::{Case, measure, preflight, print_cases, rounds};
 
 /// Spawn + wait with both outputs captured, as a caller without a sandbox would.
 fn bare(program: &'static str, args: &'static [&'static str]) -> impl FnMut() {
@@ -25,8 +28,13 @@ fn bare(program: &'static str, args: &'static [&'static str]) -> impl FnMut() {
     }
 }
 
-/// A run in `sandbox`, or in a fresh one (temporary directory included).
-fn sandboxed(sandbox: Option<&Sandbox>, cmd: ChildCommand) -> impl FnMut() + '_ {
+/// A run in `sandbox`, or in a fresh one (temporary directory included)
+/// under `reaper`.
+fn sandboxed(
+    sandbox: Option<&Sandbox>,
+    reaper: Option<PathBuf>,
+    cmd: ChildCommand,
+) -> impl FnMut() + '_ {
     let limits = Limits::default();
     let cancel = Cancel::new();
     move || {
@@ -34,18 +42,21 @@ fn sandboxed(sandbox: Option<&Sandbox>, cmd: ChildCommand) -> impl FnMut() + '_ 
         let sandbox = match sandbox {
             Some(sandbox) => sandbox,
             None => {
-                fresh = Sandbox::new().expect("sandbox");
+                fresh = Sandbox::new().expect("sandbox").with_reaper(reaper.clone());
                 &fresh
             }
         };
         let report = sandbox.run(&cmd, &limits, &cancel).expect("sandbox run");
         assert_eq!(report.termination, Termination::Exited { code: 0 });
+        assert_eq!(report.contained, sandbox.reaper().is_some());
     }
 }
 
 fn main() {
     let rounds = rounds(400);
+    let reaper = Some(preflight());
     let reused = Sandbox::new().expect("sandbox");
+    let reused_reaped = Sandbox::new().expect("sandbox").with_reaper(reaper.clone());
 
     let mut cases: Vec<Case> = vec![
         (
@@ -53,12 +64,28 @@ fn main() {
             Box::new(bare("/bin/true", &[])),
         ),
         (
-            "Sandbox::run(/bin/true)",
-            Box::new(sandboxed(Some(&reused), ChildCommand::new("/bin/true"))),
+            "Sandbox::run(/bin/true), no reaper",
+            Box::new(sandboxed(
+                Some(&reused),
+                None,
+                ChildCommand::new("/bin/true"),
+            )),
         ),
         (
-            "Sandbox::new + run(/bin/true)",
-            Box::new(sandboxed(None, ChildCommand::new("/bin/true"))),
+            "Sandbox::run(/bin/true), reaper",
+            Box::new(sandboxed(
+                Some(&reused_reaped),
+                None,
+                ChildCommand::new("/bin/true"),
+            )),
+        ),
+        (
+            "Sandbox::new + run(/bin/true), reaper",
+            Box::new(sandboxed(
+                None,
+                reaper.clone(),
+                ChildCommand::new("/bin/true"),
+            )),
         ),
     ];
     let samples = measure(&mut cases, rounds);
@@ -82,9 +109,18 @@ fn main() {
             Box::new(bare(python, &["-c", "pass"])),
         ),
         (
-            "Sandbox::new + run(python3 -c pass)",
+            "Sandbox::new + run(python3 -c pass), no reaper",
             Box::new(sandboxed(
                 None,
+                None,
+                ChildCommand::new(python).arg("-c").arg("pass"),
+            )),
+        ),
+        (
+            "Sandbox::new + run(python3 -c pass), reaper",
+            Box::new(sandboxed(
+                None,
+                reaper.clone(),
                 ChildCommand::new(python).arg("-c").arg("pass"),
             )),
         ),

@@ -9,9 +9,9 @@
 
 mod support;
 
-use kernel_preflight::cache::outcomes::ProbeRecord;
-use kernel_preflight::cache::{Entry, KeyParts, SCHEMA, Store};
-use kernel_preflight::classify::{Outcome, Timings};
+use kernel_preflight::cache::{Cache, JobIdentity, OutcomeKey, OutcomeRecord, VariantFiles};
+use kernel_preflight::classify::{Depth, Outcome, Timings};
+use kernel_preflight::protocol::{ExecutorKind, PROTOCOL_VERSION};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -57,29 +57,34 @@ fn preflight_in(cache: &Path, args: &[&str]) -> Command {
 
 /// Fill the cache with `n` valid entries for other variants.
 fn fill(cache: &Path, n: usize) {
-    let store = Store::at(cache);
+    let cache = Cache::at(cache);
     let outcome: Outcome = serde_json::from_value(serde_json::json!({
         "kind": "pass", "phase": "done", "depth": "load", "message": "filler",
         "hint": "", "exit_code": 0, "signal": null, "stderr_tail": ""
     }))
     .expect("outcome");
     for i in 0..n {
-        let parts = KeyParts {
-            schema: SCHEMA,
-            fingerprint: "0".repeat(64),
-            variant: format!("content:filler-{i}"),
+        let job = JobIdentity {
+            executor: ExecutorKind::Python,
+            name: "torch-cpu".into(),
+            device: "cpu".into(),
+            files: VariantFiles {
+                content: format!("content:filler-{i}"),
+                metadata: None,
+            },
             smoke: "load-only".into(),
+            depth: Depth::Verified,
+            protocol: PROTOCOL_VERSION,
         };
-        let record = ProbeRecord {
-            variant: "torch-cpu".into(),
+        let record = OutcomeRecord {
             path: PathBuf::from(format!("/nonexistent/{i}")),
-            identity: parts.variant.clone(),
             smoke: "load-only".into(),
             outcome: outcome.clone(),
             timings: Timings::default(),
             machine: "filler".into(),
         };
-        store.put(&Entry::new(parts, record)).expect("fill cache");
+        let key = OutcomeKey::new(&"0".repeat(64), job);
+        cache.outcomes().put(&key, record).expect("fill cache");
     }
 }
 

@@ -6,7 +6,7 @@
 #   scripts/gpu-check.sh [PATH/TO/preflight]     # or PREFLIGHT=…; default target/release/preflight
 #
 # Needs nothing from the network and no Rust toolchain. It runs `doctor`,
-# builds with the local nvcc a kernel for this GPU's architecture, one with
+# the full fingerprint without Python, builds with the local nvcc a kernel for this GPU's architecture, one with
 # SASS only for an architecture this GPU lacks (no PTX), one with PTX only,
 # and one with PTX newer than the driver; runs `check` (native preflight.toml
 # targets) and `inspect` on them; prints one PASS/FAIL line per expectation
@@ -72,6 +72,15 @@ importable() { "$PY" -c "import $1" >/dev/null 2>&1 && echo pass || echo missing
 expect "doctor: torch" "$(importable torch)" "$(check_verdict torch)"
 expect "doctor: Triton" "$(importable triton)" "$(check_verdict triton)"
 expect "doctor: CuTe-DSL" "$(importable cutlass)" "$(check_verdict cute_dsl)"
+
+# 1b. full fingerprint without Python: the cuda child measures CUDA's device 0
+PREFLIGHT_PYTHON=none PREFLIGHT_CACHE=$WORK/fingerprint-cache timeout 240 \
+  "$BIN" fingerprint --full --json >"$WORK/fingerprint.json" 2>"$WORK/fingerprint.err"
+expect "fingerprint --full without Python: exit status" 0 "$?"
+expect "fingerprint --full: libcuda" ok "$(jget "$WORK/fingerprint.json" "d['gpus']['libcuda']['status']")"
+expect "fingerprint --full: CUDA driver API" "$driver_cuda" "$(jget "$WORK/fingerprint.json" "d['gpus']['cuda_driver_api']")"
+expect "fingerprint --full: CUDA device 0 compute capability" "$cc" \
+  "$(jget "$WORK/fingerprint.json" "[g['compute_capability'] for g in d['gpus']['devices'] if g['cuda_index']==0][0]")"
 
 # 2. kernels built with the local nvcc
 NVCC=""

@@ -359,3 +359,30 @@ fn python_has_torch() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+#[test]
+fn findings_that_change_no_result_are_warnings_on_stderr_and_in_json() {
+    let repo = Repo::new();
+    repo.variant("torch-universal", "X = 1\n");
+    repo.file("build/README.md", "not a variant\n");
+    let root = repo.root().display().to_string();
+    let out = check(&[&root, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    let warnings: Vec<&str> = doc["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].ends_with("README.md: not a directory, ignored"));
+    assert!(
+        stderr(&out).contains("preflight: warning: "),
+        "{}",
+        stderr(&out)
+    );
+    // Nothing to say: no `warnings` key at all.
+    let clean = json(&check(&[&example(), "--json"]));
+    assert!(clean.get("warnings").is_none());
+}

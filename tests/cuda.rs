@@ -9,11 +9,15 @@
 mod common;
 
 use common::{preflight_cmd, stderr, stdout, venv};
-use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
+use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
+use kernel_preflight::discover::{self, Named, NativeTarget, Target};
+use kernel_preflight::fingerprint::{Fingerprint, NoStore, Sources};
 use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, ElemType, Failure, Launch, ModuleKind, ModuleSpec, Step, Tolerance,
+    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
-use kernel_preflight::probe::native;
+use kernel_preflight::probe::{Executor, Job, Subject};
+use kernel_preflight::protocol::{Evidence, Failure, NvrtcError, Report};
+use kernel_preflight::run::{self, Executors, Plan, PlanOptions, RunEvent};
 use kernel_preflight::sandbox::{Cancel, Termination};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,6 +49,35 @@ fn executor() -> CudaExecutor {
     let mut e = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight")).with_nvrtc(Some(nvrtc()));
     e.libcuda = Some(NO_LIBCUDA.into());
     e
+}
+
+/// One cuda executor run, folded and classified.
+struct Run {
+    evidence: Evidence,
+    report: Report,
+    outcome: Outcome,
+}
+
+fn run_on(executor: &CudaExecutor, subject: Subject) -> Run {
+    let evidence = executor
+        .run(&Job::new(subject), &Cancel::new())
+        .expect("run");
+    Run {
+        report: evidence.report(),
+        outcome: classify::classify(&evidence),
+        evidence,
+    }
+}
+
+/// `spec` with `launches`, run by [`executor`].
+fn run(spec: ModuleSpec, launches: &[Launch]) -> Run {
+    run_on(
+        &executor(),
+        Subject::Module {
+            spec,
+            launches: launches.to_vec(),
+        },
+    )
 }
 
 fn cuda_source(path: PathBuf, target: Option<&str>) -> ModuleSpec {
@@ -103,14 +136,7 @@ fn nvcc(args: &[&str], source: &Path, out: &Path) {
 
 #[test]
 fn nvrtc_on_broken_source_is_a_jit_compile_error_carrying_the_log() {
-    let run = executor()
-        .run(
-            0,
-            Some(&cuda_source(fixture("broken.cu"), None)),
-            &[axpy_launch()],
-            &Cancel::new(),
-        )
-        .expect("run");
+    let run = run(cuda_source(fixture("broken.cu"), None), &[axpy_launch()]);
     let o = &run.outcome;
     assert_eq!(
         (o.kind, o.phase),
@@ -126,27 +152,20 @@ fn nvrtc_on_broken_source_is_a_jit_compile_error_carrying_the_log() {
         "{}",
         o.stderr_tail
     );
-    match &run.facts.failure {
-        Some((Step::Compile, Failure::Nvrtc { log, code, .. })) => {
+    match &run.report.failure {
+        Some((Phase::Load, Failure::Nvrtc(NvrtcError { log, code, .. }))) => {
             assert_eq!(*code, 6, "NVRTC_ERROR_COMPILATION");
             assert!(log.contains("broken.cu(5): error"), "{log}");
         }
         other => panic!("expected an NVRTC failure, got {other:?}"),
     }
-    assert_eq!(run.run.termination, Termination::Exited { code: 0 });
+    assert_eq!(run.evidence.termination, Termination::Exited { code: 0 });
 }
 
 #[test]
 fn nvrtc_on_good_source_compiles_then_load_fails_with_no_device() {
-    let run = executor()
-        .run(
-            0,
-            Some(&cuda_source(fixture("axpy/axpy.cu"), None)),
-            &[axpy_launch()],
-            &Cancel::new(),
-        )
-        .expect("run");
-    let c = run.facts.compiled.clone().expect("compiled");
+    let run = run(cuda_source(fixture("axpy/axpy.cu"), None), &[axpy_launch()]);
+    let c = run.report.compiled.clone().expect("compiled");
     assert_eq!(c.image, "ptx", "no device: NVRTC's default target is PTX");
     assert!(c.target.contains("default"), "{}", c.target);
     assert!(c.bytes > 100);
@@ -157,20 +176,13 @@ fn nvrtc_on_good_source_compiles_then_load_fails_with_no_device() {
         "{}",
         run.outcome.message
     );
-    assert!(run.facts.load_ms.is_none(), "nothing was loaded");
+    assert!(run.report.load_ms.is_none(), "nothing was loaded");
 }
 
 #[test]
 fn nvrtc_compiles_arch_specific_cubins() {
-    let run = executor()
-        .run(
-            0,
-            Some(&cuda_source(fixture("axpy/axpy.cu"), Some("sm_90a"))),
-            &[],
-            &Cancel::new(),
-        )
-        .expect("run");
-    let c = run.facts.compiled.clone().expect("compiled");
+    let run = run(cuda_source(fixture("axpy/axpy.cu"), Some("sm_90a")), &[]);
+    let c = run.report.compiled.clone().expect("compiled");
     assert_eq!((c.target.as_str(), c.image.as_str()), ("sm_90a", "cubin"));
     assert!(c.bytes > 1000);
 }
@@ -186,18 +198,16 @@ fn without_libcuda_the_executor_reports_no_device_cleanly() {
         nvrtc_options: Vec::new(),
         target: None,
     };
-    let run = executor()
-        .run(0, Some(&spec), &[axpy_launch()], &Cancel::new())
-        .expect("run");
+    let run = run(spec, &[axpy_launch()]);
     let o = &run.outcome;
     assert_eq!((o.kind, o.phase), (OutcomeKind::NoDevice, Phase::Start));
     assert_eq!((o.exit_code, o.signal.as_deref()), (Some(0), None));
     assert!(o.message.contains(NO_LIBCUDA), "{}", o.message);
     assert!(!o.hint.is_empty());
-    assert!(run.facts.done, "the child finished its result file");
+    assert_eq!(run.evidence.channel, Default::default(), "a clean channel");
     assert!(matches!(
-        run.facts.failure,
-        Some((Step::Driver, Failure::LibraryMissing { .. }))
+        run.report.failure,
+        Some((Phase::Start, Failure::LibraryMissing { .. }))
     ));
     assert!(
         !run.outcome.stderr_tail.contains("panicked"),
@@ -210,14 +220,13 @@ fn without_libcuda_the_executor_reports_no_device_cleanly() {
 fn a_missing_nvrtc_is_a_jit_compile_error_not_a_crash() {
     let mut e = executor();
     e.nvrtc = Some("/nonexistent/libnvrtc.so.13".into());
-    let run = e
-        .run(
-            0,
-            Some(&cuda_source(fixture("axpy/axpy.cu"), None)),
-            &[],
-            &Cancel::new(),
-        )
-        .expect("run");
+    let run = run_on(
+        &e,
+        Subject::Module {
+            spec: cuda_source(fixture("axpy/axpy.cu"), None),
+            launches: Vec::new(),
+        },
+    );
     assert_eq!(run.outcome.kind, OutcomeKind::JitCompileError);
     assert!(run.outcome.message.contains("NVRTC is not loadable"));
     assert!(run.outcome.hint.contains("nvidia-cuda-nvrtc"));
@@ -238,7 +247,7 @@ fn the_wheel_nvcc_compiles_a_cubin_for_a_real_architecture() {
 fn the_doctor_ptx_assembles_with_ptxas() {
     let dir = tempfile::tempdir().unwrap();
     let ptx = dir.path().join("axpy.ptx");
-    std::fs::write(&ptx, include_str!("../src/probe/doctor/kernels/axpy.ptx")).unwrap();
+    std::fs::write(&ptx, include_str!("../src/doctor/kernels/axpy.ptx")).unwrap();
     let status = Command::new(cu13().join("bin/ptxas"))
         .args(["-arch=sm_90", "-o"])
         .arg(dir.path().join("axpy.cubin"))
@@ -262,17 +271,61 @@ fn native_target(arch: &str) -> tempfile::TempDir {
     dir
 }
 
+fn load(dir: &Path) -> NativeTarget {
+    match discover::discover(dir).expect("valid preflight.toml") {
+        Target::Native(t) => t,
+        Target::Hub(d) => panic!("discovered as a hub kernel: {d:?}"),
+    }
+}
+
 #[test]
-fn native_targets_load_and_probe_every_module() {
+fn native_targets_become_one_job_per_module_in_the_plan() {
     let dir = native_target("sm_90");
-    let target = native::load(dir.path()).expect("valid preflight.toml");
+    let target = load(dir.path());
     assert_eq!(target.modules.len(), 2);
-    let report = native::probe(&target, &executor(), 0, &Cancel::new()).expect("probe");
-    assert_eq!(report.modules.len(), 2);
-    assert_eq!(report.outcome.kind, OutcomeKind::NoDevice);
-    assert!(report.outcome.message.starts_with("axpy.cubin: "));
-    // The source module still compiled: a broken kernel would say so here.
-    assert!(report.modules[1].1.facts.compiled.is_some());
+    let fingerprint = Fingerprint::fast(&Sources::from_process(), &NoStore).unwrap();
+    let plan = Plan::new(
+        vec![Named {
+            given: "axpy".into(),
+            target: Target::Native(target.clone()),
+        }],
+        &fingerprint,
+        &PlanOptions::default(),
+        None,
+    );
+    let names: Vec<&str> = plan.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, ["axpy.cubin", "axpy.cu"]);
+    assert!(
+        plan.jobs
+            .iter()
+            .all(|j| j.skip.is_none() && j.key.is_none())
+    );
+    assert!(!plan.needs_python());
+    let executors = Executors {
+        python: None,
+        cuda: Some(executor()),
+    };
+    let finished = std::sync::Mutex::new(Vec::new());
+    let report = run::run(&plan, &executors, 2, &Cancel::new(), &|e: RunEvent<'_>| {
+        if let RunEvent::Finished { job, .. } = e {
+            finished.lock().unwrap().push(job.id);
+        }
+    });
+    assert_eq!(finished.into_inner().unwrap().len(), 2);
+    for r in &report.results {
+        assert_eq!(
+            r.outcome.kind,
+            OutcomeKind::NoDevice,
+            "{}: {:?}",
+            r.variant,
+            r.outcome
+        );
+    }
+    assert!(!report.every_target_passes());
+    // The source module still compiles without a GPU: a broken kernel
+    // would say so here.
+    let cu = &target.modules[1];
+    assert!(run(cu.spec.clone(), &cu.launches).report.compiled.is_some());
 }
 
 #[test]
@@ -309,7 +362,7 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("preflight.toml: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
+        err.contains("preflight.toml:7: module[0].launch[0].block: 2048 threads per block: CUDA allows at most 1024"),
         "{err}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -325,21 +378,27 @@ fn a_bad_preflight_toml_is_exit_2_with_the_key_that_is_wrong() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("line 3"), "{err}");
+    assert!(err.contains("preflight.toml:3:1: "), "{err}");
     assert!(err.contains("unknown field `grid`"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
 
 #[test]
 #[ignore = "needs a GPU: run scripts/gpu-check.sh"]
 fn on_a_gpu_native_modules_pass_verified() {
     let probe = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
-    let first = probe.run(0, None, &[], &Cancel::new()).expect("run");
-    let device = first.facts.device.expect("a GPU");
+    let first = run_on(&probe, Subject::Device);
+    let device = first.report.device.expect("a GPU");
     let dir = native_target(&device.sm());
-    let target = native::load(dir.path()).unwrap();
-    let report =
-        native::probe(&target, &probe.with_nvrtc(Some(nvrtc())), 0, &Cancel::new()).unwrap();
-    for (module, run) in &report.modules {
+    let probe = probe.with_nvrtc(Some(nvrtc()));
+    for module in load(dir.path()).modules {
+        let run = run_on(
+            &probe,
+            Subject::Module {
+                spec: module.spec.clone(),
+                launches: module.launches.clone(),
+            },
+        );
         assert_eq!(
             run.outcome.kind,
             OutcomeKind::Pass,
@@ -348,6 +407,6 @@ fn on_a_gpu_native_modules_pass_verified() {
             run.outcome
         );
         assert_eq!(run.outcome.depth, Some(Depth::Verified));
-        assert!(run.timings.smoke_ms.is_some());
+        assert!(run.evidence.timings().smoke_ms.is_some());
     }
 }

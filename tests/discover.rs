@@ -4,7 +4,9 @@
 mod common;
 
 use common::{preflight, preflight_cmd, stderr, stdout};
-use kernel_preflight::discover::{self, DiscoverError, MetadataStatus, TargetKind};
+use kernel_preflight::discover::{
+    self, DiscoverError, MetadataStatus, Target, TargetKind, Targets,
+};
 use serde_json::Value;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -101,7 +103,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 fn kernel_repo_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = kernel_repo(tmp.path());
-    let d = discover::discover(&repo).unwrap();
+    let d = discover::discover_hub(&repo).unwrap();
     assert_eq!(d.kind, TargetKind::KernelRepo);
     assert_eq!(d.kernel.as_deref(), Some("relu-kernel"));
     let names: Vec<String> = d.variants.iter().map(|v| v.name.to_string()).collect();
@@ -129,21 +131,54 @@ fn kernel_repo_directory() {
 }
 
 #[test]
+fn both_target_kinds_each_discovered_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = kernel_repo(tmp.path());
+    let native = tmp.path().join("native");
+    fs::create_dir(&native).unwrap();
+    fs::write(native.join("k.ptx"), ".version 8.0\n").unwrap();
+    fs::write(
+        native.join("preflight.toml"),
+        "[[module]]\nfile = \"k.ptx\"\n",
+    )
+    .unwrap();
+    symlink(&repo, tmp.path().join("link")).unwrap();
+    let mut targets = Targets::new();
+    for (given, path) in [
+        ("relu", repo.clone()),
+        ("native", native.clone()),
+        ("relu again", repo.join(".")),
+        ("link", tmp.path().join("link")),
+        ("native again", tmp.path().join("native/../native")),
+    ] {
+        targets.add(given, &path).unwrap();
+    }
+    let targets = targets.into_vec();
+    let given: Vec<&str> = targets.iter().map(|t| t.given.as_str()).collect();
+    assert_eq!(given, ["relu", "native"], "the first name is kept");
+    assert!(matches!(&targets[0].target, Target::Hub(d) if d.variants.len() == 3));
+    match &targets[1].target {
+        Target::Native(t) => assert_eq!(t.modules[0].name(), "k.ptx"),
+        Target::Hub(d) => panic!("{d:?}"),
+    }
+}
+
+#[test]
 fn variants_dir_and_single_variant() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = kernel_repo(tmp.path());
-    let d = discover::discover(&repo.join("build")).unwrap();
+    let d = discover::discover_hub(&repo.join("build")).unwrap();
     assert_eq!(d.kind, TargetKind::VariantsDir);
     assert_eq!(d.kernel.as_deref(), Some("relu-kernel"));
     assert_eq!(d.variants.len(), 3);
 
     let one = repo.join("build/torch29-cxx11-cu128-x86_64-linux");
-    let d = discover::discover(&one).unwrap();
+    let d = discover::discover_hub(&one).unwrap();
     assert_eq!(d.kind, TargetKind::Variant);
     assert_eq!(d.variants.len(), 1);
     assert_eq!(d.kernel.as_deref(), Some("relu-kernel"));
     // A trailing slash or `.` names the same directory.
-    let d = discover::discover(&one.join(".")).unwrap();
+    let d = discover::discover_hub(&one.join(".")).unwrap();
     assert_eq!(d.kind, TargetKind::Variant);
 }
 
@@ -154,7 +189,7 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
     let cache = tmp.path().join("hub");
     let folder = hub_cache(&cache, &repo);
 
-    let d = discover::discover(&folder).unwrap();
+    let d = discover::discover_hub(&folder).unwrap();
     assert_eq!(d.kind, TargetKind::HubCache);
     assert_eq!(d.kernel.as_deref(), Some("acme/relu-kernel"));
     assert_eq!(d.variants.len(), 3, "refs/main's snapshot, not the old one");
@@ -170,7 +205,7 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
     );
 
     let snapshot = folder.join("snapshots/0123456789abcdef0123456789abcdef01234567");
-    let d = discover::discover(&snapshot).unwrap();
+    let d = discover::discover_hub(&snapshot).unwrap();
     assert_eq!(d.kind, TargetKind::HubCache);
     assert_eq!(d.kernel.as_deref(), Some("acme/relu-kernel"));
 
@@ -203,7 +238,7 @@ fn hub_cache_folder_snapshot_and_repo_lookup() {
     fs::remove_file(folder.join("refs/main")).unwrap();
     let newest = folder.join("snapshots/newest/build/torch-cpu");
     fs::create_dir_all(&newest).unwrap();
-    let d = discover::discover(&folder).unwrap();
+    let d = discover::discover_hub(&folder).unwrap();
     assert_eq!(d.root, folder.join("snapshots/newest/build"));
 }
 
@@ -270,7 +305,7 @@ fn bad_targets_are_precise_errors_with_exit_2() {
         assert!(stdout(&out).is_empty());
     }
     assert!(matches!(
-        discover::discover(&missing),
+        discover::discover_hub(&missing),
         Err(DiscoverError::NotFound(_))
     ));
 }

@@ -6,7 +6,8 @@
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;
 
-use kernel_preflight::fingerprint::{Depth, Fingerprint, FoundVia, VersionFrom};
+use kernel_preflight::fingerprint::{ComputeCapability, Depth, Fingerprint, FoundVia, VersionFrom};
+use kernel_preflight::variant::Version;
 use machine::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -131,8 +132,30 @@ fn gpus_on_the_pci_bus_in_bus_order_with_cuda_visible_devices_applied() {
     assert_eq!(index(&m.fingerprint(&[]).0), [None, Some(0), None]);
     m.set("CUDA_VISIBLE_DEVICES", "");
     assert_eq!(index(&m.fingerprint(&[]).0), [None, None, None]);
-    m.set("CUDA_VISIBLE_DEVICES", "GPU-5c3a1e2b");
+    // UUIDs (or unique prefixes of them) name GPUs as indices do; the
+    // driver's information files tell them, though they are never printed.
+    m.set(
+        "CUDA_VISIBLE_DEVICES",
+        format!("{},0", &gpu_uuid("0000:c1:00.0")[..10]),
+    );
+    let (fp, _) = m.fingerprint(&[]);
+    assert_eq!(index(&fp), [Some(1), None, Some(0)]);
+    assert!(fp.gpus.devices.iter().all(|g| g.uuid.is_none()));
+    // A prefix that names two GPUs, a GPU without an information file, a
+    // MIG instance: files cannot tell which device it is, so the numbering
+    // stops there.
+    m.set("CUDA_VISIBLE_DEVICES", "0,GPU-0000");
+    assert_eq!(index(&m.fingerprint(&[]).0), [Some(0), None, None]);
+    m.set("CUDA_VISIBLE_DEVICES", "GPU-000081");
     assert_eq!(index(&m.fingerprint(&[]).0), [None, None, None]);
+    m.set("CUDA_VISIBLE_DEVICES", "2,MIG-5c3a1e2b,0");
+    assert_eq!(index(&m.fingerprint(&[]).0), [None, None, Some(0)]);
+    // The fast fingerprint cannot rank GPUs by speed: FASTEST_FIRST (the
+    // default) is bus order there, as PCI_BUS_ID is.
+    m.set("CUDA_VISIBLE_DEVICES", "1");
+    m.set("CUDA_DEVICE_ORDER", "FASTEST_FIRST");
+    assert_eq!(index(&m.fingerprint(&[]).0), [None, Some(0), None]);
+    m.unset("CUDA_DEVICE_ORDER");
 
     let out = m.unset("CUDA_VISIBLE_DEVICES").run(&[]);
     let table = String::from_utf8_lossy(&out.stdout);
@@ -159,10 +182,10 @@ fn one_gpu_and_overrides_of_gpu_facts() {
     m.set("PREFLIGHT_CUDA_DRIVER_API", "12.8");
     let (fp, _) = m.fingerprint(&[]);
     assert_eq!(
-        fp.gpus.devices[0].compute_capability.as_deref(),
-        Some("12.0")
+        fp.gpus.devices[0].compute_capability,
+        Some(ComputeCapability::new(12, 0))
     );
-    assert_eq!(fp.gpus.cuda_driver_api.as_deref(), Some("12.8"));
+    assert_eq!(fp.gpus.cuda_driver_api, Some(Version::new(12, 8)));
 
     m.set(
         "PREFLIGHT_GPUS",
@@ -178,7 +201,7 @@ fn one_gpu_and_overrides_of_gpu_facts() {
         .map(|g| {
             (
                 g.pci_bus_id.as_str(),
-                g.compute_capability.as_deref(),
+                g.compute_capability.map(|c| c.to_string()),
                 g.cuda_index,
             )
         })
@@ -186,8 +209,8 @@ fn one_gpu_and_overrides_of_gpu_facts() {
     assert_eq!(
         cc,
         [
-            ("0000:01:00.0", Some("9.0"), Some(0)),
-            ("0000:02:00.0", Some("8.0"), Some(1))
+            ("0000:01:00.0", Some("9.0".to_string()), Some(0)),
+            ("0000:02:00.0", Some("8.0".to_string()), Some(1))
         ]
     );
 }
@@ -324,11 +347,19 @@ fn nvcc_is_asked_once_per_stat() {
     assert_eq!(fp.toolkits.found[0].version.as_deref(), Some("13.0.88"));
     assert_ne!(hash, first);
 
-    // The cache is private: 0700 folder, 0600 file.
-    let dir = m.path("cache/fingerprint-v1");
+    // The cache is private: 0700 folders, 0600 files; one entry per tool.
+    let dir = m.path("cache/fingerprints-v2/tools");
     let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
-    assert_eq!(mode(&dir.join("tools.json")), 0o600);
+    let shards: Vec<_> = std::fs::read_dir(&dir).expect("tools").flatten().collect();
+    assert_eq!(shards.len(), 1);
+    assert_eq!(mode(&shards[0].path()), 0o700);
+    let entries: Vec<_> = std::fs::read_dir(shards[0].path())
+        .expect("shard")
+        .flatten()
+        .collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(mode(&entries[0].path()), 0o600);
 }
 
 #[test]

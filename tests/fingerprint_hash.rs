@@ -26,7 +26,12 @@ fn the_hash_is_stable_for_an_unchanged_machine() {
     // The same machine described in this process gives the same hash.
     let mut src = kernel_preflight::fingerprint::Sources::from_vars(m.env.clone());
     src.python = None;
-    assert_eq!(Fingerprint::fast(&src).expect("fingerprint").hash(), first);
+    assert_eq!(
+        Fingerprint::fast(&src, &kernel_preflight::fingerprint::NoStore)
+            .expect("fingerprint")
+            .hash(),
+        first
+    );
     // Variables that change nothing that runs leave it alone.
     m.set("TRITON_CACHE_DIR", "/tmp/elsewhere");
     m.set("UNRELATED", "1");
@@ -220,4 +225,84 @@ fn the_hash_changes_with_every_field() {
         change(&mut m);
         assert_ne!(m.hash(), before, "{name} did not change the hash");
     }
+}
+
+#[test]
+fn the_hash_covers_the_interpreter_not_the_way_it_was_found() {
+    use std::os::unix::fs::symlink;
+    let m = Machine::new();
+    // Two base installations alike in every file but their place.
+    for base in ["base", "base2"] {
+        m.script(&format!("{base}/bin/python3.12"), "exit 3");
+        symlink("python3.12", m.path(&format!("{base}/bin/python3"))).expect("ln");
+        m.write(
+            &format!("{base}/include/python3.12/patchlevel.h"),
+            "#define PY_VERSION \"3.12.4\"\n",
+        );
+        let site = m.path(&format!("{base}/lib/python3.12/site-packages"));
+        m.dist(&site, "torch-2.9.0.dist-info");
+    }
+    // A venv of the first, its `python` a link to the base interpreter as
+    // `python -m venv` makes it, and a link to the venv's folder.
+    let venv = m.venv_of("venv", &m.path("base/bin"), "3.12.4");
+    std::fs::remove_file(venv.join("bin/python")).expect("rm");
+    symlink(m.path("base/bin/python3.12"), venv.join("bin/python")).expect("ln");
+    symlink("python", venv.join("bin/python3")).expect("ln");
+    m.dist(&venv_site(&venv), "torch-2.9.0.dist-info");
+    symlink(&venv, m.path("venv-link")).expect("ln");
+    symlink(m.path("base/bin/python3.12"), m.path("bin/py")).expect("ln");
+
+    let p = |rel: &str| m.path(rel).to_string_lossy().into_owned();
+    let hash_of = |vars: &[(&str, String)], args: &[&str]| {
+        let (fp, hash) = m.fingerprint_with(vars, args);
+        (fp.python.expect("python"), hash)
+    };
+    let python = p("venv/bin/python");
+    let python3 = p("venv/bin/python3");
+    let (by_venv, venv_hash) = hash_of(&[("VIRTUAL_ENV", p("venv"))], &[]);
+    for (vars, args) in [
+        (vec![], vec!["--python", python.as_str()]),
+        (vec![], vec!["--python", python3.as_str()]),
+        (vec![("PATH", p("venv/bin"))], vec![]),
+        (vec![("PREFLIGHT_PYTHON", python.clone())], vec![]),
+        (vec![("VIRTUAL_ENV", p("venv-link"))], vec![]),
+    ] {
+        let (env, hash) = hash_of(&vars, &args);
+        assert_eq!(hash, venv_hash, "{vars:?} {args:?}: {env:?}");
+        assert_eq!(env.real_path, by_venv.real_path);
+    }
+    // How it was found stays visible.
+    let (by_flag, _) = hash_of(&[], &["--python", python3.as_str()]);
+    assert_eq!(by_flag.interpreter, venv.join("bin/python3"));
+    assert_eq!(
+        by_flag.found_via,
+        kernel_preflight::fingerprint::PythonVia::Flag
+    );
+    assert_eq!(
+        by_venv.real_path,
+        std::fs::canonicalize(p("base/bin/python3.12")).unwrap()
+    );
+
+    // The base interpreter is another environment (its own site-packages),
+    // one however it is reached: by name, by a link beside it, by a link
+    // elsewhere (Python finds its installation from the real path then).
+    let base = p("base/bin/python3.12");
+    let (by_base, base_hash) = hash_of(&[], &["--python", base.as_str()]);
+    assert_ne!(base_hash, venv_hash);
+    assert_eq!(by_base.version.as_deref(), Some("3.12.4"));
+    for args in [
+        vec!["--python", base.as_str()],
+        vec!["--python", &p("base/bin/python3")],
+        vec!["--python", &p("bin/py")],
+    ] {
+        let (env, hash) = hash_of(&[], &args);
+        assert_eq!(hash, base_hash, "{args:?}: {env:?}");
+        assert_eq!(env.site_packages, by_base.site_packages);
+    }
+    let (_, path_hash) = hash_of(&[("PATH", p("base/bin"))], &[]);
+    assert_eq!(path_hash, base_hash);
+
+    // Another interpreter with the same version and packages is another machine.
+    let (_, other_hash) = hash_of(&[], &["--python", &p("base2/bin/python3.12")]);
+    assert_ne!(other_hash, base_hash);
 }

@@ -152,7 +152,7 @@ fn each_change_of_machine_or_variant_causes_a_new_probe() {
 
 fn entry_files(cache: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for shard in std::fs::read_dir(cache.join("outcomes-v1"))
+    for shard in std::fs::read_dir(cache.join("outcomes-v2"))
         .into_iter()
         .flatten()
     {
@@ -346,4 +346,226 @@ fn a_read_only_cache_directory_warns_and_still_answers() {
         stderr(&out)
     );
     assert!(entry_files(&cache).is_empty());
+}
+
+#[test]
+fn targets_are_told_apart_by_identity_not_by_the_name_given() {
+    // `acme/relu` names a local kernel repo (2 variants) and, with --repo,
+    // the hub cache's kernel of that id (3 variants): two targets, one name.
+    let tmp = tempfile::tempdir().unwrap();
+    kernel_repo(
+        &tmp.path().join("acme"),
+        "relu",
+        &variant_names(2),
+        "X = 1\n",
+    );
+    let hub = tmp.path().join("hub");
+    kernel_repo(
+        &hub.join("kernels--acme--relu/snapshots"),
+        "0123abcd",
+        &variant_names(3),
+        "X = 1\n",
+    );
+    let out = Setup::new()
+        .cmd(&["warmup", "acme/relu", "--repo", "acme/relu", "--json"])
+        .current_dir(tmp.path())
+        .env("KERNELS_CACHE", &hub)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts: Vec<(&str, u64)> = summary
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["target"].as_str().unwrap(),
+                s["variants"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [("acme/relu", 2), ("acme/relu", 3)]);
+}
+
+/// Every file under `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(files_under(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+/// A toolkit whose nvcc must be asked for its version (no version files).
+fn asked_toolkit(root: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = root.join("cuda-asked");
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    let nvcc = dir.join("bin/nvcc");
+    std::fs::write(
+        &nvcc,
+        "#!/bin/sh\necho 'Cuda compilation tools, release 12.8, V12.8.93'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&nvcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn cache_cmd(cache: &Path, args: &[&str]) -> std::process::Output {
+    let out = preflight_cmd()
+        .arg("cache")
+        .args(args)
+        .env("PREFLIGHT_CACHE", cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
+#[test]
+fn cache_clear_leaves_no_file_in_any_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let mut s = Setup::new();
+    s.set("CUDA_HOME", asked_toolkit(tmp.path()));
+    assert!(!s.cached(&repo));
+    for bucket in [
+        "outcomes-v2",
+        "identities-v2",
+        "fingerprints-v2/measured",
+        "fingerprints-v2/tools",
+    ] {
+        assert!(
+            !files_under(&s.cache.join(bucket)).is_empty(),
+            "{bucket} holds an entry"
+        );
+    }
+    let dir = cache_cmd(&s.cache, &["dir"]);
+    assert_eq!(stdout(&dir).trim_end(), s.cache.to_str().unwrap());
+
+    let out = cache_cmd(&s.cache, &["clear"]);
+    assert!(stdout(&out).starts_with("removed "), "{}", stdout(&out));
+    assert_eq!(files_under(&s.cache), vec![s.cache.join("CACHEDIR.TAG")]);
+    assert!(!s.cached(&repo), "everything is found out again");
+}
+
+#[test]
+fn an_old_schema_folder_is_never_read_and_prune_removes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let s = Setup::new();
+    assert!(!s.cached(&repo));
+    assert!(s.cached(&repo));
+    // Yesterday's layout: the same valid-looking entries under outcomes-v1.
+    std::fs::rename(s.cache.join("outcomes-v2"), s.cache.join("outcomes-v1")).unwrap();
+    let ls = cache_cmd(&s.cache, &["ls", "--json"]);
+    assert_eq!(stdout(&ls).trim(), "[]");
+    assert!(!s.cached(&repo), "an old-schema entry is never read");
+
+    let out = cache_cmd(&s.cache, &["prune", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["schema_dirs"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
+    assert!(!s.cache.join("outcomes-v1").exists());
+    assert!(s.cached(&repo), "current entries survive prune");
+}
+
+#[test]
+fn prune_removes_outcomes_of_variants_that_are_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let s = Setup::new();
+    assert!(!s.cached(&repo));
+    std::fs::remove_dir_all(repo.join("build/torch-universal")).unwrap();
+    let out = cache_cmd(&s.cache, &["prune", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["entries"], 1, "{report}");
+    let ls = cache_cmd(&s.cache, &["ls", "--json"]);
+    let listed: Vec<Value> = serde_json::from_slice(&ls.stdout).unwrap();
+    let names: Vec<&str> = listed
+        .iter()
+        .map(|e| e["parts"]["job"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["torch-cpu"]);
+    let table = stdout(&cache_cmd(&s.cache, &["ls"]));
+    assert!(
+        table.contains("torch-cpu") && table.contains("pass"),
+        "{table}"
+    );
+}
+
+#[test]
+fn identical_files_under_two_names_are_probed_and_kept_as_two_jobs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("same");
+    let metadata = serde_json::json!({
+        "name": "same", "id": "_same_0", "version": 1, "license": "MIT",
+        "python-depends": [], "backend": {"type": "cpu"},
+    });
+    for name in ["torch-cpu", "torch-universal"] {
+        let dir = repo.join("build").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("__init__.py"), "X = 1\n").unwrap();
+        std::fs::write(dir.join("metadata.json"), metadata.to_string()).unwrap();
+    }
+    let s = Setup::new();
+    assert!(!s.cached(&repo));
+    let ls = cache_cmd(&s.cache, &["ls", "--json"]);
+    let listed: Vec<Value> = serde_json::from_slice(&ls.stdout).unwrap();
+    let mut names: Vec<&str> = listed
+        .iter()
+        .map(|e| e["parts"]["job"]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["torch-cpu", "torch-universal"]);
+    assert_eq!(
+        listed[0]["parts"]["job"]["files"], listed[1]["parts"]["job"]["files"],
+        "the same files"
+    );
+    // The key holds what the job asked for and the protocol its child spoke.
+    for entry in &listed {
+        let job = &entry["parts"]["job"];
+        assert_eq!(job["depth"], "verified", "{job}");
+        assert_eq!(
+            job["protocol"],
+            kernel_preflight::protocol::PROTOCOL_VERSION
+        );
+        assert_eq!(job["executor"], "python", "{job}");
+    }
+    assert!(s.cached(&repo));
+}
+
+#[test]
+fn a_transient_outcome_is_reported_and_never_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Memory taken by another process: the variant may load next time.
+    let repo = kernel_repo(
+        tmp.path(),
+        "busy",
+        &variant_names(1),
+        "class OutOfMemoryError(RuntimeError):\n    pass\n\n\
+         raise OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n",
+    );
+    let s = Setup::new();
+    for _ in 0..2 {
+        let out = s
+            .cmd(&["check", repo.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let result = &doc["results"][0];
+        assert_eq!(result["outcome"]["kind"], "out_of_memory", "{result}");
+        assert_eq!(result["outcome"]["transient"], true, "{result}");
+        assert_eq!(result["cached"], false, "probed again: {result}");
+    }
+    assert!(entry_files(&s.cache).is_empty(), "nothing kept");
 }

@@ -5,7 +5,7 @@
 mod probe_fixtures;
 
 use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
-use kernel_preflight::probe::SmokeSource;
+use kernel_preflight::probe::{Executor, PythonExecutor, SmokeSource};
 use kernel_preflight::sandbox::{Limits, Termination};
 use probe_fixtures::{Repo, probe, probe_with, quick_limits};
 use std::time::{Duration, Instant};
@@ -188,7 +188,7 @@ fn hang_is_timeout() {
     assert_eq!(outcome.kind, OutcomeKind::Timeout, "{outcome:?}");
     assert_eq!(outcome.phase, Phase::Smoke);
     assert!(matches!(
-        run.run.termination,
+        run.evidence.termination,
         Termination::TimedOut {
             needed_sigkill: false,
             ..
@@ -209,7 +209,7 @@ fn ignoring_sigterm_and_hanging_is_timeout_after_sigkill() {
     assert_eq!(outcome.kind, OutcomeKind::Timeout, "{outcome:?}");
     assert_eq!(outcome.phase, Phase::Import);
     assert!(matches!(
-        run.run.termination,
+        run.evidence.termination,
         Termination::TimedOut {
             needed_sigkill: true,
             ..
@@ -229,7 +229,7 @@ fn grandchild_holding_stdout_passes_promptly_and_is_reported_as_a_leak() {
     let (run, outcome) = probe(&v, SmokeSource::LoadOnly, quick_limits());
     assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
     assert!(
-        run.run.leaked.is_some(),
+        run.evidence.leaked.is_some(),
         "the sleeping grandchild is reported"
     );
     assert!(
@@ -356,14 +356,12 @@ fn unusable_smoke_file_is_a_probe_error_not_the_kernels_fault() {
 fn a_missing_interpreter_is_a_probe_error() {
     let repo = Repo::new();
     let v = repo.variant("torch-universal", ADD);
-    let prober = kernel_preflight::probe::PythonProbe {
-        python: repo.root().join("no-such-python"),
-        smoke: SmokeSource::LoadOnly,
-        limits: quick_limits(),
-        env: Vec::new(),
-    };
-    let err = prober
-        .run(&v, "cpu", &kernel_preflight::sandbox::Cancel::new())
+    let executor = PythonExecutor::new(repo.root().join("no-such-python"));
+    let err = executor
+        .run(
+            &probe_fixtures::job(&v, SmokeSource::LoadOnly, quick_limits()),
+            &kernel_preflight::sandbox::Cancel::new(),
+        )
         .expect_err("nothing to execute");
     assert!(err.to_string().contains("no-such-python"), "{err}");
 }

@@ -6,7 +6,7 @@ mod common;
 mod machine;
 
 use kernel_preflight::declared::System;
-use kernel_preflight::variant::{Backend, Version};
+use kernel_preflight::variant::{Backend, OrOther, Os, Version};
 use machine::*;
 use serde_json::Value;
 
@@ -33,8 +33,11 @@ fn system_from_a_fingerprint_of_a_cuda_torch_environment() {
     assert_eq!(s.cxx11_abi, Some(true));
     assert_eq!(s.tvm_ffi, Some(Version::new(0, 1)));
     assert_eq!(
-        (s.cpu.as_str(), s.os.as_str()),
-        (std::env::consts::ARCH, "linux")
+        (s.cpu.to_string(), s.os),
+        (
+            std::env::consts::ARCH.to_string(),
+            OrOther::Known(Os::Linux)
+        )
     );
 
     // A ROCm build.

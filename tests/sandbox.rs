@@ -1,9 +1,10 @@
 //! The sandbox against real misbehaving children: each test runs a fixture
-//! from `tests/fixtures/sandbox/` and checks the report and that no process
-//! of the child's group is left afterwards.
+//! from `tests/fixtures/sandbox/` under the reaper (the `preflight` binary,
+//! as in production) and checks the report and that no process of the
+//! child's group is left afterwards.
 
 use kernel_preflight::sandbox::{
-    Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError, Termination,
+    Cancel, ChildCommand, Limits, Place, RunReport, Sandbox, SandboxError, Termination,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,8 +27,15 @@ fn quick() -> Limits {
     }
 }
 
+/// A sandbox whose children run under the reaper, as `preflight`'s do.
+fn sandbox() -> Sandbox {
+    Sandbox::new()
+        .expect("sandbox directory")
+        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()))
+}
+
 fn run(cmd: &ChildCommand, limits: &Limits) -> (Sandbox, RunReport) {
-    let sandbox = Sandbox::new().expect("sandbox directory");
+    let sandbox = sandbox();
     let report = sandbox
         .run(cmd, limits, &Cancel::new())
         .expect("sandbox run");
@@ -104,7 +112,8 @@ fn passing_child_is_captured() {
     assert_eq!(report.stdout.text(), "out\n");
     assert_eq!(report.stderr.text(), "err\n");
     assert!(!report.stdout.truncated());
-    assert_eq!(report.leaked, None);
+    assert_eq!(report.leaked, vec![]);
+    assert!(report.contained);
 }
 
 #[test]
@@ -225,14 +234,19 @@ fn grandchild_holding_stdout_is_killed_and_reported() {
     let (sandbox, report) = run(&cmd, &quick());
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(report.termination, Termination::Exited { code: 0 });
-    let leaked = report.leaked.as_deref().expect("a leak is reported");
-    assert!(leaked.contains("stdout"), "{leaked}");
     assert!(report.stdout.text().starts_with("child exits"));
     let grandchild = read_pid(&sandbox, "grandchild.pid");
     assert!(
         !process_alive(grandchild),
         "grandchild {grandchild} survived"
     );
+    let [leak] = &report.leaked[..] else {
+        panic!("one leak expected: {:?}", report.leaked);
+    };
+    assert_eq!(leak.pid, grandchild);
+    assert_eq!(leak.cmdline, "sleep 3600");
+    assert_eq!(leak.place, Place::ChildGroup);
+    assert!(leak.held_output && leak.killed, "{leak:?}");
 }
 
 #[test]
@@ -244,15 +258,20 @@ fn grandchild_escaping_the_group_does_not_hang_the_parent() {
     let started = Instant::now();
     let (sandbox, report) = run(&python("escaped_grandchild.py"), &limits);
     let escaped = read_pid(&sandbox, "escaped.pid");
-    // It left the group, so the sandbox cannot kill it: clean up by hand.
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(escaped),
-        nix::sys::signal::Signal::SIGKILL,
+    // Group kills cannot reach it; the reaper does.
+    assert!(
+        !process_alive(escaped),
+        "escaped grandchild {escaped} survived"
     );
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(report.termination, Termination::Exited { code: 0 });
-    let leaked = report.leaked.as_deref().expect("a leak is reported");
-    assert!(leaked.contains("left the process group"), "{leaked}");
+    let [leak] = &report.leaked[..] else {
+        panic!("one leak expected: {:?}", report.leaked);
+    };
+    assert_eq!(leak.pid, escaped);
+    assert_eq!(leak.place, Place::OwnSession);
+    assert!(leak.cmdline.contains("escaped_grandchild.py"), "{leak:?}");
+    assert!(leak.held_output && leak.killed, "{leak:?}");
 }
 
 #[test]
@@ -288,7 +307,7 @@ fn peak_rss_kib() -> u64 {
 
 #[test]
 fn missing_program_is_a_precise_error() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     let cancel = Cancel::new();
 
     let err = sandbox
@@ -321,7 +340,7 @@ fn missing_program_is_a_precise_error() {
 
 #[test]
 fn non_executable_file_is_permission_denied() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     let script = sandbox.dir().join("not-executable.sh");
     std::fs::write(&script, "#!/bin/sh\nexit 0\n").expect("write script");
     let err = sandbox
@@ -335,7 +354,7 @@ fn non_executable_file_is_permission_denied() {
 
 #[test]
 fn child_sees_the_sandbox_not_the_parent() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     let result = sandbox.dir().join("result.json");
     let cmd = python("inspect.py")
         .env("PREFLIGHT_RESULT", &result)
@@ -363,9 +382,12 @@ fn child_sees_the_sandbox_not_the_parent() {
         .filter_map(|n| n.as_str())
         .collect();
     assert!(env.contains(&"EXTRA_VAR"));
-    // Own session and group: the child leads both.
+    // Own group, led by the child, in a session of its own that the
+    // reaper leads.
     assert_eq!(v["pgid"], v["pid"]);
-    assert_eq!(v["sid"], v["pid"]);
+    let parent_sid = nix::unistd::getsid(None).expect("getsid").as_raw();
+    assert_ne!(v["sid"].as_i64(), Some(i64::from(parent_sid)));
+    assert_ne!(v["sid"], v["pid"]);
     assert_eq!(Some(v["pid"].as_i64().expect("pid") as i32), report.pid);
     assert_eq!(v["stdin_eof"], true);
     // 0, 1, 2, and the descriptor listdir itself opened: nothing inherited.
@@ -380,7 +402,7 @@ fn child_sees_the_sandbox_not_the_parent() {
 
 #[test]
 fn cancel_from_another_thread_kills_the_child() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     let cancel = Cancel::new();
     let canceller = {
         let cancel = cancel.clone();
@@ -401,7 +423,7 @@ fn cancel_from_another_thread_kills_the_child() {
 
 #[test]
 fn already_cancelled_starts_nothing() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     let cancel = Cancel::new();
     cancel.cancel();
     let report = sandbox
@@ -413,7 +435,7 @@ fn already_cancelled_starts_nothing() {
 
 #[test]
 fn sandbox_directory_is_removed_on_drop() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     let dir = sandbox.dir().to_path_buf();
     assert!(dir.is_dir());
     drop(sandbox);
@@ -449,7 +471,7 @@ fn child_that_closes_its_output_and_hangs_still_times_out() {
         report.termination
     );
     assert_eq!(report.stdout.text(), "bye\n");
-    assert_eq!(report.leaked, None);
+    assert_eq!(report.leaked, vec![]);
 }
 
 #[test]
@@ -462,7 +484,7 @@ fn stdin_is_empty() {
 
 #[test]
 fn failed_setup_step_is_reported_precisely() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = sandbox();
     std::fs::remove_dir(sandbox.dir()).expect("remove the sandbox dir");
     let err = sandbox
         .run(&ChildCommand::new("sh"), &quick(), &Cancel::new())
@@ -496,7 +518,7 @@ fn parallel_sandboxes_do_not_hold_each_others_pipes() {
                     let (_sandbox, report) = run(&cmd, limits);
                     assert_eq!(report.termination, Termination::Exited { code: 0 });
                     assert_eq!(report.stdout.text(), format!("{text}\n"));
-                    assert_eq!(report.leaked, None);
+                    assert_eq!(report.leaked, vec![]);
                     assert!(report.wall < Duration::from_secs(5), "{:?}", report.wall);
                 }
             });

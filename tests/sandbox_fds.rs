@@ -28,7 +28,15 @@ fn children() -> Vec<String> {
 
 #[test]
 fn runs_leak_no_descriptors_and_no_children() {
-    let sandbox = Sandbox::new().expect("sandbox");
+    // With the reaper (as in `preflight`) and without (a library user).
+    for reaper in [Some(env!("CARGO_BIN_EXE_preflight").into()), None] {
+        runs_of_every_kind_give_everything_back(
+            Sandbox::new().expect("sandbox").with_reaper(reaper),
+        );
+    }
+}
+
+fn runs_of_every_kind_give_everything_back(sandbox: Sandbox) {
     let quick = Limits {
         timeout: Duration::from_millis(300),
         grace: Duration::from_millis(100),
@@ -51,13 +59,30 @@ fn runs_leak_no_descriptors_and_no_children() {
             sh("exec sleep 60"),
             sh("trap '' TERM; while :; do sleep 1; done"),
             sh("sleep 60 & echo started"),
-        ] {
+        ]
+        .into_iter()
+        // A daemon escapes a sandbox without reaper: only the reaper's runs get one.
+        .chain(
+            sandbox
+                .reaper()
+                .map(|_| sh("(exec >&- 2>&-; setsid sleep 60 &); echo daemon")),
+        ) {
             sandbox.run(&cmd, &quick, &Cancel::new()).expect("run");
         }
         let missing = ChildCommand::new("/nonexistent/program");
         assert!(sandbox.run(&missing, &quick, &Cancel::new()).is_err());
         sandbox.run(&sh("true"), &quick, &cancelled).expect("run");
     }
-    assert_eq!(open_fds(), before, "descriptors leaked");
-    assert_eq!(children(), Vec::<String>::new(), "children left unreaped");
+    assert_eq!(
+        open_fds(),
+        before,
+        "descriptors leaked (reaper: {:?})",
+        sandbox.reaper()
+    );
+    assert_eq!(
+        children(),
+        Vec::<String>::new(),
+        "children left unreaped (reaper: {:?})",
+        sandbox.reaper()
+    );
 }

@@ -1,6 +1,6 @@
-//! A real SIGINT to the parent cancels a running sandbox: its group is
-//! killed and the run returns `Cancelled`. A test binary of its own: it
-//! installs process-wide signal handlers and signals itself.
+//! A real SIGINT to the parent cancels a running sandbox: everything under
+//! its reaper is killed and the run returns `Cancelled`. A test binary of
+//! its own: it installs process-wide signal handlers and signals itself.
 
 use kernel_preflight::sandbox::{
     ChildCommand, Limits, Sandbox, Termination, install_interrupt_handler,
@@ -13,11 +13,21 @@ use std::time::{Duration, Instant};
 fn sigint_cancels_running_sandboxes() {
     let cancel = install_interrupt_handler();
     assert!(!cancel.is_cancelled());
-    let sandbox = Sandbox::new().expect("sandbox");
+    let sandbox = Sandbox::new()
+        .expect("sandbox")
+        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()));
     // The child announces itself on a file, so the signal is sent only once
-    // it is really running.
+    // it is really running; its helper has left the group by then.
     let ready = sandbox.dir().join("ready");
-    let script = format!("touch {}; exec sleep 3600", ready.display());
+    let helper_pid = sandbox.dir().join("helper.pid");
+    // (`setsid` is `sleep` once it has left: wait for that.)
+    let script = format!(
+        "setsid sleep 3600 & \
+         until head -c 5 /proc/$!/cmdline | grep -q '^sleep'; do sleep 0.01; done; \
+         echo $! > {}; touch {}; exec sleep 3600",
+        helper_pid.display(),
+        ready.display()
+    );
     let cmd = ChildCommand::new("sh").arg("-c").arg(script);
     let started = Instant::now();
     let report = std::thread::scope(|s| {
@@ -43,6 +53,24 @@ fn sigint_cancels_running_sandboxes() {
         assert!(Instant::now() < until, "group {pgid} survived");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The helper in a session of its own went with it, and is reported.
+    let helper: i32 = std::fs::read_to_string(&helper_pid)
+        .expect("helper pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(
+        kill(Pid::from_raw(helper), None).is_err(),
+        "helper {helper} survived"
+    );
+    assert_eq!(
+        report
+            .leaked
+            .iter()
+            .map(|l| (l.pid, l.killed))
+            .collect::<Vec<_>>(),
+        vec![(helper, true)]
+    );
     // A second install returns the same flag.
     assert!(install_interrupt_handler().is_cancelled());
 }

@@ -1,17 +1,18 @@
 """preflight's python executor: runs inside the sandbox, one variant per process.
 
 It imports a kernel variant the way the hub loader does, runs one smoke
-workload, verifies it when a reference exists, and reports each phase as a
-JSON line appended to the file named by PREFLIGHT_RESULT_FILE. The parent
-never reads this process's stdout: a kernel may print anything there.
+workload, verifies it when a reference exists, and reports what happens as
+JSON lines appended to the file named by PREFLIGHT_RESULT_FILE, in
+preflight's child protocol (`src/protocol/`): a `hello` first, then `phase`,
+`runtime`, `module` and `timing` events as they happen, and at most one
+`failed` or one `done`. The parent never reads this process's stdout: a
+kernel may print anything there. A process that dies leaves the last phase
+event as the place it died.
 
-Events (one JSON object per line, in order):
-  {"event": "phase", "phase": "start" | "import" | "smoke" | "verify" | "done", ...}
-  {"event": "exception", "phase": ..., "type": ..., "message": ..., ...}
-  {"event": "mismatch", "phase": "verify", "message": ...}
-  {"event": "invalid_smoke", "phase": ..., "message": ...}
-  {"event": "driver_error", "phase": ..., "message": ..., "traceback": ...}
-A process that dies leaves the last phase event as the place it died.
+`driver.py --self-check GOLDEN` prints one event of every kind this driver
+writes, built by the same constructors a probe uses, and checks each against
+the golden lines the Rust side is tested with
+(`tests/fixtures/protocol/golden.jsonl`).
 
 Works on Python 3.8+ without torch or numpy; uses them only when the kernel
 or its smoke workload already imported them.
@@ -46,21 +47,88 @@ TRACEBACK_LINES = 20
 SIZE_WORDS = ("tiny", "small", "base", "default", "medium", "large", "huge")
 
 
+# The version of the event shapes; the parent refuses any other
+# (src/protocol/mod.rs: PROTOCOL_VERSION).
+PROTOCOL_VERSION = 1
+
+
 class Channel:
-    """Append-only JSON lines, one write(2) each, so a crash never tears a line."""
+    """Append-only JSON lines, one write(2) each, so a crash never tears a
+    line; the hello comes first."""
 
     def __init__(self, path):
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         self.phase = "start"
+        self.send(ev_hello())
 
-    def send(self, event, **fields):
-        fields = {"event": event, "phase": fields.pop("phase", self.phase), **fields}
-        line = json.dumps(fields, default=str, ensure_ascii=True) + "\n"
+    def send(self, event):
+        line = json.dumps(event, default=str, ensure_ascii=True) + "\n"
         os.write(self.fd, line.encode("ascii"))
 
-    def enter(self, phase, **fields):
+    def enter(self, phase, what=None):
         self.phase = phase
-        self.send("phase", phase=phase, **fields)
+        self.send(ev_phase(phase, what))
+
+    def fail(self, failure):
+        self.send(ev_failed(self.phase, failure))
+
+
+# ---------------------------------------------------------------- events
+# One constructor per event the driver writes; --self-check holds each to
+# the golden lines.
+
+
+def ev_hello():
+    return {"event": "hello", "protocol": PROTOCOL_VERSION, "executor": "python",
+            "pid": os.getpid(), "pgid": os.getpgid(0)}
+
+
+def ev_phase(phase, what=None):
+    event = {"event": "phase", "phase": phase}
+    if what is not None:
+        event["what"] = clip(what)
+    return event
+
+
+def ev_runtime(**facts):
+    """python, executable, torch, device: whichever are known."""
+    event = {"event": "runtime"}
+    event.update((k, str(v)) for k, v in facts.items() if v is not None)
+    return event
+
+
+def ev_module(name):
+    return {"event": "module", "name": name}
+
+
+def ev_timing(span, ms):
+    return {"event": "timing", "span": span, "ms": float(ms)}
+
+
+def ev_failed(phase, failure):
+    return {"event": "failed", "phase": phase, "failure": failure}
+
+
+def ev_done(depth):
+    return {"event": "done", "depth": depth}
+
+
+def exception_failure(exc):
+    failure = {"error": "exception"}
+    failure.update(describe(exc))
+    return failure
+
+
+def mismatch_failure(message):
+    return {"error": "mismatch", "message": clip(message)}
+
+
+def invalid_smoke_failure(message):
+    return {"error": "invalid_smoke", "message": clip(message)}
+
+
+def internal_failure(message, traceback_text):
+    return {"error": "internal", "message": clip(message), "traceback": clip(traceback_text)}
 
 
 class MetadataError(Exception):
@@ -81,6 +149,11 @@ def clip(text):
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
 
 
+# Exception attributes the parent reads, with the type each must have.
+ATTRIBUTES = (("name", str), ("filename", str), ("errno", int), ("error_code", int),
+              ("error_name", str), ("returncode", int))
+
+
 def describe(exc):
     """The structured form of an exception that the parent classifies."""
     cls = type(exc)
@@ -90,10 +163,15 @@ def describe(exc):
         "mro": [c.__module__ + "." + c.__qualname__ for c in cls.__mro__[:-1]],
         "message": clip(exc),
     }
-    for attr in ("name", "filename", "errno", "error_code", "error_name", "returncode"):
+    for attr, kind in ATTRIBUTES:
         value = getattr(exc, attr, None)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        if isinstance(value, kind) and not isinstance(value, bool):
             info[attr] = value
+    output = getattr(exc, "stderr", None) or getattr(exc, "output", None)
+    if isinstance(output, bytes):
+        output = output.decode("utf-8", "replace")
+    if isinstance(output, str) and output.strip():
+        info["output"] = clip(output)
     cmd = getattr(exc, "cmd", None)
     if isinstance(cmd, (list, tuple)) and cmd:
         info["command"] = str(cmd[0])
@@ -123,9 +201,9 @@ def cause_of(exc):
 
 def describe_cause(exc):
     info = {"type": type(exc).__name__, "module": type(exc).__module__, "message": clip(exc)}
-    for attr in ("name", "filename", "error_code"):
+    for attr, kind in ATTRIBUTES[:4]:
         value = getattr(exc, attr, None)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        if isinstance(value, kind) and not isinstance(value, bool):
             info[attr] = value
     return info
 
@@ -154,7 +232,7 @@ def import_variant(chan, variant):
     """Import like kernels' `_import_from_path`: module id from metadata.json,
     `__init__.py` else `<module>/__init__.py`, registered in sys.modules."""
     metadata = read_metadata(variant)
-    chan.send("phase", phase="import", module=metadata["id"])
+    chan.send(ev_module(metadata["id"]))
     module_name = metadata["name"].replace("-", "_")
     path = os.path.join(variant, "__init__.py")
     if not os.path.exists(path):
@@ -270,7 +348,8 @@ def run_smoke_file(chan, path, kernel, device):
         synchronize(device)
     smoke_ms = timer.ms()
     if result is None:
-        return "smoke", smoke_ms
+        chan.send(ev_timing("smoke", smoke_ms))
+        return "smoke"
     if isinstance(result, dict) and "actual" in result and "expected" in result:
         actual, expected = result["actual"], result["expected"]
         rtol, atol = result.get("rtol"), result.get("atol")
@@ -281,9 +360,10 @@ def run_smoke_file(chan, path, kernel, device):
             "smoke() returned %s; expected None, (actual, expected) or "
             '{"actual", "expected", "rtol", "atol"}' % type(result).__name__
         )
-    chan.enter("verify", smoke_ms=smoke_ms)
+    chan.send(ev_timing("smoke", smoke_ms))
+    chan.enter("verify")
     check_close(actual, expected, rtol, atol)
-    return "verified", smoke_ms
+    return "verified"
 
 
 def benchmark_base():
@@ -366,7 +446,7 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
         raise SmokeError("no Benchmark subclass with a benchmark_<workload> method in %s" % bench_dir)
     total_ms, verified = 0.0, True
     for cls, workload in runs:
-        chan.enter("smoke", workload="%s.%s" % (cls.__name__, workload))
+        chan.enter("smoke", what="%s.%s" % (cls.__name__, workload))
         bench = cls()
         bench.kernel = kernel
         bench.device = device
@@ -386,9 +466,10 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
         if verify is None:
             verified = False
             continue
-        chan.enter("verify", workload="%s.%s" % (cls.__name__, workload))
+        chan.enter("verify", what="%s.%s" % (cls.__name__, workload))
         check_close(bench.out, verify(), rtol=1e-5, atol=1e-2)
-    return ("verified" if verified else "smoke"), total_ms
+    chan.send(ev_timing("smoke", total_ms))
+    return "verified" if verified else "smoke"
 
 
 # ---------------------------------------------------------------- main
@@ -412,71 +493,154 @@ def parse_args(argv):
     return types.SimpleNamespace(**args)
 
 
-def main(argv, result_file):
+def main(chan, argv):
     faulthandler.enable()
-    chan = Channel(result_file)
     args = parse_args(argv)
-    torch_version = None
-    chan.enter(
-        "start",
-        pid=os.getpid(),
-        pgid=os.getpgid(0),
-        python=sys.version.split()[0],
-        executable=sys.executable,
-    )
+    chan.enter("start")
+    chan.send(ev_runtime(python=sys.version.split()[0], executable=sys.executable))
     try:
-        chan.enter("import", variant=args.variant)
+        chan.enter("import", what=args.variant)
         start = time.perf_counter_ns()
         kernel = import_variant(chan, args.variant)
-        import_ms = (time.perf_counter_ns() - start) / 1e6
+        chan.send(ev_timing("import", (time.perf_counter_ns() - start) / 1e6))
         device = resolve_device(args.device)
         torch = sys.modules.get("torch")
-        torch_version = getattr(torch, "__version__", None) if torch else None
-        depth, smoke_ms = "load", None
+        chan.send(ev_runtime(torch=getattr(torch, "__version__", None) if torch else None, device=device))
+        depth = "load"
         if args.smoke:
-            chan.enter("smoke", import_ms=import_ms, device=device, source=args.smoke_kind, path=args.smoke)
-            depth, smoke_ms = run_smoke_file(chan, args.smoke, kernel, device)
+            chan.enter("smoke", what="%s %s" % (args.smoke_kind, args.smoke))
+            depth = run_smoke_file(chan, args.smoke, kernel, device)
         elif args.benchmarks:
-            chan.enter("smoke", import_ms=import_ms, device=device, source="benchmarks", path=args.benchmarks)
-            depth, smoke_ms = run_benchmarks(chan, args.benchmarks, args.repo or args.variant, kernel, device)
+            chan.enter("smoke", what="benchmarks %s" % args.benchmarks)
+            depth = run_benchmarks(chan, args.benchmarks, args.repo or args.variant, kernel, device)
     except Mismatch as e:
-        chan.send("mismatch", message=clip(e))
+        chan.fail(mismatch_failure(e))
         return 1
     except (SmokeError, Incomparable) as e:
-        chan.send("invalid_smoke", message=clip(e))
+        chan.fail(invalid_smoke_failure(e))
         return 1
     except Exception as e:
-        chan.send("exception", **describe(e))
+        chan.fail(exception_failure(e))
         import traceback
 
         traceback.print_exc()
         return 1
-    chan.enter(
-        "done",
-        depth=depth,
-        device=device,
-        import_ms=import_ms,
-        smoke_ms=smoke_ms,
-        torch=torch_version,
-        module=kernel.__name__,
-    )
+    chan.send(ev_done(depth))
     return 0
 
 
+# ---------------------------------------------------------------- self-check
+
+
+def json_kind(value):
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return type(value).__name__
+
+
+def shape_problems(made, golden, at):
+    """Where `made` has a key the golden line lacks, or a value of another
+    JSON type (an int where the golden line has a float is fine)."""
+    problems = []
+    if isinstance(made, dict) and isinstance(golden, dict):
+        for key, value in made.items():
+            if key not in golden:
+                problems.append("%s.%s: not in the golden line" % (at, key))
+            else:
+                problems.extend(shape_problems(value, golden[key], "%s.%s" % (at, key)))
+    elif isinstance(made, list) and isinstance(golden, list) and golden:
+        for i, item in enumerate(made):
+            problems.extend(shape_problems(item, golden[0], "%s[%d]" % (at, i)))
+    elif json_kind(made) != json_kind(golden) and (json_kind(made), json_kind(golden)) != ("int", "float"):
+        problems.append("%s: %s, the golden line has %s" % (at, json_kind(made), json_kind(golden)))
+    return problems
+
+
+def kind_of(event):
+    failure = event.get("failure")
+    return event["event"] + ("/" + failure["error"] if isinstance(failure, dict) else "")
+
+
+def sample_exceptions():
+    """Real exceptions of the kinds the parent reads attributes of."""
+    import subprocess
+
+    found = []
+    try:
+        try:
+            import preflight_no_such_module  # noqa: F401
+        except ImportError as e:
+            raise RuntimeError("while importing") from e
+    except RuntimeError as e:
+        found.append(e)
+    try:
+        open(os.path.join(os.sep, "preflight", "no", "such", "file"))
+    except OSError as e:
+        found.append(e)
+    found.append(subprocess.CalledProcessError(1, ["nvcc", "-c", "k.cu"], stderr=b"nvcc fatal : x"))
+
+    class AcceleratorError(RuntimeError):
+        error_code = 209
+        error_name = "CUDA_ERROR_NO_BINARY_FOR_GPU"
+
+    try:
+        raise AcceleratorError("CUDA error: no kernel image is available")
+    except AcceleratorError as e:
+        found.append(e)
+    return found
+
+
+def self_check(golden_path):
+    with open(golden_path) as f:
+        golden = [json.loads(line) for line in f if line.strip()]
+    made = [
+        ev_hello(),
+        ev_phase("start"),
+        ev_phase("smoke", "Relu.benchmark_small"),
+        ev_runtime(python=sys.version.split()[0], executable=sys.executable, torch="2.8.0", device="cpu"),
+        ev_module("_fixture_1"),
+        ev_timing("import", 1),
+        ev_timing("smoke", 0.5),
+        ev_failed("verify", mismatch_failure(Mismatch("3 of 3 elements differ"))),
+        ev_failed("smoke", invalid_smoke_failure("no smoke function")),
+        ev_failed("start", internal_failure("KeyError: 'x'", "Traceback …")),
+        ev_done("verified"),
+    ]
+    made.extend(ev_failed("smoke", exception_failure(e)) for e in sample_exceptions())
+    problems = []
+    for event in made:
+        print(json.dumps(event, default=str))
+        kind = kind_of(event)
+        same = [g for g in golden if kind_of(g) == kind]
+        if not same:
+            problems.append("%s: no golden line of this kind" % kind)
+            continue
+        # The best-fitting golden line of the kind (hello: the python one).
+        problems.extend(min((shape_problems(event, g, kind) for g in same), key=len))
+    for problem in problems:
+        sys.stderr.write("self-check: %s\n" % problem)
+    return 1 if problems else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--self-check"] and len(sys.argv) == 3:
+        sys.exit(self_check(sys.argv[2]))
     # The kernel and its subprocesses need not know where results go.
     result_file = os.environ.pop("PREFLIGHT_RESULT_FILE", None) or os.devnull
+    chan = Channel(result_file)
     try:
-        code = main(sys.argv[1:], result_file)
+        code = main(chan, sys.argv[1:])
     except SystemExit:
         raise
     except BaseException as e:  # a bug here is preflight's fault, never the kernel's
         import traceback
 
         try:
-            chan = Channel(result_file)
-            chan.send("driver_error", phase="start", message=clip("%s: %s" % (type(e).__name__, e)),
-                      traceback=clip(traceback.format_exc()))
+            chan.fail(internal_failure("%s: %s" % (type(e).__name__, e), traceback.format_exc()))
         finally:
             code = 3
     sys.stdout.flush()

@@ -1,14 +1,17 @@
 //! A variant's identity: what its files are, independent of where they lie.
 //!
 //! Every file is hashed (sha256) once; a stat record (size, mtime, inode) per
-//! file, kept on disk, lets later calls skip hashing while nothing changed.
-//! When the variant's `metadata.json` carries a digest and the files match
-//! it, the identity is that digest (stable across machines and copies);
-//! otherwise it is the hash of the files themselves, so a variant modified
-//! after it was built is never mistaken for the original.
+//! file, kept in the identities bucket, lets later calls skip hashing while
+//! nothing changed. When the variant's `metadata.json` carries a digest and
+//! the files match it, the identity is that digest (stable across machines
+//! and copies); otherwise it is the hash of the files themselves, so a
+//! variant modified after it was built is never mistaken for the original.
+//! The hash of `metadata.json` itself comes with it, from the same records.
 
+use super::bucket::{Entry, Parts, Shelf};
+use super::job::VariantFiles;
 use super::key::Key;
-use super::store::{CacheError, create_private_dir, write_atomic};
+use super::{Cache, CacheError};
 use crate::discover::Metadata;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -60,13 +63,31 @@ impl VariantRecord {
 }
 
 /// The stat records of the variants in one directory (`build/`), kept in one
-/// file so that a warm call reads one record for a whole kernel.
+/// entry so that a warm call reads one record for a whole kernel.
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct DirRecord {
-    dir: PathBuf,
+pub(crate) struct DirRecord {
     /// Variant directory name → what was recorded.
     variants: BTreeMap<String, VariantRecord>,
 }
+
+/// What an identities entry is keyed by: the directory of variants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct DirParts {
+    /// The directory (absolute).
+    pub dir: PathBuf,
+}
+
+impl Parts for DirParts {
+    const SHELF: Shelf = Shelf::IDENTITIES;
+
+    fn key(&self) -> Key {
+        Key::of_bytes(self.dir.as_os_str().as_encoded_bytes())
+    }
+}
+
+/// Stat records read so far in this process, by directory of variants.
+#[derive(Debug, Default)]
+pub(crate) struct Memo(Mutex<HashMap<PathBuf, DirRecord>>);
 
 /// A folder listed this soon after it changed may change again within the
 /// same tick of the file-system clock without its mtime moving: such a
@@ -189,28 +210,21 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(base64::engine::general_purpose::STANDARD.encode(hasher.finalize()))
 }
 
-/// Identities of variant directories, with stat records under `dir`.
-#[derive(Debug)]
-pub struct Identities {
-    dir: PathBuf,
-    /// Records read so far, by directory of variants.
-    loaded: Mutex<HashMap<PathBuf, DirRecord>>,
+/// Identities of variant directories, with their stat records in the
+/// identities bucket.
+#[derive(Debug, Clone, Copy)]
+pub struct Identities<'c> {
+    cache: &'c Cache,
 }
 
-impl Identities {
-    /// Keep stat records under `dir` (created on first write).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Identities {
-            dir: dir.into(),
-            loaded: Mutex::new(HashMap::new()),
-        }
+impl Cache {
+    /// The identities bucket.
+    pub fn identities(&self) -> Identities<'_> {
+        Identities { cache: self }
     }
+}
 
-    fn record_path(&self, parent: &Path) -> PathBuf {
-        let key = Key::of_bytes(parent.as_os_str().as_encoded_bytes());
-        self.dir.join(format!("{key}.json"))
-    }
-
+impl Identities<'_> {
     /// The identity of the variant at `variant`, and how much was hashed.
     ///
     /// A stat record that cannot be written (read-only cache) only costs
@@ -219,9 +233,9 @@ impl Identities {
         &self,
         variant: &Path,
         metadata: Option<&Metadata>,
-    ) -> Result<(String, IdentityStats), CacheError> {
+    ) -> Result<(VariantFiles, IdentityStats), CacheError> {
         let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
-        let io = |source| CacheError::Io {
+        let io = |source| CacheError::Unreadable {
             path: variant.clone(),
             source,
         };
@@ -230,17 +244,21 @@ impl Identities {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        let record_path = self.record_path(&parent);
-        let dir_record = loaded.entry(parent.clone()).or_insert_with(|| {
-            fs::read(&record_path)
-                .ok()
-                .and_then(|b| serde_json::from_slice::<DirRecord>(&b).ok())
-                .filter(|r| r.dir == parent)
-                .unwrap_or(DirRecord {
-                    dir: parent.clone(),
-                    variants: BTreeMap::new(),
-                })
+        let parts = DirParts {
+            dir: parent.clone(),
+        };
+        let key = parts.key();
+        let mut loaded = self
+            .cache
+            .identities
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let dir_record = loaded.entry(parent).or_insert_with(|| {
+            self.cache
+                .record::<DirParts, DirRecord>(&key)
+                .hit()
+                .unwrap_or_default()
         });
         let old = dir_record.variants.get(&name);
         let from_record = old.and_then(|o| {
@@ -298,7 +316,7 @@ impl Identities {
             .iter()
             .map(|(k, v)| (k.as_str(), v.sha256.as_str()))
             .collect();
-        let identity = match metadata.and_then(|m| m.digest.as_ref()) {
+        let content = match metadata.and_then(|m| m.digest.as_ref()) {
             Some(digest)
                 if digest
                     .files
@@ -312,11 +330,14 @@ impl Identities {
             }
             _ => format!("content:{}", Key::of_bytes(&serde_json::to_vec(&hashes)?)),
         };
+        let files = VariantFiles {
+            content,
+            metadata: record.files.get("metadata.json").map(|f| f.sha256.clone()),
+        };
         if changed {
             dir_record.variants.insert(name, record);
-            let _ = create_private_dir(&self.dir)
-                .and_then(|()| write_atomic(&record_path, &serde_json::to_vec(&*dir_record)?));
+            let _ = self.cache.write(&Entry::new(parts, &*dir_record));
         }
-        Ok((identity, stats))
+        Ok((files, stats))
     }
 }

@@ -1,4 +1,4 @@
-//! Cache keys: sha256 over a stable serialization of what decides an outcome.
+//! Cache keys: sha256 over a stable serialization of what decides a record.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -28,6 +28,17 @@ impl Key {
     pub fn of_bytes(bytes: &[u8]) -> Key {
         Key(crate::hash::sha256_hex(bytes))
     }
+
+    /// sha256 of several fields, each length-prefixed so that no two
+    /// different lists of fields hash alike.
+    pub fn of_fields<'a>(fields: impl IntoIterator<Item = &'a [u8]>) -> Key {
+        let mut h = Sha256::new();
+        for field in fields {
+            h.update((field.len() as u64).to_le_bytes());
+            h.update(field);
+        }
+        Key(crate::hash::hex(&h.finalize()))
+    }
 }
 
 impl TryFrom<String> for Key {
@@ -46,36 +57,5 @@ impl From<Key> for String {
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-/// Everything an outcome depends on. Its sha256 is the cache key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyParts {
-    /// Entry format version.
-    pub schema: u32,
-    /// Hash of the machine's full fingerprint.
-    pub fingerprint: String,
-    /// The variant's identity (metadata digest or content hash).
-    pub variant: String,
-    /// The smoke source's identity (`none` for load-only).
-    pub smoke: String,
-}
-
-impl KeyParts {
-    /// The key: sha256 of the fields, each length-prefixed so that no two
-    /// different sets of parts serialize alike.
-    pub fn key(&self) -> Key {
-        let mut h = Sha256::new();
-        for field in [
-            self.schema.to_string().as_str(),
-            &self.fingerprint,
-            &self.variant,
-            &self.smoke,
-        ] {
-            h.update((field.len() as u64).to_le_bytes());
-            h.update(field.as_bytes());
-        }
-        Key(crate::hash::hex(&h.finalize()))
     }
 }

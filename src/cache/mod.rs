@@ -1,16 +1,202 @@
-//! Cache: probe outcomes stored under a hash of everything they depend on —
-//! the machine's full fingerprint, the variant's identity, the smoke source
-//! and the schema version — so that later loads are answered instantly.
+//! Cache: one component that owns the cache root and its typed buckets —
+//! probe outcomes, variant identities, the fingerprint's facts and bench
+//! results — each versioned in its folder name, all written by one atomic
+//! write, so that later loads are answered instantly.
+//!
+//! Layout (`<root>`: see [`Cache::from_env`]):
+//!
+//! ```text
+//! <root>/CACHEDIR.TAG
+//! <root>/outcomes-v2/<ab>/<key>.json              probe outcomes
+//! <root>/identities-v2/<ab>/<key>.json            stat records of a directory of variants
+//! <root>/fingerprints-v2/measured/<ab>/<key>.json full-fingerprint facts, by fast hash
+//! <root>/fingerprints-v2/tools/<ab>/<key>.json    tool versions, by the tool's path
+//! <root>/bench-v1/…                               bench results
+//! ```
+//!
+//! A path is built from typed pieces (bucket → shard → entry, see
+//! [`bucket`]); a folder of another version is never read, and `prune`
+//! removes it. Directories are 0700, files 0600.
 
+pub mod bucket;
+mod facts;
 pub mod identity;
+pub mod job;
 pub mod key;
 pub mod ops;
 pub mod outcomes;
-pub mod store;
 
-pub use identity::Identities;
-pub use key::{Key, KeyParts};
-pub use store::{CacheError, Entry, Lookup, SCHEMA, Store};
+pub use bucket::{Bucket, Entry, Lookup, Parts, Shelf};
+pub use identity::{Identities, IdentityStats};
+pub use job::{JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};
+pub use key::Key;
+pub use outcomes::{Kept, OutcomeEntry, OutcomeRecord, Outcomes};
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
+# This file is a cache directory tag created by kernel-preflight.\n\
+# For information about cache directory tags see https://bford.info/cachedir/\n";
+
+/// A cache operation that failed. Each variant says whose fault it is: the
+/// command line maps the user's side to exit 2 and preflight's to exit 3.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The user's side: the cache root cannot be a directory (a path
+    /// component is a file, or it cannot be created), so the setting that
+    /// chose it (`PREFLIGHT_CACHE`, `XDG_CACHE_HOME`, `HOME`) is wrong.
+    #[error(
+        "cache directory {}: {source} (set PREFLIGHT_CACHE to a directory you can write)",
+        path.display()
+    )]
+    Root {
+        /// The root.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Preflight's side: reading or writing inside a usable cache root
+    /// failed (permissions changed under it, a full disk, a damaged layout).
+    #[error("cache {}: {source}", path.display())]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The user's side: a variant's files or a smoke file that cannot be
+    /// read for their identity.
+    #[error("{}: cannot read for its identity: {source}", path.display())]
+    Unreadable {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The user's side: an `export` / `import` bundle that cannot be written
+    /// or read.
+    #[error("{}: {source}", path.display())]
+    Bundle {
+        /// The bundle (`-` for stdin or stdout).
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Preflight's side: a record that cannot be serialized.
+    #[error("cannot encode cache entry: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// The user's side: a key given by a person that is not a 64-digit hex
+    /// string.
+    #[error("invalid cache key {0:?}: expected 64 hex digits (see `preflight cache ls`)")]
+    BadKey(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
+    move |source| CacheError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The cache at one root: the only owner of its files.
+#[derive(Debug)]
+pub struct Cache {
+    root: PathBuf,
+    /// Stat records of variant directories read so far.
+    identities: identity::Memo,
+}
+
+impl Cache {
+    /// The cache at the root this process is configured with:
+    /// `PREFLIGHT_CACHE`, else `$XDG_CACHE_HOME/kernel-preflight`, else
+    /// `~/.cache/kernel-preflight` (empty variables count as unset).
+    pub fn from_env() -> Cache {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let root = var("PREFLIGHT_CACHE")
+            .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("kernel-preflight")))
+            .or_else(|| var("HOME").map(|h| h.join(".cache/kernel-preflight")))
+            .unwrap_or_else(|| std::env::temp_dir().join("kernel-preflight"));
+        Cache::at(root)
+    }
+
+    /// The cache at `root`; nothing is created until the first write.
+    pub fn at(root: impl Into<PathBuf>) -> Cache {
+        Cache {
+            root: root.into(),
+            identities: identity::Memo::default(),
+        }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Create the root (0700) with its `CACHEDIR.TAG`.
+    pub fn ensure(&self) -> Result<(), CacheError> {
+        if !self.root.is_dir() {
+            private_dirs(&self.root).map_err(|source| CacheError::Root {
+                path: self.root.clone(),
+                source,
+            })?;
+        }
+        let tag = self.root.join("CACHEDIR.TAG");
+        if !tag.exists() {
+            write_atomic(&tag, TAG.as_bytes()).map_err(io(&tag))?;
+        }
+        Ok(())
+    }
+
+    /// Create a folder inside the root, and the root first.
+    fn ensure_dir(&self, dir: &Path) -> Result<(), CacheError> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        self.ensure()?;
+        private_dirs(dir).map_err(io(dir))
+    }
+}
+
+/// Create `dir` and its missing parents, each private (0700).
+fn private_dirs(dir: &Path) -> std::io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// The one way a file of the cache (or an export bundle) is written:
+/// readers see the old file or the new one, never a part. A temp file in the
+/// same directory (0600), its data fsynced, renamed over the target, then
+/// the directory fsynced so that the rename itself survives a crash.
+/// Concurrent writers of one file are harmless: the last rename wins, and
+/// each wrote a whole file. A failed write leaves no temp file behind.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(bucket::TEMP_PREFIX)
+        .permissions(fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    // The file is in place; a file system that cannot sync a directory
+    // (some network ones) only loses the durability of the rename.
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
 
 #[cfg(test)]
 mod tests;

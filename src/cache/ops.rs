@@ -1,21 +1,39 @@
-//! Whole-cache operations: list, prune, export and import.
-//!
-//! Export and import move outcomes between machines as JSON lines, one entry
-//! a line, so that a cluster can share what each kind of machine learned.
+//! Whole-cache operations over every bucket — clear and prune — and moving
+//! outcomes between machines — export and import, as JSON lines, one entry a
+//! line, so that a cluster can share what each kind of machine learned.
 
-use super::key::Key;
-use super::store::{CacheError, Entry, Lookup, Store};
+use super::bucket::{Bucket, Entry, Found, Lookup, Parts, Shelf};
+use super::facts::{MeasuredParts, ToolParts};
+use super::identity::{DirParts, DirRecord};
+use super::job::OutcomeParts;
+use super::outcomes::{OutcomeEntry, OutcomeRecord};
+use super::{Cache, CacheError, io, write_atomic};
+use crate::fingerprint::{MeasuredFacts, ToolAnswer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A temp file is only stale once its writer is surely gone.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// What `clear` removed.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ClearReport {
+    /// Files removed, in every bucket.
+    pub files: usize,
+    /// Bucket folders removed (of every version).
+    pub folders: Vec<PathBuf>,
+}
 
 /// What `prune` removed.
 #[derive(Debug, Default, Serialize, PartialEq, Eq)]
 pub struct PruneReport {
-    /// Entries whose variant is gone, or that did not parse.
+    /// Entries whose subject is gone (a variant directory, a directory of
+    /// variants, a tool), that did not parse, or that were not entries.
     pub entries: usize,
-    /// Folders of other schema versions.
+    /// Folders of other versions.
     pub schema_dirs: Vec<PathBuf>,
     /// Temp files left by writers that were killed mid-write.
     pub temp_files: usize,
@@ -32,115 +50,216 @@ pub struct ImportReport {
     pub rejected: Vec<(usize, String)>,
 }
 
-/// Every valid entry; invalid ones are removed on the way.
-pub fn entries<T: DeserializeOwned>(store: &Store) -> Vec<Entry<T>> {
-    store
-        .keys()
-        .into_iter()
-        .filter_map(|(key, _)| match store.get(&key) {
-            Lookup::Hit(e) => Some(e),
-            _ => None,
-        })
-        .collect()
-}
+impl Cache {
+    /// The bucket folders under the root, of every version.
+    fn bucket_folders(&self) -> Vec<(PathBuf, bool)> {
+        let mut out: Vec<(PathBuf, bool)> = std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let current = Bucket::ALL.iter().any(|b| b.folder() == name);
+                let other = Bucket::ALL.iter().any(|b| b.is_other_version(&name));
+                (current || other).then(|| (e.path(), current))
+            })
+            .collect();
+        out.sort();
+        out
+    }
 
-/// Remove entries that `keep` rejects (their variant is gone), entries that
-/// do not parse, folders of other schemas, and stale temp files.
-pub fn prune<T: DeserializeOwned>(
-    store: &Store,
-    keep: impl Fn(&Entry<T>) -> bool,
-) -> Result<PruneReport, CacheError> {
-    let mut report = PruneReport::default();
-    for (key, _) in store.keys() {
-        match store.get::<T>(&key) {
-            Lookup::Hit(e) if keep(&e) => {}
-            Lookup::Hit(_) => {
-                store.remove(&key)?;
-                report.entries += 1;
+    /// Remove every bucket, of every version; the root and its
+    /// `CACHEDIR.TAG` stay.
+    pub fn clear(&self) -> Result<ClearReport, CacheError> {
+        let mut report = ClearReport::default();
+        for (folder, _) in self.bucket_folders() {
+            report.files += count_files(&folder);
+            remove_all(&folder)?;
+            report.folders.push(folder);
+        }
+        Ok(report)
+    }
+
+    /// Remove, in every bucket, entries whose subject is gone, entries that
+    /// do not parse or do not match their key, files that are not entries,
+    /// and stale temp files; and every folder of another version.
+    pub fn prune(&self) -> Result<PruneReport, CacheError> {
+        let mut report = PruneReport::default();
+        self.prune_shelf::<OutcomeParts, OutcomeRecord>(&mut report, |e| !e.record.path.is_dir())?;
+        self.prune_shelf::<DirParts, DirRecord>(&mut report, |e| !e.parts.dir.is_dir())?;
+        // Measured facts have no path to check; a new machine has a new
+        // fast hash, and the old entry is small.
+        self.prune_shelf::<MeasuredParts, MeasuredFacts>(&mut report, |_| false)?;
+        self.prune_shelf::<ToolParts, ToolAnswer>(&mut report, |e| !e.parts.tool.exists())?;
+        // What the typed shelves above do not cover: files loose in a
+        // bucket, and bench results (kept until their type prunes them).
+        let loose = Shelf {
+            bucket: Bucket::Fingerprints,
+            kind: None,
+        };
+        for shelf in [loose, Shelf::BENCH] {
+            self.prune_files(shelf, &mut report)?;
+        }
+        for (folder, current) in self.bucket_folders() {
+            if !current {
+                remove_all(&folder)?;
+                report.schema_dirs.push(folder);
             }
-            Lookup::Corrupt(_) => report.entries += 1,
-            Lookup::Miss => {}
         }
-    }
-    for dir in store.foreign_schema_dirs() {
-        std::fs::remove_dir_all(&dir).map_err(|source| CacheError::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        report.schema_dirs.push(dir);
-    }
-    for tmp in store.stale_temp_files() {
-        // A temp file is only stale once its writer is surely gone.
-        let old = std::fs::metadata(&tmp)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age.as_secs() > 3600);
-        if old && std::fs::remove_file(&tmp).is_ok() {
-            report.temp_files += 1;
+        for stray in std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if stray
+                .file_name()
+                .to_string_lossy()
+                .starts_with(super::bucket::TEMP_PREFIX)
+            {
+                report.temp_files += usize::from(remove_if_stale(&stray.path()));
+            }
         }
+        Ok(report)
     }
-    Ok(report)
+
+    fn prune_shelf<P: Parts, R: DeserializeOwned>(
+        &self,
+        report: &mut PruneReport,
+        gone: impl Fn(&Entry<P, R>) -> bool,
+    ) -> Result<(), CacheError> {
+        for key in self.keys(P::SHELF) {
+            match self.read::<P, R>(&key) {
+                Lookup::Hit(e) if gone(&e) => {
+                    self.remove(P::SHELF, &key)?;
+                    report.entries += 1;
+                }
+                Lookup::Corrupt(_) => report.entries += 1,
+                Lookup::Hit(_) | Lookup::Miss => {}
+            }
+        }
+        self.prune_files(P::SHELF, report)
+    }
+
+    /// Remove stale temp files and files that are not entries.
+    fn prune_files(&self, shelf: Shelf, report: &mut PruneReport) -> Result<(), CacheError> {
+        for found in self.scan(shelf) {
+            match found {
+                Found::Temp(path) => report.temp_files += usize::from(remove_if_stale(&path)),
+                Found::Stray(path) => {
+                    remove_all(&path)?;
+                    report.entries += 1;
+                }
+                Found::Entry(_) => {}
+            }
+        }
+        Ok(())
+    }
 }
 
-/// Write every valid entry as one JSON line; the number written.
-pub fn export<T: DeserializeOwned + Serialize>(
-    store: &Store,
-    mut out: impl Write,
-) -> Result<usize, CacheError> {
-    let all = entries::<T>(store);
+fn count_files(dir: &Path) -> usize {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .map(|e| {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    count_files(&e.path())
+                } else {
+                    1
+                }
+            })
+            .sum(),
+        // A bucket folder that is a file counts as one.
+        Err(_) => usize::from(dir.exists()),
+    }
+}
+
+/// Remove a folder or a file; already gone is no error (another process
+/// pruned it first).
+fn remove_all(path: &Path) -> Result<(), CacheError> {
+    let result = if path.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    match result {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+        _ => Ok(()),
+    }
+}
+
+fn remove_if_stale(path: &Path) -> bool {
+    let stale = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > STALE_TEMP);
+    stale && std::fs::remove_file(path).is_ok()
+}
+
+fn bundle(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {
+    move |source| CacheError::Bundle {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Write every valid outcome entry as one JSON line; the number written.
+pub fn export(cache: &Cache, mut out: impl Write) -> Result<usize, CacheError> {
+    let all = cache.outcomes().entries();
+    let stdout = Path::new("-");
     for e in &all {
         serde_json::to_writer(&mut out, e)?;
-        out.write_all(b"\n").map_err(|source| CacheError::Io {
-            path: PathBuf::from("<export>"),
-            source,
-        })?;
+        out.write_all(b"\n").map_err(bundle(stdout))?;
     }
-    out.flush().map_err(|source| CacheError::Io {
-        path: PathBuf::from("<export>"),
-        source,
-    })?;
+    out.flush().map_err(bundle(stdout))?;
     Ok(all.len())
 }
 
-/// Read JSON lines of entries; validate each (it parses as an entry of this
-/// schema whose key is the hash of its parts) and write it unless the local
-/// entry is as new or newer. Nothing is written for an invalid line.
-pub fn import<T: DeserializeOwned + Serialize>(
-    store: &Store,
+/// [`export`] to a file, written atomically: a failed export leaves no
+/// partial file.
+pub fn export_file(cache: &Cache, file: &Path) -> Result<usize, CacheError> {
+    let mut bytes = Vec::new();
+    let n = export(cache, &mut bytes)?;
+    write_atomic(file, &bytes).map_err(bundle(file))?;
+    Ok(n)
+}
+
+/// Read JSON lines of outcome entries (`source` names them in errors);
+/// validate each (an entry of the current version whose key is the hash of
+/// its parts) and write it unless the local entry is as new or newer.
+/// Nothing is written for an invalid line.
+pub fn import(
+    cache: &Cache,
+    source: &Path,
     input: impl BufRead,
 ) -> Result<ImportReport, CacheError> {
     let mut report = ImportReport::default();
     for (i, line) in input.lines().enumerate() {
         let n = i + 1;
-        let line = line.map_err(|source| CacheError::Io {
-            path: PathBuf::from("<import>"),
-            source,
-        })?;
+        let line = line.map_err(bundle(source))?;
         if line.trim().is_empty() {
             continue;
         }
-        let entry: Entry<T> = match serde_json::from_str(&line) {
+        let entry: OutcomeEntry = match serde_json::from_str(&line) {
             Ok(e) => e,
             Err(e) => {
                 report.rejected.push((n, e.to_string()));
                 continue;
             }
         };
-        let key: Key = entry.key.clone();
-        if !entry.is_valid_for(&key) {
+        if !entry.is_valid_for(&entry.key) {
             report
                 .rejected
                 .push((n, "entry does not match its key or schema".into()));
             continue;
         }
-        if let Lookup::Hit(local) = store.get::<T>(&key)
+        if let Some(local) = cache.outcomes().entry(&entry.key).hit()
             && local.created >= entry.created
         {
             report.kept_local += 1;
             continue;
         }
-        store.put(&entry)?;
+        cache.write(&entry)?;
         report.imported += 1;
     }
     Ok(report)

@@ -1,47 +1,106 @@
-//! Probe outcomes in the cache: what a record holds, how its key is made
-//! from a variant and a smoke source, and the lookup-or-store calls that
-//! `check`, `select` and `warmup` share.
+//! Probe outcomes in the cache: what a record holds, which outcomes are
+//! worth keeping, and the two calls `run` makes — `get` and `put` — with the
+//! identity of a smoke source that goes into each key.
 
-use super::identity::Identities;
-use super::key::{Key, KeyParts};
-use super::store::{CacheError, Entry, Lookup, SCHEMA, Store};
+use super::bucket::{Entry, Lookup, Shelf};
+use super::job::{OutcomeKey, OutcomeParts};
+use super::key::Key;
+use super::{Cache, CacheError};
 use crate::classify::{Outcome, OutcomeKind, Timings};
-use crate::discover::FoundVariant;
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// What the cache keeps about one probe.
+/// What the cache keeps about one probe, besides its key's parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProbeRecord {
-    /// The variant's name.
-    pub variant: String,
-    /// Its directory when it was probed.
+pub struct OutcomeRecord {
+    /// The variant's directory when it was probed (what `prune` checks).
     pub path: PathBuf,
-    /// Its identity (metadata digest or content hash).
-    pub identity: String,
     /// The smoke source, for people (`benchmarks`, `library:relu`, `file:…`, `load-only`).
     pub smoke: String,
     /// What probing showed.
     pub outcome: Outcome,
     /// Where the time went.
     pub timings: Timings,
-    /// The machine, in one line.
+    /// The machine, in one line (see [`machine_line`]).
     pub machine: String,
 }
 
+/// An outcome entry as it is stored, listed and exported.
+pub type OutcomeEntry = Entry<OutcomeParts, OutcomeRecord>;
+
 /// Whether an outcome is worth keeping: real evidence about the variant.
-/// Faults of preflight, deadlines (often a busy machine) and variants that
-/// were not probed are asked again next time.
-pub fn cacheable(kind: OutcomeKind) -> bool {
-    !matches!(
-        kind,
-        OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
-    )
+/// Faults of preflight, deadlines (often a busy machine), variants that
+/// were not probed, and causes that `classify` marks as passing by
+/// themselves ([`Outcome::transient`]: a busy device, memory taken by
+/// another process, a cancelled probe) are asked again next time.
+///
+/// The one place the outcome bucket asks this.
+pub fn cacheable(outcome: &Outcome) -> bool {
+    !outcome.transient
+        && !matches!(
+            outcome.kind,
+            OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
+        )
+}
+
+/// What `put` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// Written to this file.
+    Stored(PathBuf),
+    /// Not written: a transient outcome (see [`cacheable`]).
+    Transient,
+}
+
+/// The outcomes bucket.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcomes<'c> {
+    cache: &'c Cache,
+}
+
+impl Cache {
+    /// The outcomes bucket.
+    pub fn outcomes(&self) -> Outcomes<'_> {
+        Outcomes { cache: self }
+    }
+}
+
+impl Outcomes<'_> {
+    /// The cached record of a job, if a valid one is kept.
+    pub fn get(&self, key: &OutcomeKey) -> Lookup<OutcomeRecord> {
+        self.cache.record::<OutcomeParts, OutcomeRecord>(&key.key)
+    }
+
+    /// Keep a record under its job's key, unless its outcome is transient.
+    pub fn put(&self, key: &OutcomeKey, record: OutcomeRecord) -> Result<Kept, CacheError> {
+        if !cacheable(&record.outcome) {
+            return Ok(Kept::Transient);
+        }
+        let entry = Entry::new(key.parts.clone(), record);
+        self.cache.write(&entry).map(Kept::Stored)
+    }
+
+    /// The whole entry of a key (`cache show`).
+    pub fn entry(&self, key: &Key) -> Lookup<OutcomeEntry> {
+        self.cache.read(key)
+    }
+
+    /// Every valid entry, by key; invalid ones are removed on the way.
+    pub fn entries(&self) -> Vec<OutcomeEntry> {
+        self.keys()
+            .iter()
+            .filter_map(|key| self.entry(key).hit())
+            .collect()
+    }
+
+    /// Every key, sorted.
+    pub fn keys(&self) -> Vec<Key> {
+        self.cache.keys(Shelf::OUTCOMES)
+    }
 }
 
 /// The hash of the probe driver's own code, computed once per process.
@@ -57,16 +116,21 @@ fn driver_hash() -> &'static [u8] {
 
 /// The identity of a smoke source: its text, and the probe driver's own,
 /// since a new driver may reach a different verdict.
-pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, std::io::Error> {
+pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
+    let unreadable = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| CacheError::Unreadable { path, source }
+    };
     let mut h = Sha256::new();
     h.update(driver_hash());
     let label = match smoke {
         SmokeSource::File(path) => {
-            h.update(std::fs::read(path)?);
+            h.update(std::fs::read(path).map_err(unreadable(path))?);
             "file"
         }
         SmokeSource::Benchmarks { dir, .. } => {
-            let mut scripts: Vec<PathBuf> = std::fs::read_dir(dir)?
+            let mut scripts: Vec<PathBuf> = std::fs::read_dir(dir)
+                .map_err(unreadable(dir))?
                 .filter_map(Result::ok)
                 .map(|e| e.path())
                 .filter(|p| p.extension().is_some_and(|x| x == "py"))
@@ -74,7 +138,7 @@ pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, std::io::Error> {
             scripts.sort();
             for s in scripts {
                 h.update(s.file_name().unwrap_or_default().as_encoded_bytes());
-                h.update(std::fs::read(&s)?);
+                h.update(std::fs::read(&s).map_err(unreadable(&s))?);
             }
             "benchmarks"
         }
@@ -95,113 +159,6 @@ pub fn smoke_label(smoke: &SmokeSource) -> String {
         SmokeSource::Benchmarks { .. } => "benchmarks".into(),
         SmokeSource::Library { kernel, .. } => format!("library:{kernel}"),
         SmokeSource::LoadOnly => "load-only".into(),
-    }
-}
-
-/// The outcome cache for one machine.
-#[derive(Debug)]
-pub struct OutcomeCache {
-    store: Store,
-    identities: Identities,
-    fingerprint: String,
-    machine: String,
-    write_failed: AtomicBool,
-}
-
-/// A variant's cache key, with what it was made from.
-#[derive(Debug, Clone)]
-pub struct VariantKey {
-    /// The key's inputs.
-    pub parts: KeyParts,
-    /// The key.
-    pub key: Key,
-    /// The smoke source's label.
-    pub smoke: String,
-}
-
-impl OutcomeCache {
-    /// The cache at `root` for the machine `fingerprint` describes (full).
-    pub fn new(root: &Path, fingerprint: &Fingerprint) -> OutcomeCache {
-        let store = Store::at(root);
-        let hash = fingerprint.hash();
-        OutcomeCache {
-            identities: Identities::new(root.join(format!("identity-v{SCHEMA}"))),
-            store,
-            machine: machine_line(fingerprint, &hash),
-            fingerprint: hash,
-            write_failed: AtomicBool::new(false),
-        }
-    }
-
-    /// The store underneath.
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    /// The key of `variant` probed with `smoke` on this machine.
-    pub fn key(
-        &self,
-        variant: &FoundVariant,
-        smoke: &SmokeSource,
-    ) -> Result<VariantKey, CacheError> {
-        let (identity, _) = self
-            .identities
-            .identify(&variant.path, variant.metadata.metadata())?;
-        let smoke_id = smoke_identity(smoke).map_err(|source| CacheError::Io {
-            path: variant.path.clone(),
-            source,
-        })?;
-        let parts = KeyParts {
-            schema: SCHEMA,
-            fingerprint: self.fingerprint.clone(),
-            variant: identity,
-            smoke: smoke_id,
-        };
-        Ok(VariantKey {
-            key: parts.key(),
-            parts,
-            smoke: smoke_label(smoke),
-        })
-    }
-
-    /// The cached record for a key, if there is a valid one.
-    pub fn get(&self, key: &VariantKey) -> Option<ProbeRecord> {
-        match self.store.get::<ProbeRecord>(&key.key) {
-            Lookup::Hit(entry) => Some(entry.record),
-            Lookup::Miss => None,
-            Lookup::Corrupt(why) => {
-                eprintln!("preflight: warning: ignored a corrupt cache entry: {why}");
-                None
-            }
-        }
-    }
-
-    /// Keep an outcome, if it is worth keeping. A cache that cannot be
-    /// written is warned about once; the outcome is still used.
-    pub fn put(
-        &self,
-        key: &VariantKey,
-        variant: &FoundVariant,
-        outcome: &Outcome,
-        timings: &Timings,
-    ) {
-        if !cacheable(outcome.kind) {
-            return;
-        }
-        let record = ProbeRecord {
-            variant: variant.name.to_string(),
-            path: std::path::absolute(&variant.path).unwrap_or_else(|_| variant.path.clone()),
-            identity: key.parts.variant.clone(),
-            smoke: key.smoke.clone(),
-            outcome: outcome.clone(),
-            timings: *timings,
-            machine: self.machine.clone(),
-        };
-        if let Err(e) = self.store.put(&Entry::new(key.parts.clone(), record))
-            && !self.write_failed.swap(true, Ordering::Relaxed)
-        {
-            eprintln!("preflight: warning: outcomes are not cached: {e}");
-        }
     }
 }
 

@@ -1,303 +1,445 @@
-use super::*;
-use crate::discover::MetadataStatus;
+use super::bucket::{Bucket, Lookup, Shelf};
+use super::job::{JobIdentity, OutcomeKey, VariantFiles};
+use super::outcomes::{Kept, OutcomeRecord};
+use super::{Cache, ops};
+use crate::classify::{self, Depth, OutcomeKind, Phase, Timings};
+use crate::fingerprint::{FactStore, Measured, MeasuredFacts, Stat, ToolAnswer};
+use crate::protocol::{ExecutorKind, PROTOCOL_VERSION};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
-fn parts(variant: &str) -> KeyParts {
-    KeyParts {
-        schema: SCHEMA,
-        fingerprint: "f".repeat(64),
-        variant: variant.into(),
-        smoke: "none".into(),
+mod identity;
+
+const MACHINE: &str = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+fn job(name: &str) -> JobIdentity {
+    JobIdentity {
+        executor: ExecutorKind::Python,
+        name: name.into(),
+        device: "cpu".into(),
+        files: VariantFiles {
+            content: "content:abc".into(),
+            metadata: Some("m".into()),
+        },
+        smoke: "load-only:0".into(),
+        depth: Depth::Verified,
+        protocol: PROTOCOL_VERSION,
     }
 }
 
-#[test]
-fn key_is_sensitive_to_every_part_and_stable() {
-    let base = parts("content:abc");
-    assert_eq!(base.key(), parts("content:abc").key());
-    let mut changed = vec![];
-    for f in 0..4 {
-        let mut p = base.clone();
-        match f {
-            0 => p.schema += 1,
-            1 => p.fingerprint.push('0'),
-            2 => p.variant.push('x'),
-            _ => p.smoke = "file:1".into(),
-        }
-        changed.push(p.key());
+fn key(name: &str) -> OutcomeKey {
+    OutcomeKey::new(MACHINE, job(name))
+}
+
+fn record(kind: OutcomeKind, path: &Path) -> OutcomeRecord {
+    OutcomeRecord {
+        path: path.to_path_buf(),
+        smoke: "load-only".into(),
+        outcome: classify::outcome(kind, Phase::Done, "m", ""),
+        timings: Timings::default(),
+        machine: "test machine".into(),
     }
-    assert!(changed.iter().all(|k| *k != base.key()));
-    // Length prefixes: moving a character between fields changes the key.
-    let mut a = base.clone();
-    a.variant = "ab".into();
-    a.smoke = "c".into();
-    let mut b = base.clone();
-    b.variant = "a".into();
-    b.smoke = "bc".into();
-    assert_ne!(a.key(), b.key());
-    assert_eq!(base.key().as_str().len(), 64);
+}
+
+fn pass(path: &Path) -> OutcomeRecord {
+    record(OutcomeKind::Pass, path)
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Every regular file under `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            out.extend(files_under(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_key_changes_with_every_part_of_the_job_and_is_stable() {
+    let base = key("torch-cpu");
+    assert_eq!(base, key("torch-cpu"));
+    assert_eq!(base.key.as_str().len(), 64);
+    let changes: [fn(&mut JobIdentity); 9] = [
+        |j| j.executor = ExecutorKind::Cuda,
+        |j| j.name = "torch-universal".into(),
+        |j| j.device = "cuda".into(),
+        |j| j.files.content = "content:abd".into(),
+        |j| j.files.metadata = Some("n".into()),
+        |j| j.files.metadata = None,
+        |j| j.smoke = "file:1".into(),
+        |j| j.depth = Depth::Load,
+        |j| j.protocol = PROTOCOL_VERSION + 1,
+    ];
+    let mut keys = vec![base.key.clone()];
+    for change in &changes {
+        let mut j = job("torch-cpu");
+        change(&mut j);
+        keys.push(OutcomeKey::new(MACHINE, j).key);
+    }
+    keys.push(OutcomeKey::new(&"e".repeat(64), job("torch-cpu")).key);
+    let mut other_schema = base.parts.clone();
+    other_schema.schema += 1;
+    keys.push(super::Parts::key(&other_schema));
+    let mut unique = keys.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), keys.len(), "every change is a new key");
 }
 
 #[test]
 fn put_get_layout_and_permissions() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Store::at(tmp.path().join("cache"));
-    let entry = Entry::new(parts("v1"), serde_json::json!({"kind": "pass"}));
-    let path = store.put(&entry).unwrap();
-    assert!(path.starts_with(store.root().join(format!("outcomes-v{SCHEMA}"))));
-    assert!(store.root().join("CACHEDIR.TAG").is_file());
-    let mode = |p: &std::path::Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(store.root()), 0o700);
+    let cache = Cache::at(tmp.path().join("cache"));
+    let k = key("torch-cpu");
+    let Kept::Stored(path) = cache.outcomes().put(&k, pass(tmp.path())).unwrap() else {
+        panic!("a pass is kept");
+    };
+    let hex = k.key.as_str();
+    assert_eq!(
+        path,
+        cache
+            .root()
+            .join("outcomes-v2")
+            .join(&hex[..2])
+            .join(format!("{hex}.json"))
+    );
+    assert!(cache.root().join("CACHEDIR.TAG").is_file());
+    assert_eq!(mode(cache.root()), 0o700);
+    assert_eq!(mode(&cache.root().join("outcomes-v2")), 0o700);
     assert_eq!(mode(path.parent().unwrap()), 0o700);
     assert_eq!(mode(&path), 0o600);
-    match store.get::<serde_json::Value>(&entry.key) {
-        Lookup::Hit(e) => assert_eq!(e.record["kind"], "pass"),
+    assert_eq!(mode(&cache.root().join("CACHEDIR.TAG")), 0o600);
+    match cache.outcomes().get(&k) {
+        Lookup::Hit(r) => assert_eq!(r, pass(tmp.path())),
         other => panic!("expected a hit, got {other:?}"),
     }
-    assert!(matches!(
-        store.get::<serde_json::Value>(&parts("other").key()),
-        Lookup::Miss
-    ));
-    assert_eq!(store.keys().len(), 1);
-    assert!(store.stale_temp_files().is_empty());
+    assert!(matches!(cache.outcomes().get(&key("other")), Lookup::Miss));
+    assert_eq!(cache.outcomes().keys(), vec![k.key.clone()]);
+    // `ls` reads the typed entry: the job's name, the outcome's kind.
+    let entries = cache.outcomes().entries();
+    assert_eq!(entries[0].parts.job.name, "torch-cpu");
+    assert_eq!(entries[0].record.outcome.kind, OutcomeKind::Pass);
+}
+
+#[test]
+fn transient_outcomes_are_never_stored() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = Cache::at(tmp.path());
+    for kind in [
+        OutcomeKind::ProbeError,
+        OutcomeKind::Timeout,
+        OutcomeKind::Skipped,
+    ] {
+        let k = key(&format!("{kind}"));
+        let kept = cache.outcomes().put(&k, record(kind, tmp.path())).unwrap();
+        assert_eq!(kept, Kept::Transient, "{kind}");
+        assert!(matches!(cache.outcomes().get(&k), Lookup::Miss));
+    }
+    // A failure that classify marks as passing by itself (out of memory
+    // because another process holds the device) says nothing lasting.
+    let mut busy = record(OutcomeKind::OutOfMemory, tmp.path());
+    busy.outcome.transient = true;
+    let k = key("busy");
+    assert_eq!(cache.outcomes().put(&k, busy).unwrap(), Kept::Transient);
+    assert!(matches!(cache.outcomes().get(&k), Lookup::Miss));
+    assert!(cache.outcomes().keys().is_empty());
+    let k = key("fails");
+    let kept = cache
+        .outcomes()
+        .put(&k, record(OutcomeKind::ImportError, tmp.path()));
+    assert!(
+        matches!(kept, Ok(Kept::Stored(_))),
+        "a real failure is evidence"
+    );
 }
 
 #[test]
 fn corrupt_and_mismatched_entries_are_misses_and_removed() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Store::at(tmp.path());
-    let good = Entry::new(parts("good"), 1u32);
-    let path = store.put(&good).unwrap();
+    let cache = Cache::at(tmp.path());
+    let good = key("good");
+    let store = |k: &OutcomeKey| match cache.outcomes().put(k, pass(tmp.path())).unwrap() {
+        Kept::Stored(p) => p,
+        Kept::Transient => unreachable!(),
+    };
+    let path = store(&good);
     let bytes = fs::read(&path).unwrap();
 
-    // Truncated.
     fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    assert!(matches!(store.get::<u32>(&good.key), Lookup::Corrupt(_)));
+    assert!(matches!(cache.outcomes().get(&good), Lookup::Corrupt(_)));
     assert!(!path.exists(), "a corrupt entry is removed");
 
-    // Random bytes.
-    store.put(&good).unwrap();
+    store(&good);
     fs::write(&path, [0xde, 0xad, 0xbe, 0xef, 0, 1, 2]).unwrap();
-    assert!(matches!(store.get::<u32>(&good.key), Lookup::Corrupt(_)));
+    assert!(matches!(cache.outcomes().get(&good), Lookup::Corrupt(_)));
 
     // Valid JSON of another key, copied under this key's name.
-    let other = Entry::new(parts("other"), 2u32);
-    let other_path = store.put(&other).unwrap();
+    let other_path = store(&key("other"));
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::copy(&other_path, &path).unwrap();
-    match store.get::<u32>(&good.key) {
+    match cache.outcomes().get(&good) {
         Lookup::Corrupt(why) => assert!(why.contains("does not match its key"), "{why}"),
         other => panic!("expected corrupt, got {other:?}"),
     }
 
     // Parts edited after the key was computed.
-    let mut forged = Entry::new(parts("good"), 3u32);
-    forged.parts.variant = "forged".into();
-    fs::write(&path, serde_json::to_vec(&forged).unwrap()).unwrap();
-    assert!(matches!(store.get::<u32>(&good.key), Lookup::Corrupt(_)));
+    store(&good);
+    let mut value: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    value["parts"]["job"]["name"] = "forged".into();
+    fs::write(&path, serde_json::to_vec(&value).unwrap()).unwrap();
+    assert!(matches!(cache.outcomes().get(&good), Lookup::Corrupt(_)));
 
-    // An entry of another schema is never read.
-    let mut old = Entry::new(parts("good"), 4u32);
-    old.schema = SCHEMA + 1;
-    fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
-    assert!(matches!(store.get::<u32>(&good.key), Lookup::Corrupt(_)));
+    // Parts of another schema that hash to the key they claim.
+    let mut old = good.parts.clone();
+    old.schema = 1;
+    let old_key = super::Parts::key(&old);
+    let old_entry = super::Entry::new(old, pass(tmp.path()));
+    let old_path = Shelf::OUTCOMES.path(cache.root(), &old_key);
+    fs::create_dir_all(old_path.parent().unwrap()).unwrap();
+    fs::write(&old_path, serde_json::to_vec(&old_entry).unwrap()).unwrap();
+    assert!(matches!(
+        cache.outcomes().entry(&old_key),
+        Lookup::Corrupt(_)
+    ));
 }
 
 #[test]
-fn keys_parse_strictly() {
-    assert!(Key::parse("abc").is_err());
-    assert!(Key::parse(&"g".repeat(64)).is_err());
-    assert_eq!(
-        Key::parse(&"AB".repeat(32)).unwrap().as_str(),
-        "ab".repeat(32)
-    );
-}
-
-fn variant_dir(root: &std::path::Path) -> std::path::PathBuf {
-    let v = root.join("torch-cpu");
-    fs::create_dir_all(v.join("pkg/__pycache__")).unwrap();
-    fs::write(v.join("__init__.py"), "x = 1\n").unwrap();
-    fs::write(v.join("pkg/_ops.so"), vec![7u8; 4096]).unwrap();
-    fs::write(v.join("pkg/__pycache__/x.cpython-311.pyc"), "junk").unwrap();
-    v
-}
-
-#[test]
-fn identity_reuses_stat_records_and_sees_changes() {
+fn an_old_schema_folder_is_never_read_and_prune_removes_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let v = variant_dir(tmp.path());
-    let ids = Identities::new(tmp.path().join("ids"));
-    let (first, s) = ids.identify(&v, None).unwrap();
-    assert_eq!(
-        (s.hashed, s.reused),
-        (2, 0),
-        "byte code is not part of the identity"
-    );
-    assert!(first.starts_with("content:"));
-    let (again, s) = ids.identify(&v, None).unwrap();
-    assert_eq!(again, first);
-    assert_eq!(
-        (s.hashed, s.reused),
-        (0, 2),
-        "nothing changed: nothing hashed"
-    );
-
-    // The stat records outlive the process.
-    let (from_disk, s) = Identities::new(tmp.path().join("ids"))
-        .identify(&v, None)
-        .unwrap();
-    assert_eq!(from_disk, first);
-    assert_eq!((s.hashed, s.reused), (0, 2));
-
-    // Python writing byte code while importing changes nothing.
-    fs::write(v.join("pkg/__pycache__/y.cpython-311.pyc"), "more").unwrap();
-    assert_eq!(ids.identify(&v, None).unwrap().0, first);
-
-    // A touched file (same bytes, new mtime) is hashed again, same identity.
-    let so = v.join("pkg/_ops.so");
-    let f = fs::File::options().write(true).open(&so).unwrap();
-    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
-        .unwrap();
-    let (touched, s) = ids.identify(&v, None).unwrap();
-    assert_eq!(touched, first);
-    assert_eq!(s.hashed, 1);
-
-    // Changed bytes: a new identity.
-    fs::write(&so, vec![8u8; 4096]).unwrap();
-    let (changed, _) = ids.identify(&v, None).unwrap();
-    assert_ne!(changed, first);
-
-    // A copy elsewhere has the same identity (content, not place).
-    let copy_root = tmp.path().join("elsewhere");
-    let copy = variant_dir(&copy_root);
-    fs::write(copy.join("pkg/_ops.so"), vec![8u8; 4096]).unwrap();
-    assert_eq!(ids.identify(&copy, None).unwrap().0, changed);
-}
-
-#[test]
-fn identity_uses_a_matching_metadata_digest() {
-    use base64::Engine;
-    use sha2::Digest;
-    let tmp = tempfile::tempdir().unwrap();
-    let v = variant_dir(tmp.path());
-    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(b));
-    let metadata = |init_hash: String| {
-        let json = serde_json::json!({
-            "name": "relu", "id": "_relu_cpu_1", "version": 1, "license": "MIT",
-            "python-depends": [], "backend": {"type": "cpu"},
-            "digest": {"algorithm": "sha256", "files": {
-                "__init__.py": init_hash,
-                "pkg/_ops.so": b64(&[7u8; 4096]),
-            }}
-        });
-        match MetadataStatus::parse(json.to_string().as_bytes()) {
-            MetadataStatus::Ok { metadata } => *metadata,
-            other => panic!("{other:?}"),
-        }
+    let cache = Cache::at(tmp.path().join("cache"));
+    let k = key("torch-cpu");
+    let Kept::Stored(path) = cache.outcomes().put(&k, pass(tmp.path())).unwrap() else {
+        unreachable!()
     };
-    let ids = Identities::new(tmp.path().join("ids"));
-    let good = metadata(b64(b"x = 1\n"));
-    let (id, _) = ids.identify(&v, Some(&good)).unwrap();
-    assert!(id.starts_with("digest:"), "{id}");
-    // Files that do not match their digest: identity from the files.
-    let stale = metadata(b64(b"x = 2\n"));
-    let (id, _) = ids.identify(&v, Some(&stale)).unwrap();
-    assert!(id.starts_with("content:"), "{id}");
+    // The same, valid-looking entry under the previous version's folder.
+    let rel = path.strip_prefix(cache.root().join("outcomes-v2")).unwrap();
+    let old = cache.root().join("outcomes-v1").join(rel);
+    fs::create_dir_all(old.parent().unwrap()).unwrap();
+    fs::rename(&path, &old).unwrap();
+    assert!(matches!(cache.outcomes().get(&k), Lookup::Miss));
+    assert!(cache.outcomes().entries().is_empty());
+    assert!(old.exists(), "reading never touches another version");
+
+    let report = cache.prune().unwrap();
+    assert_eq!(report.schema_dirs, vec![cache.root().join("outcomes-v1")]);
+    assert!(!cache.root().join("outcomes-v1").exists());
+}
+
+#[test]
+fn folder_versions_are_recognised() {
+    assert_eq!(Bucket::Outcomes.folder(), "outcomes-v2");
+    assert!(Bucket::Outcomes.is_other_version("outcomes-v1"));
+    assert!(Bucket::Outcomes.is_other_version("outcomes-v10"));
+    assert!(!Bucket::Outcomes.is_other_version("outcomes-v2"));
+    assert!(!Bucket::Outcomes.is_other_version("outcomes-vx"));
+    assert!(!Bucket::Outcomes.is_other_version("other-v1"));
+    assert!(Bucket::Identities.is_other_version("identity-v1"));
+    assert!(Bucket::Fingerprints.is_other_version("fingerprint-v1"));
+    assert!(!Bucket::Bench.is_other_version("bench-v1"));
 }
 
 #[test]
 fn export_import_round_trip_never_replaces_newer_local() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = Store::at(tmp.path().join("a"));
-    let b = Store::at(tmp.path().join("b"));
-    let mut old = Entry::new(parts("x"), "old".to_string());
+    let a = Cache::at(tmp.path().join("a"));
+    let b = Cache::at(tmp.path().join("b"));
+    let x = key("x");
+    let mut old = super::Entry::new(x.parts.clone(), pass(Path::new("/old")));
     old.created = 100;
-    a.put(&old).unwrap();
-    a.put(&Entry::new(parts("y"), "y".to_string())).unwrap();
+    a.write(&old).unwrap();
+    a.outcomes().put(&key("y"), pass(tmp.path())).unwrap();
     let mut bundle = Vec::new();
-    assert_eq!(ops::export::<String>(&a, &mut bundle).unwrap(), 2);
+    assert_eq!(ops::export(&a, &mut bundle).unwrap(), 2);
 
     // b has a newer entry for x.
-    let mut newer = Entry::new(parts("x"), "newer".to_string());
+    let mut newer = super::Entry::new(x.parts.clone(), pass(Path::new("/newer")));
     newer.created = 200;
-    b.put(&newer).unwrap();
+    b.write(&newer).unwrap();
     let mut input = bundle.clone();
     input.extend_from_slice(b"not json\n\n");
-    let mut forged = Entry::new(parts("z"), "z".to_string());
-    forged.parts.smoke = "changed".into();
+    let mut forged = super::Entry::new(key("z").parts, pass(tmp.path()));
+    forged.parts.job.smoke = "changed".into();
     input.extend_from_slice(serde_json::to_string(&forged).unwrap().as_bytes());
     input.push(b'\n');
-    let report = ops::import::<String>(&b, &input[..]).unwrap();
+    let report = ops::import(&b, Path::new("-"), &input[..]).unwrap();
     assert_eq!(report.imported, 1);
     assert_eq!(report.kept_local, 1);
     assert_eq!(report.rejected.len(), 2, "{:?}", report.rejected);
     assert_eq!(report.rejected[0].0, 3);
-    match b.get::<String>(&parts("x").key()) {
-        Lookup::Hit(e) => assert_eq!(e.record, "newer"),
+    match b.outcomes().get(&x) {
+        Lookup::Hit(r) => assert_eq!(r.path, Path::new("/newer")),
         other => panic!("{other:?}"),
     }
-    // Importing again changes nothing.
-    let again = ops::import::<String>(&b, &bundle[..]).unwrap();
+    let again = ops::import(&b, Path::new("-"), &bundle[..]).unwrap();
     assert_eq!((again.imported, again.kept_local), (0, 2));
+
+    // To a file: written whole, private.
+    let file = tmp.path().join("bundle.jsonl");
+    assert_eq!(ops::export_file(&a, &file).unwrap(), 2);
+    assert_eq!(fs::read(&file).unwrap(), bundle);
+    assert_eq!(mode(&file), 0o600);
 }
 
 #[test]
-fn prune_removes_gone_variants_old_schemas_and_corrupt_files() {
+fn the_cache_keeps_the_fingerprints_facts() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = Store::at(tmp.path());
-    store
-        .put(&Entry::new(parts("live"), "live".to_string()))
-        .unwrap();
-    let gone = store
-        .put(&Entry::new(parts("gone"), "gone".to_string()))
-        .unwrap();
-    let corrupt = store
-        .put(&Entry::new(parts("bad"), "bad".to_string()))
-        .unwrap();
-    fs::write(&corrupt, "{").unwrap();
-    let old_schema = tmp.path().join("outcomes-v0/ab");
-    fs::create_dir_all(&old_schema).unwrap();
-    let report = ops::prune::<String>(&store, |e| e.record == "live").unwrap();
-    assert_eq!(report.entries, 2);
-    assert_eq!(report.schema_dirs.len(), 1);
-    assert!(!gone.exists() && !corrupt.exists());
-    assert!(!tmp.path().join("outcomes-v0").exists());
-    assert_eq!(ops::entries::<String>(&store).len(), 1);
+    let cache = Cache::at(tmp.path().join("cache"));
+    let store: &dyn FactStore = &cache;
+    let libcuda = tmp.path().join("libcuda.so.1");
+    fs::write(&libcuda, "").unwrap();
+    let facts = MeasuredFacts {
+        interpreter: None,
+        libcuda: Stat::of(&libcuda),
+        measured: Measured {
+            libcuda: crate::fingerprint::Libcuda::Missing,
+            cuda_driver_api: None,
+            devices: Vec::new(),
+            python: Some(crate::fingerprint::PythonMeasured::Ok {
+                version: "3.12.4".into(),
+                torch_cxx11_abi: None,
+            }),
+        },
+    };
+    assert_eq!(store.measured("abc"), None);
+    store.keep_measured("abc", &facts);
+    assert_eq!(store.measured("abc"), Some(facts));
+    assert_eq!(store.measured("abd"), None);
+
+    let tool = tmp.path().join("nvcc");
+    fs::write(&tool, "").unwrap();
+    let answer = ToolAnswer {
+        stat: Stat::of(&tool).unwrap(),
+        version: Some("12.8.93".into()),
+        problem: None,
+    };
+    store.keep_tool_answer(&tool, &answer);
+    assert_eq!(store.tool_answer(&tool), Some(answer));
+    let files = files_under(&cache.root().join("fingerprints-v2"));
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files.iter().all(|f| mode(f) == 0o600));
 }
 
-#[test]
-fn a_listing_is_trusted_only_while_no_folder_changed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let v = variant_dir(tmp.path());
-    let ids = Identities::new(tmp.path().join("ids"));
-    let (first, s) = ids.identify(&v, None).unwrap();
-    assert!(s.listed);
-    // Just created: the folders changed too recently for their listing to
-    // be trusted, so a file added now is seen.
-    fs::write(v.join("extra.py"), "y = 2\n").unwrap();
-    let (with_extra, s) = ids.identify(&v, None).unwrap();
-    assert!(s.listed);
-    assert_ne!(with_extra, first);
-
-    // Folders last changed long ago: the recorded listing is trusted.
-    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    for dir in [v.clone(), v.join("pkg")] {
-        fs::File::open(&dir).unwrap().set_modified(past).unwrap();
+/// A cache with an entry in every bucket, some of them stale.
+fn populated(tmp: &Path) -> Cache {
+    let cache = Cache::at(tmp.join("cache"));
+    let variant = tmp.join("build/torch-cpu");
+    fs::create_dir_all(&variant).unwrap();
+    fs::write(variant.join("__init__.py"), "").unwrap();
+    let gone = tmp.join("build/torch-gone");
+    fs::create_dir_all(&gone).unwrap();
+    fs::write(gone.join("__init__.py"), "").unwrap();
+    cache.outcomes().put(&key("live"), pass(&variant)).unwrap();
+    cache.outcomes().put(&key("gone"), pass(&gone)).unwrap();
+    cache.identities().identify(&variant, None).unwrap();
+    let tool = tmp.join("nvcc");
+    fs::write(&tool, "").unwrap();
+    let answer = ToolAnswer {
+        stat: Stat::of(&tool).unwrap(),
+        version: None,
+        problem: Some("exit 1".into()),
+    };
+    cache.keep_tool_answer(&tool, &answer);
+    cache.keep_tool_answer(&tmp.join("gone-nvcc"), &answer);
+    cache.keep_measured(
+        "abc",
+        &MeasuredFacts {
+            interpreter: None,
+            libcuda: None,
+            measured: Measured {
+                libcuda: crate::fingerprint::Libcuda::Missing,
+                cuda_driver_api: None,
+                devices: Vec::new(),
+                python: None,
+            },
+        },
+    );
+    fs::remove_dir_all(&gone).unwrap();
+    // Leftovers of older versions.
+    for old in ["outcomes-v1/ab", "identity-v1", "fingerprint-v1"] {
+        fs::create_dir_all(cache.root().join(old)).unwrap();
     }
-    let (again, s) = ids.identify(&v, None).unwrap();
-    assert!(s.listed, "folder mtimes moved: listed once more");
-    assert_eq!(again, with_extra);
-    let (again, s) = ids.identify(&v, None).unwrap();
-    assert!(!s.listed, "nothing changed: the record's listing is used");
-    assert_eq!((again.as_str(), s.hashed), (with_extra.as_str(), 0));
+    fs::write(cache.root().join("fingerprint-v1/tools.json"), "{}").unwrap();
+    fs::create_dir_all(cache.root().join("bench-v1")).unwrap();
+    cache
+}
 
-    // A file added to a subfolder moves that folder's mtime.
-    fs::write(v.join("pkg/new.so"), vec![9u8; 10]).unwrap();
-    let (grown, s) = ids.identify(&v, None).unwrap();
-    assert!(s.listed);
-    assert_ne!(grown, with_extra);
-    // A removed file too.
-    fs::remove_file(v.join("pkg/new.so")).unwrap();
-    assert_eq!(ids.identify(&v, None).unwrap().0, with_extra);
+#[test]
+fn clear_leaves_no_file_in_any_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = populated(tmp.path());
+    let before = files_under(cache.root()).len();
+    assert!(before >= 8, "{before}");
+    let report = cache.clear().unwrap();
+    assert_eq!(report.files, before - 1, "all but CACHEDIR.TAG");
+    assert_eq!(
+        files_under(cache.root()),
+        vec![cache.root().join("CACHEDIR.TAG")]
+    );
+    for bucket in Bucket::ALL {
+        assert!(!cache.root().join(bucket.folder()).exists());
+    }
+}
+
+#[test]
+fn prune_covers_every_bucket() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = populated(tmp.path());
+    let root = cache.root().to_path_buf();
+    // A corrupt file and a killed writer's temp file in every bucket.
+    let hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    let mut temps = Vec::new();
+    for shelf in [
+        Shelf::OUTCOMES,
+        Shelf::IDENTITIES,
+        Shelf::MEASURED,
+        Shelf::TOOLS,
+    ] {
+        let corrupt = shelf.path(&root, &crate::cache::Key::of_bytes(b"corrupt"));
+        fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
+        fs::write(&corrupt, "{").unwrap();
+        let temp = corrupt.with_file_name(".tmpXYZ");
+        fs::write(&temp, "half").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&temp)
+            .unwrap()
+            .set_modified(hours_ago)
+            .unwrap();
+        temps.push(temp);
+    }
+    let young = Shelf::OUTCOMES.dir(&root).join(".tmpYOUNG");
+    fs::write(&young, "writing").unwrap();
+    fs::write(Shelf::OUTCOMES.dir(&root).join("stray.txt"), "?").unwrap();
+
+    let report = cache.prune().unwrap();
+    // gone outcome + gone tool + 4 corrupt + 1 stray.
+    assert_eq!(report.entries, 7, "{report:?}");
+    assert_eq!(report.temp_files, 4);
+    let mut old: Vec<_> = report
+        .schema_dirs
+        .iter()
+        .map(|d| d.file_name().unwrap().to_owned())
+        .collect();
+    old.sort();
+    assert_eq!(old, ["fingerprint-v1", "identity-v1", "outcomes-v1"]);
+    assert!(temps.iter().all(|t| !t.exists()));
+    assert!(young.exists(), "a live writer's temp file stays");
+
+    // What is left is exactly the live entries.
+    let outcomes = cache.outcomes().entries();
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].parts.job.name, "live");
+    assert_eq!(cache.keys(Shelf::IDENTITIES).len(), 1);
+    assert_eq!(cache.keys(Shelf::TOOLS).len(), 1);
+    assert_eq!(cache.keys(Shelf::MEASURED).len(), 1);
+    assert_eq!(cache.prune().unwrap().entries, 0, "nothing left to prune");
 }

@@ -1,22 +1,33 @@
-//! Classify: turn how a probe's child ended (exit status, signal, deadline),
-//! what it reported on its result channel and what it printed on stderr into
-//! one [`Outcome`], as pure functions.
+//! Classify: turn an executor's [`Evidence`] — how its child ended, what it
+//! reported on its channel, what it printed on stderr — into one
+//! [`Outcome`], as pure functions, the same way for every executor.
 //!
-//! The structured report wins over text: an exception's type, its CUDA error
-//! code or name and the module a `ModuleNotFoundError` names are used first;
-//! stderr text only when the child died without reporting (flash-attn3 prints
-//! `no kernel image is available …` and calls `exit(1)`).
+//! The decisive error is the structured one the child reported (an
+//! exception's class and attributes, a `CUresult`, an NVRTC log); stderr is
+//! read only when the child died without a report (flash-attn3 prints
+//! `no kernel image is available …` and calls `exit(1)`), and then only its
+//! error lines, never its warnings. How a child ended (exit code, signal,
+//! deadline, cancel) is handled once, in `termination.rs`; what a reported
+//! failure means comes from one signature table per executor (`python.rs`,
+//! `cuda.rs`) and free text (`text.rs`); every hint is defined once, in
+//! [`hints`].
 
-mod signatures;
+mod cuda;
+#[cfg(test)]
+mod cuda_tests;
+pub mod hints;
+mod python;
+mod stderr;
+mod termination;
 #[cfg(test)]
 mod tests;
+mod text;
 
-pub use crate::probe::channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
+pub use crate::protocol::{Depth, ExceptionInfo, Phase, Timings};
+pub use cuda::first_error;
 
-use crate::probe::ProbeRun;
-use crate::sandbox::Termination;
+use crate::protocol::{Evidence, Failure, Report};
 use serde::{Deserialize, Serialize};
-use signatures::Cause;
 use std::fmt;
 
 /// What happened to a variant, from the design's taxonomy.
@@ -121,6 +132,11 @@ pub struct Outcome {
     pub signal: Option<String>,
     /// The last lines of the child's stderr.
     pub stderr_tail: String,
+    /// Whether the cause may pass by itself (a busy device, memory taken by
+    /// another process, an interrupted probe): such an outcome says nothing
+    /// lasting about the variant, and caches must not keep it.
+    #[serde(default)]
+    pub transient: bool,
 }
 
 impl Outcome {
@@ -134,195 +150,136 @@ impl Outcome {
             exit_code: None,
             signal: None,
             stderr_tail: String::new(),
+            transient: false,
         }
     }
 
     fn from_cause(cause: Cause, phase: Phase) -> Outcome {
         let mut outcome = Outcome::new(cause.kind, phase, cause.message);
         outcome.hint = one_line(&cause.hint);
+        outcome.transient = cause.transient;
         outcome
     }
 
     /// A variant that was not probed because it cannot load here.
     pub fn skipped(reason: &str) -> Outcome {
         let mut outcome = Outcome::new(OutcomeKind::Skipped, Phase::Start, reason);
-        outcome.hint = "it cannot load on this OS / CPU; probe it anyway with --all".into();
+        outcome.hint = hints::SKIPPED.into();
         outcome
     }
 
     /// A fault of preflight itself (sandbox, driver, channel).
     pub fn probe_error(phase: Phase, message: &str) -> Outcome {
         let mut outcome = Outcome::new(OutcomeKind::ProbeError, phase, message);
-        outcome.hint = "a fault of preflight, not of the kernel: please report it".into();
+        outcome.hint = hints::PROBE_ERROR.into();
         outcome
     }
 }
 
-/// Time spent on one probe, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Timings {
-    /// From spawning the child to collecting its result.
-    pub total_ms: f64,
-    /// Importing the variant, as the child measured it.
-    pub import_ms: Option<f64>,
-    /// Running the smoke workload (device events when torch drives a GPU).
-    pub smoke_ms: Option<f64>,
+/// A recognised cause: its kind, a message naming what failed, a hint, and
+/// whether it may pass by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cause {
+    kind: OutcomeKind,
+    message: String,
+    hint: String,
+    transient: bool,
 }
 
-/// Everything known about how one probe's child ended.
-#[derive(Debug, Clone, Copy)]
-pub struct Evidence<'a> {
-    /// How the process ended.
-    pub termination: &'a Termination,
-    /// What it reported on the result channel.
-    pub report: &'a ChildReport,
-    /// Why the result channel could not be read, if it could not.
-    pub channel_error: Option<&'a str>,
-    /// Its captured stderr (head and tail).
-    pub stderr: &'a str,
-}
-
-/// Classify what a python probe collected.
-pub fn classify_run(run: &ProbeRun) -> Outcome {
-    classify(&Evidence {
-        termination: &run.run.termination,
-        report: &run.report,
-        channel_error: run.channel_error.as_deref(),
-        stderr: &run.run.stderr.text(),
-    })
+impl Cause {
+    fn new(kind: OutcomeKind, message: impl Into<String>, hint: impl Into<String>) -> Cause {
+        Cause {
+            kind,
+            message: message.into(),
+            hint: hint.into(),
+            transient: false,
+        }
+    }
 }
 
 /// Lines of stderr kept in an outcome.
 pub const STDERR_TAIL_LINES: usize = 20;
 
-/// Classify one probe.
+/// Classify one executor run.
 pub fn classify(evidence: &Evidence) -> Outcome {
-    let mut outcome = decide(evidence);
-    match evidence.termination {
-        Termination::Exited { code } => outcome.exit_code = Some(*code),
-        Termination::Signaled { name, .. } => outcome.signal = Some(name.clone()),
-        Termination::TimedOut { .. } | Termination::Cancelled => {}
-    }
-    outcome.stderr_tail = tail_lines(&strip_ansi(evidence.stderr), STDERR_TAIL_LINES);
+    let report = evidence.report();
+    let mut outcome = decide(evidence, &report);
+    termination::record(&mut outcome, evidence);
     outcome
 }
 
-fn decide(evidence: &Evidence) -> Outcome {
-    let report = evidence.report;
+fn decide(evidence: &Evidence, report: &Report) -> Outcome {
     let phase = report.last_phase.unwrap_or(Phase::Start);
-    if let Some((at, failure)) = &report.failure {
-        return from_failure(*at, failure, report, evidence.stderr);
-    }
-    match evidence.termination {
-        Termination::TimedOut { after, .. } => Outcome::from_cause(
-            Cause::new(
-                OutcomeKind::Timeout,
-                format!(
-                    "no result within {:.1} s (still in phase {})",
-                    after.as_secs_f64(),
-                    phase.as_str()
-                ),
-                "raise --timeout if the first run compiles or downloads; otherwise the kernel hangs here",
-            ),
+    if let Some(v) = evidence.channel.version {
+        let mut outcome = Outcome::probe_error(
             phase,
-        ),
-        Termination::Cancelled => {
-            let mut outcome = Outcome::probe_error(phase, "probe cancelled (interrupted)");
-            outcome.hint = "run preflight check again to finish this probe".into();
-            outcome
-        }
-        Termination::Signaled { name, .. } => match signatures::from_text(evidence.stderr) {
-            Some(cause) => Outcome::from_cause(cause, phase),
-            None => Outcome::from_cause(signatures::crashed(name, phase), phase),
-        },
-        Termination::Exited { code: 0 } if report.done() => {
-            let mut outcome = Outcome::new(OutcomeKind::Pass, Phase::Done, pass_message(report));
-            outcome.depth = Some(report.depth.unwrap_or(Depth::Load));
-            outcome
-        }
-        Termination::Exited { code: 0 } => Outcome::probe_error(
-            phase,
-            &match evidence.channel_error {
-                Some(why) => format!("child exited 0 but its result channel is unreadable: {why}"),
-                None => format!(
-                    "child exited 0 without reporting a result (last phase: {})",
-                    phase.as_str()
-                ),
-            },
-        ),
-        Termination::Exited { code } if report.last_phase.is_none() => Outcome::probe_error(
-            Phase::Start,
             &format!(
-                "the python driver did not start (exit {code}): {}",
-                last_line(evidence.stderr).unwrap_or("no output")
+                "the {} child speaks protocol version {}, this preflight speaks version {}",
+                evidence.executor, v.child, v.parent
             ),
-        ),
-        Termination::Exited { code } => match signatures::from_text(evidence.stderr) {
-            Some(cause) => Outcome::from_cause(cause, phase),
-            None => {
-                Outcome::from_cause(signatures::exited(*code, last_line(evidence.stderr)), phase)
-            }
-        },
+        );
+        outcome.hint = hints::PROTOCOL.into();
+        return outcome;
+    }
+    match &report.failure {
+        Some((at, failure)) => from_failure(*at, failure, report, evidence),
+        None => termination::decide(evidence, report),
     }
 }
 
-fn from_failure(
-    phase: Phase,
-    failure: &ChildFailure,
-    report: &ChildReport,
-    stderr: &str,
-) -> Outcome {
-    match failure {
-        ChildFailure::Exception(e) => Outcome::from_cause(
-            signatures::from_exception(e, phase, report.module.as_deref(), stderr),
-            phase,
+/// What a reported failure means, from the table of the executor that
+/// reports it, or the same for all.
+fn from_failure(phase: Phase, failure: &Failure, report: &Report, evidence: &Evidence) -> Outcome {
+    let cause = match failure {
+        Failure::Exception(e) => {
+            python::from_exception(e, phase, report.module.as_deref(), &evidence.stderr)
+        }
+        Failure::Mismatch { label, message } => Cause::new(
+            OutcomeKind::WrongResult,
+            match label {
+                Some(label) => format!("result differs from the reference: {label}: {message}"),
+                None => format!("result differs from the reference: {message}"),
+            },
+            hints::WRONG_RESULT,
         ),
-        ChildFailure::Mismatch { message } => Outcome::from_cause(
-            Cause::new(
-                OutcomeKind::WrongResult,
-                format!("result differs from the reference: {message}"),
-                "the kernel runs but computes wrong values here: do not use this variant; report it to the kernel's authors",
+        Failure::InvalidSmoke { message } => Cause::new(
+            OutcomeKind::ProbeError,
+            format!("unusable smoke source: {message}"),
+            hints::SMOKE,
+        ),
+        Failure::InvalidInput { message } => {
+            Cause::new(OutcomeKind::ProbeError, message.clone(), hints::INPUT)
+        }
+        Failure::Internal { message, .. } => Cause::new(
+            OutcomeKind::ProbeError,
+            format!("the {} child failed: {message}", evidence.executor),
+            hints::PROBE_ERROR,
+        ),
+        Failure::Unknown => Cause::new(
+            OutcomeKind::ProbeError,
+            format!(
+                "the {} child reported a failure this preflight does not know (a newer child?)",
+                evidence.executor
             ),
-            phase,
+            hints::PROTOCOL,
         ),
-        ChildFailure::InvalidSmoke { message } => {
-            let mut outcome =
-                Outcome::probe_error(phase, &format!("unusable smoke source: {message}"));
-            outcome.hint = "fix the smoke file: def smoke(kernel, device) returning None, (actual, expected) or a dict".into();
-            outcome
-        }
-        ChildFailure::DriverError { message } => {
-            Outcome::probe_error(phase, &format!("the python driver failed: {message}"))
-        }
-    }
-}
-
-fn pass_message(report: &ChildReport) -> String {
-    let depth = match report.depth {
-        Some(Depth::Verified) => "smoke workload verified against its reference",
-        Some(Depth::Smoke) => "smoke workload ran (no reference to verify against)",
-        Some(Depth::Load) | None => "imported (no smoke workload)",
+        Failure::Cuda(e) => cuda::driver_error(e, phase),
+        Failure::Nvrtc(e) => cuda::nvrtc(e),
+        Failure::LibraryMissing { library, detail } => cuda::library_missing(library, detail),
+        Failure::SymbolMissing { detail } => cuda::symbol_missing(detail),
+        Failure::NoSuchDevice { ordinal, count } => cuda::no_such_device(*ordinal, *count),
     };
-    match &report.device {
-        Some(device) => format!("{depth} on {device}"),
-        None => depth.to_string(),
-    }
-}
-
-/// The outcome a CUDA error code (a driver `CUresult` or a runtime
-/// `cudaError_t`) stands for by itself, if it names a cause; `name` (such as
-/// `CUDA_ERROR_NO_BINARY_FOR_GPU`) labels the message.
-pub fn from_cuda_error(code: i64, name: Option<&str>, phase: Phase) -> Option<Outcome> {
-    signatures::code_cause(code, name).map(|cause| Outcome::from_cause(cause, phase))
+    Outcome::from_cause(cause, phase)
 }
 
 /// The outcome a known failure signature in free text (a compiler's output,
 /// a log) stands for, if the text holds one.
 pub fn from_text(text: &str, phase: Phase) -> Option<Outcome> {
-    signatures::from_text(text).map(|cause| Outcome::from_cause(cause, phase))
+    text::from_text(text, phase).map(|cause| Outcome::from_cause(cause, phase))
 }
 
-/// An outcome from its parts, for executors that classify their own facts.
+/// An outcome from its parts, for verdicts built from other outcomes (a
+/// native target's summary of its modules).
 pub fn outcome(kind: OutcomeKind, phase: Phase, message: &str, hint: &str) -> Outcome {
     let mut outcome = Outcome::new(kind, phase, message);
     outcome.hint = one_line(hint);
@@ -365,13 +322,4 @@ pub fn one_line(text: &str) -> String {
     let mut cut: String = flat.chars().take(LINE_LIMIT - 1).collect();
     cut.push('…');
     cut
-}
-
-fn last_line(text: &str) -> Option<&str> {
-    text.lines().map(str::trim).rfind(|l| !l.is_empty())
-}
-
-fn tail_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }

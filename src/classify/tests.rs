@@ -1,12 +1,15 @@
 //! Table-driven classification tests over real message texts.
 
 use super::*;
+use crate::protocol::{Channel, ChannelProblems, Event, ExecutorKind};
+use crate::sandbox::Termination;
 use std::time::Duration;
 
-const START: &str = r#"{"event":"phase","phase":"start","pid":7,"pgid":7}"#;
-const IMPORT: &str = r#"{"event":"phase","phase":"import","variant":"/v"}"#;
-const SMOKE: &str = r#"{"event":"phase","phase":"smoke","import_ms":1.0,"device":"cuda"}"#;
-const DONE: &str = r#"{"event":"phase","phase":"done","depth":"verified","module":"_k_1","device":"cpu","import_ms":1.0,"smoke_ms":0.5}"#;
+const HELLO: &str = r#"{"event":"hello","protocol":1,"executor":"python","pid":7,"pgid":7}"#;
+const START: &str = r#"{"event":"phase","phase":"start"}"#;
+const IMPORT: &str = r#"{"event":"phase","phase":"import","what":"/v"}"#;
+const SMOKE: &str = r#"{"event":"phase","phase":"smoke"}"#;
+const DONE: &str = r#"{"event":"done","depth":"verified"}"#;
 
 fn exited(code: i32) -> Termination {
     Termination::Exited { code }
@@ -20,9 +23,18 @@ fn signaled(name: &str) -> Termination {
     }
 }
 
-/// An exception event in `phase` with the given class, module, bases and extra fields.
+fn phase(phase: Phase) -> String {
+    serde_json::to_string(&Event::Phase { phase, what: None }).unwrap()
+}
+
+fn failed(phase: Phase, failure: Failure) -> String {
+    serde_json::to_string(&Event::Failed { phase, failure }).unwrap()
+}
+
+/// An exception failure in `phase` with the given class, module, bases,
+/// message and extra attributes (JSON object members).
 fn exception(
-    phase: &str,
+    at: Phase,
     type_name: &str,
     module: &str,
     bases: &[&str],
@@ -31,11 +43,33 @@ fn exception(
 ) -> String {
     let mut mro = vec![format!("{module}.{type_name}")];
     mro.extend(bases.iter().map(|b| b.to_string()));
-    format!(
-        r#"{{"event":"exception","phase":"{phase}","type":"{type_name}","module":"{module}","mro":{},"message":{}{extra}}}"#,
+    let json = format!(
+        r#"{{"type":"{type_name}","module":"{module}","mro":{},"message":{}{extra}}}"#,
         serde_json::to_string(&mro).unwrap(),
         serde_json::to_string(message).unwrap()
+    );
+    failed(
+        at,
+        Failure::Exception(Box::new(serde_json::from_str(&json).unwrap())),
     )
+}
+
+/// Evidence of a python child that wrote `channel` (after its hello),
+/// ended as `termination` and printed `stderr`.
+fn evidence(termination: Termination, channel: &[String], stderr: &str) -> Evidence {
+    let mut text = vec![HELLO.to_owned()];
+    text.extend(channel.iter().cloned());
+    let channel = Channel::parse(&text.join("\n"));
+    Evidence {
+        executor: ExecutorKind::Python,
+        termination,
+        events: channel.events,
+        channel: channel.problems,
+        stderr: stderr.to_owned(),
+        leaked: None,
+        wall: Duration::from_millis(5),
+        pid: Some(7),
+    }
 }
 
 struct Case {
@@ -57,11 +91,12 @@ fn with(mut base: Vec<String>, last: String) -> Vec<String> {
     base
 }
 
+#[rustfmt::skip]
 fn cases() -> Vec<Case> {
     let imported = lines(&[
         START,
         IMPORT,
-        r#"{"event":"phase","phase":"import","module":"_relu_abc"}"#,
+        r#"{"event":"module","name":"_relu_abc"}"#,
     ]);
     let smoking = lines(&[START, IMPORT, SMOKE]);
     vec![
@@ -86,7 +121,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "torch AcceleratorError with error_code 209",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "AcceleratorError", "torch", &["builtins.RuntimeError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "AcceleratorError", "torch", &["builtins.RuntimeError"],
                 "CUDA error: no kernel image is available for execution on the device\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
                 r#","error_code":209"#)),
             stderr: "",
@@ -97,7 +132,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "plain RuntimeError: CUDA error 222 text",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
                 "CUDA error: the provided PTX was compiled with an unsupported toolchain.\nCUDA kernel errors might be asynchronously reported at some other API call", "")),
             stderr: "",
             kind: OutcomeKind::PtxTooNew,
@@ -107,7 +142,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "legacy cuda runtime error (35)",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
                 "cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime version at /pytorch/aten/src/THC/THCGeneral.cpp:50", "")),
             stderr: "",
             kind: OutcomeKind::DriverTooOld,
@@ -117,7 +152,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "tvm-ffi driver error name, no device",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
                 "CUDA Driver Error: CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected", "")),
             stderr: "",
             kind: OutcomeKind::NoDevice,
@@ -127,7 +162,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "CuTe-DSL DSLCudaRuntimeError with ANSI colours",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "DSLCudaRuntimeError", "cutlass.base_dsl.common", &["cutlass.base_dsl.common.DSLRuntimeError", "cutlass.base_dsl.common.DSLBaseError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "DSLCudaRuntimeError", "cutlass.base_dsl.common", &["cutlass.base_dsl.common.DSLRuntimeError", "cutlass.base_dsl.common.DSLBaseError"],
                 "\u{1b}[91mCUDA error during kernel load\u{1b}[0m\nError name: CUDA_ERROR_NO_BINARY_FOR_GPU", r#","error_code":209,"error_name":"CUDA_ERROR_NO_BINARY_FOR_GPU""#)),
             stderr: "",
             kind: OutcomeKind::UnsupportedArch,
@@ -137,7 +172,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "torch OutOfMemoryError",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "OutOfMemoryError", "torch", &["builtins.RuntimeError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "OutOfMemoryError", "torch", &["builtins.RuntimeError"],
                 "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 3.12 GiB is free.", "")),
             stderr: "",
             kind: OutcomeKind::OutOfMemory,
@@ -147,7 +182,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "ModuleNotFoundError names the module",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
+            channel: with(imported.clone(), exception(Phase::Import, "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
                 "No module named 'einops'", r#","name":"einops""#)),
             stderr: "",
             kind: OutcomeKind::MissingDependency,
@@ -157,7 +192,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "the variant's own missing submodule is an import error",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
+            channel: with(imported.clone(), exception(Phase::Import, "ModuleNotFoundError", "builtins", &["builtins.ImportError"],
                 "No module named '_relu_abc._ops'", r#","name":"_relu_abc._ops""#)),
             stderr: "",
             kind: OutcomeKind::ImportError,
@@ -167,7 +202,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "undefined symbol names the symbol",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
                 "/root/.cache/huggingface/hub/kernels--kernels-community--activation/snapshots/1/build/torch28-cxx11-cu128-x86_64-linux/_activation_0c3eb4e.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
@@ -177,7 +212,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "missing shared library names it",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
                 "libcudart.so.13: cannot open shared object file: No such file or directory", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
@@ -187,7 +222,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "missing libcuda means no driver",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "OSError", "builtins", &[],
+            channel: with(imported.clone(), exception(Phase::Import, "OSError", "builtins", &[],
                 "libcuda.so.1: cannot open shared object file: No such file or directory", r#","errno":2"#)),
             stderr: "",
             kind: OutcomeKind::NoDevice,
@@ -197,7 +232,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "GLIBC version names it",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
                 "/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by /x/_ops.abi3.so)", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
@@ -207,7 +242,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "subprocess nvcc absent",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "FileNotFoundError", "builtins", &["builtins.OSError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "FileNotFoundError", "builtins", &["builtins.OSError"],
                 "[Errno 2] No such file or directory: 'nvcc'", r#","filename":"nvcc","errno":2"#)),
             stderr: "",
             kind: OutcomeKind::NvccMissing,
@@ -217,7 +252,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "nvcc too old for the target arch",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "CalledProcessError", "subprocess", &["subprocess.SubprocessError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "CalledProcessError", "subprocess", &["subprocess.SubprocessError"],
                 "Command '['nvcc', '-arch=sm_103a', 'k.cu']' returned non-zero exit status 1.", r#","command":"nvcc","returncode":1"#)),
             stderr: "nvcc fatal   : Unsupported gpu architecture 'compute_103a'\n",
             kind: OutcomeKind::NvccTooOld,
@@ -227,7 +262,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "Triton compilation error",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "CompilationError", "triton.compiler.errors", &["triton.compiler.errors.TritonError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "CompilationError", "triton.compiler.errors", &["triton.compiler.errors.TritonError"],
                 "at 12:4:\n    x = tl.load(ptr)\n    ^\nunsupported", "")),
             stderr: "",
             kind: OutcomeKind::JitCompileError,
@@ -237,7 +272,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "Triton out of shared memory",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "OutOfResources", "triton.runtime.errors", &["triton.runtime.errors.TritonError"],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "OutOfResources", "triton.runtime.errors", &["triton.runtime.errors.TritonError"],
                 "out of resource: shared memory, Required: 232448, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.", "")),
             stderr: "",
             kind: OutcomeKind::JitCompileError,
@@ -247,7 +282,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "NVRTC compile failure in text",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "RuntimeError", "builtins", &[],
+            channel: with(smoking.clone(), exception(Phase::Smoke, "RuntimeError", "builtins", &[],
                 "NVRTC_ERROR_COMPILATION: kernel.cu(3): error: identifier \"foo\" is undefined", "")),
             stderr: "",
             kind: OutcomeKind::JitCompileError,
@@ -257,7 +292,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "cannot import name from a dependency",
             termination: exited(1),
-            channel: with(imported.clone(), exception("import", "ImportError", "builtins", &[],
+            channel: with(imported.clone(), exception(Phase::Import, "ImportError", "builtins", &[],
                 "cannot import name 'make_fake_compact_tensor' from 'cutlass.cute.runtime' (/site-packages/cutlass/cute/runtime.py)", r#","name":"cutlass.cute.runtime""#)),
             stderr: "",
             kind: OutcomeKind::DependencyVersion,
@@ -267,7 +302,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "kernel lacks the called function",
             termination: exited(1),
-            channel: with(with(imported.clone(), r#"{"event":"phase","phase":"smoke"}"#.into()), exception("smoke", "AttributeError", "builtins", &[],
+            channel: with(with(imported.clone(), phase(Phase::Smoke)), exception(Phase::Smoke, "AttributeError", "builtins", &[],
                 "module '_relu_abc' has no attribute 'gelu_fast'", r#","name":"gelu_fast""#)),
             stderr: "",
             kind: OutcomeKind::MissingSymbol,
@@ -277,8 +312,8 @@ fn cases() -> Vec<Case> {
         Case {
             name: "wrong result",
             termination: exited(1),
-            channel: with(lines(&[START, IMPORT, SMOKE, r#"{"event":"phase","phase":"verify"}"#]),
-                r#"{"event":"mismatch","phase":"verify","message":"3 of 16 elements differ beyond rtol=1e-07 atol=1e-07 (max abs diff 1)"}"#.into()),
+            channel: with(with(lines(&[START, IMPORT, SMOKE]), phase(Phase::Verify)),
+                failed(Phase::Verify, Failure::Mismatch { label: None, message: "3 of 16 elements differ beyond rtol=1e-07 atol=1e-07 (max abs diff 1)".into() })),
             stderr: "",
             kind: OutcomeKind::WrongResult,
             phase: Phase::Verify,
@@ -341,7 +376,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "driver bug",
             termination: exited(3),
-            channel: lines(&[START, r#"{"event":"driver_error","phase":"start","message":"KeyError: 'x'"}"#]),
+            channel: with(lines(&[START]), failed(Phase::Start, Failure::Internal { message: "KeyError: 'x'".into(), traceback: None })),
             stderr: "",
             kind: OutcomeKind::ProbeError,
             phase: Phase::Start,
@@ -350,7 +385,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "broken metadata.json",
             termination: exited(1),
-            channel: with(lines(&[START, IMPORT]), exception("import", "MetadataError", "preflight", &[],
+            channel: with(lines(&[START, IMPORT]), exception(Phase::Import, "MetadataError", "preflight", &[],
                 "metadata.json unreadable: Expecting ',' delimiter: line 4 column 3 (char 50)", "")),
             stderr: "",
             kind: OutcomeKind::ImportError,
@@ -360,7 +395,7 @@ fn cases() -> Vec<Case> {
         Case {
             name: "unknown exception in smoke",
             termination: exited(1),
-            channel: with(smoking.clone(), exception("smoke", "ValueError", "builtins", &[], "bad shape (3, 4)", "")),
+            channel: with(smoking.clone(), exception(Phase::Smoke, "ValueError", "builtins", &[], "bad shape (3, 4)", "")),
             stderr: "",
             kind: OutcomeKind::Exited,
             phase: Phase::Smoke,
@@ -373,13 +408,11 @@ fn cases() -> Vec<Case> {
 fn classifies_real_failure_texts() {
     let mut failures = Vec::new();
     for case in cases() {
-        let report = ChildReport::parse(&case.channel.join("\n"));
-        let outcome = classify(&Evidence {
-            termination: &case.termination,
-            report: &report,
-            channel_error: None,
-            stderr: case.stderr,
-        });
+        let outcome = classify(&evidence(
+            case.termination.clone(),
+            &case.channel,
+            case.stderr,
+        ));
         if outcome.kind != case.kind
             || outcome.phase != case.phase
             || !outcome.message.contains(case.message_has)
@@ -404,14 +437,8 @@ fn classifies_real_failure_texts() {
 
 #[test]
 fn records_exit_code_signal_and_stderr_tail() {
-    let report = ChildReport::parse(SMOKE);
     let stderr: String = (0..50).map(|i| format!("line {i}\n")).collect();
-    let outcome = classify(&Evidence {
-        termination: &signaled("SIGABRT"),
-        report: &report,
-        channel_error: None,
-        stderr: &stderr,
-    });
+    let outcome = classify(&evidence(signaled("SIGABRT"), &lines(&[SMOKE]), &stderr));
     assert_eq!(outcome.signal.as_deref(), Some("SIGABRT"));
     assert_eq!(outcome.exit_code, None);
     assert_eq!(outcome.stderr_tail.lines().count(), STDERR_TAIL_LINES);
@@ -420,12 +447,12 @@ fn records_exit_code_signal_and_stderr_tail() {
 
 #[test]
 fn an_unreadable_channel_after_exit_0_is_a_probe_error() {
-    let outcome = classify(&Evidence {
-        termination: &exited(0),
-        report: &ChildReport::default(),
-        channel_error: Some("permission denied"),
-        stderr: "",
-    });
+    let mut e = evidence(exited(0), &[], "");
+    e.channel = ChannelProblems {
+        unreadable: Some("permission denied".into()),
+        ..ChannelProblems::default()
+    };
+    let outcome = classify(&e);
     assert_eq!(outcome.kind, OutcomeKind::ProbeError);
     assert!(outcome.message.contains("permission denied"));
 }

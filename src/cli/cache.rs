@@ -1,9 +1,8 @@
 //! `preflight cache dir|ls|show|clear|prune|export|import`
 
-use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::cache::{Entry, Key, Lookup, Store, ops};
+use super::{Answer, BadInput, Failure, emit, emit_json};
+use kernel_preflight::cache::{Cache, Key, Lookup, ops};
 use kernel_preflight::report;
-use serde_json::Value;
 use std::path::PathBuf;
 
 /// Arguments of `preflight cache`.
@@ -18,7 +17,7 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Action {
-    /// Print the cache directory.
+    /// Print the cache directory (the root of every bucket).
     Dir,
     /// List the cached outcomes.
     Ls,
@@ -27,9 +26,11 @@ enum Action {
         /// Its key, as `ls` prints it (a unique prefix is enough).
         key: String,
     },
-    /// Remove every cached outcome.
+    /// Remove everything cached: outcomes, identities, fingerprint facts,
+    /// bench results.
     Clear,
-    /// Remove entries whose variants are gone, old schemas and leftovers.
+    /// Remove, in every bucket, entries whose variant (or tool) is gone,
+    /// corrupt files, folders of old versions and stale temp files.
     Prune,
     /// Write every valid entry to FILE as JSON lines (`-` for stdout).
     Export {
@@ -44,23 +45,22 @@ enum Action {
     },
 }
 
-type Record = Value;
-
-pub fn run(args: Args) -> Result<Answer, BadInput> {
-    let store = Store::at(Store::default_root());
+pub fn run(args: Args) -> Result<Answer, Failure> {
+    let cache = Cache::from_env();
+    let outcomes = cache.outcomes();
     match args.action {
-        Action::Dir => emit(&store.root().display().to_string()),
+        Action::Dir => emit(&cache.root().display().to_string()),
         Action::Ls => {
-            let entries = ops::entries::<Record>(&store);
+            let entries = outcomes.entries();
             if args.json {
                 emit_json(&entries);
             } else {
-                emit(&report::cache::list(&entries, store.root()));
+                emit(&report::cache::list(&entries, cache.root()));
             }
         }
         Action::Show { key } => {
-            let key = find_key(&store, &key)?;
-            match store.get::<Record>(&key) {
+            let key = find_key(&cache, &key)?;
+            match outcomes.entry(&key) {
                 Lookup::Hit(e) => emit_json(&e),
                 Lookup::Miss => return Err(BadInput(format!("no cache entry {key}"))),
                 Lookup::Corrupt(why) => {
@@ -71,19 +71,19 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             }
         }
         Action::Clear => {
-            let dir = store.entries_dir();
-            let n = store.keys().len();
-            if dir.exists() {
-                std::fs::remove_dir_all(&dir)
-                    .map_err(|e| BadInput(format!("cannot clear {}: {e}", dir.display())))?;
+            let report = cache.clear()?;
+            if args.json {
+                emit_json(&report);
+            } else {
+                emit(&format!(
+                    "removed {} files from {}",
+                    report.files,
+                    cache.root().display()
+                ));
             }
-            emit(&format!(
-                "removed {n} entries from {}",
-                store.root().display()
-            ));
         }
         Action::Prune => {
-            let report = ops::prune::<Record>(&store, variant_still_there)?;
+            let report = cache.prune()?;
             if args.json {
                 emit_json(&report);
             } else {
@@ -96,22 +96,20 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             }
         }
         Action::Export { file } => {
-            let n = if file.as_os_str() == "-" {
-                ops::export::<Record>(&store, std::io::stdout().lock())?
+            if file.as_os_str() == "-" {
+                ops::export(&cache, std::io::stdout().lock())?;
             } else {
-                write_export(&store, &file)?
-            };
-            if file.as_os_str() != "-" {
+                let n = ops::export_file(&cache, &file)?;
                 eprintln!("exported {n} entries to {}", file.display());
             }
         }
         Action::Import { file } => {
             let report = if file.as_os_str() == "-" {
-                ops::import::<Record>(&store, std::io::stdin().lock())?
+                ops::import(&cache, &file, std::io::stdin().lock())?
             } else {
                 let f = std::fs::File::open(&file)
                     .map_err(|e| BadInput(format!("{}: {e}", file.display())))?;
-                ops::import::<Record>(&store, std::io::BufReader::new(f))?
+                ops::import(&cache, &file, std::io::BufReader::new(f))?
             };
             for (line, why) in &report.rejected {
                 eprintln!(
@@ -137,29 +135,8 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     Ok(Answer::Yes)
 }
 
-/// Write the export next to its destination and rename it into place, so a
-/// failed export leaves no partial file.
-fn write_export(store: &Store, file: &std::path::Path) -> Result<usize, BadInput> {
-    let dir = file
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| BadInput(format!("cannot write {}: {e}", file.display())))?;
-    let n = ops::export::<Record>(store, tmp.as_file_mut())?;
-    tmp.persist(file)
-        .map_err(|e| BadInput(format!("cannot write {}: {}", file.display(), e.error)))?;
-    Ok(n)
-}
-
-fn variant_still_there(entry: &Entry<Record>) -> bool {
-    entry.record["path"]
-        .as_str()
-        .is_none_or(|p| std::path::Path::new(p).is_dir())
-}
-
 /// A full key, or the one key that starts with a prefix.
-fn find_key(store: &Store, text: &str) -> Result<Key, BadInput> {
+fn find_key(cache: &Cache, text: &str) -> Result<Key, Failure> {
     if let Ok(key) = Key::parse(text) {
         return Ok(key);
     }
@@ -169,10 +146,10 @@ fn find_key(store: &Store, text: &str) -> Result<Key, BadInput> {
             "invalid cache key {text:?}: expected hex digits (see `preflight cache ls`)"
         )));
     }
-    let matches: Vec<Key> = store
+    let matches: Vec<Key> = cache
+        .outcomes()
         .keys()
         .into_iter()
-        .map(|(k, _)| k)
         .filter(|k| k.as_str().starts_with(&prefix))
         .collect();
     match matches.as_slice() {

@@ -1,16 +1,9 @@
 //! `preflight check`
 
-use super::probing::{ProbeArgs, Probing, progress_bar};
-use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::declared::embedded::Judge;
-use kernel_preflight::discover;
-use kernel_preflight::fingerprint::Fingerprint;
-use kernel_preflight::probe::cuda::{self, CudaExecutor};
-use kernel_preflight::probe::native;
+use super::probing::{ProbeArgs, Progress};
+use super::{Answer, Failure, emit, emit_json};
+use kernel_preflight::discover::Targets;
 use kernel_preflight::report::check;
-use kernel_preflight::report::native as native_report;
-use kernel_preflight::run::{self, CheckReport, CheckResult, Target};
-use kernel_preflight::sandbox;
 use std::path::PathBuf;
 
 /// Arguments of `preflight check`.
@@ -18,8 +11,10 @@ use std::path::PathBuf;
 pub struct Args {
     /// Kernel repos, variant directories, hub cache folders, or native
     /// module directories (with a preflight.toml).
-    #[arg(required = true, value_name = "TARGET")]
+    #[arg(required_unless_present = "repo", value_name = "TARGET")]
     targets: Vec<PathBuf>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     #[command(flatten)]
     probing: ProbeArgs,
     /// Probe variants for another OS or CPU too.
@@ -30,96 +25,26 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
-    let mut paths = args.targets.clone();
-    // A target named twice is checked once.
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|p| seen.insert(p.clone()));
-    let (native_dirs, hub): (Vec<&PathBuf>, Vec<&PathBuf>) =
-        paths.iter().partition(|p| native::is_native_target(p));
-    let natives = native_dirs
-        .iter()
-        .map(|dir| Ok((dir.display().to_string(), native::load(dir)?)))
-        .collect::<Result<Vec<_>, BadInput>>()?;
-    let targets = hub
-        .iter()
-        .map(|path| {
-            Ok(Target {
-                given: path.display().to_string(),
-                discovery: discover::discover(path)?,
-            })
-        })
-        .collect::<Result<Vec<_>, BadInput>>()?;
-    for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
-        eprintln!("preflight: warning: {warning}");
+    let mut targets = Targets::new();
+    for path in &args.targets {
+        targets.add(path.display().to_string(), path)?;
     }
-    let fingerprint = probing.fingerprint()?;
-    let cancel = sandbox::install_interrupt_handler();
-    let mut report = CheckReport {
-        fingerprint: fingerprint.clone(),
-        results: Vec::new(),
-    };
-    let mut text = Vec::new();
-    let mut answer = true;
-    if !targets.is_empty() {
-        let hub = hub_check(&probing, args.all, &targets, &fingerprint, &cancel)?;
-        answer = hub.every_target_passes();
-        text.push(check::table(&hub, &targets));
-        report.results = hub.results;
-    }
-    if !natives.is_empty() {
-        let executor = CudaExecutor {
-            limits: probing.limits.clone(),
-            ..CudaExecutor::current()
-                .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
-                .with_nvrtc(cuda::nvrtc_library(&fingerprint.toolkits))
-        };
-        let judge = Judge::from_fingerprint(&fingerprint);
-        for (given, target) in &natives {
-            let probed = native::probe(target, &executor, 0, &cancel)
-                .map_err(|e| BadInput(format!("{given}: {e}")))?;
-            answer &= probed.outcome.kind.passed();
-            let rows = native_report::rows(given, &probed, judge);
-            text.push(native_report::table(given, &probed, &rows));
-            report.results.extend(rows);
-        }
-    }
-    super::exit_if_interrupted(&cancel, "every probe was stopped");
+    args.repo.add_to(&mut targets)?;
+    let progress = Progress::new();
+    // Declared side by side with observed: what each job's embedded CUDA
+    // images can run on this GPU, before any launch.
+    let (plan, report) = probing.run(targets.into_vec(), args.all, true, &progress)?;
+    progress.finish();
     if args.json {
         emit_json(&report);
     } else {
-        emit(&text.join("\n\n"));
+        emit(&check::table(&report, &plan));
     }
-    Ok(if answer { Answer::Yes } else { Answer::No })
-}
-
-/// Probes the hub targets (kernel repos, variant directories, hub cache
-/// folders) in the Python executor.
-fn hub_check(
-    probing: &Probing,
-    all: bool,
-    targets: &[Target],
-    fingerprint: &Fingerprint,
-    cancel: &sandbox::Cancel,
-) -> Result<CheckReport, BadInput> {
-    let probes = run::probe_count(targets, fingerprint, all);
-    let mut options = probing.options(fingerprint, probes, all)?;
-    // Declared side by side with observed: what the variant's shared objects
-    // can run on this GPU, before any launch.
-    options.judge = Some(Judge::from_fingerprint(fingerprint));
-    let progress = progress_bar(probes, "probing");
-    let on_result = |r: &CheckResult| {
-        if let Some(bar) = &progress
-            && r.outcome.kind != kernel_preflight::classify::OutcomeKind::Skipped
-        {
-            bar.inc(1);
-            bar.set_message(format!("{} {}", r.variant, r.outcome.kind));
-        }
-    };
-    let report = run::run(targets, fingerprint, &options, cancel, &on_result);
-    if let Some(bar) = progress {
-        bar.finish_and_clear();
-    }
-    Ok(report)
+    Ok(if report.every_target_passes() {
+        Answer::Yes
+    } else {
+        Answer::No
+    })
 }

@@ -1,10 +1,11 @@
 //! `preflight doctor`
 
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
+use kernel_preflight::cache::Cache;
+use kernel_preflight::doctor::{self, DoctorOptions};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::cuda::{self, CudaExecutor};
-use kernel_preflight::probe::doctor::{self, DoctorOptions};
 use kernel_preflight::report;
+use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox::{self, Limits};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,7 +26,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let timeout = Duration::try_from_secs_f64(args.timeout)
         .ok()
         .filter(|d| !d.is_zero())
@@ -37,7 +38,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         })?;
     let mut sources = Sources::from_process();
     sources.python = args.python.clone();
-    let fingerprint = Fingerprint::fast(&sources)?;
+    let fingerprint = Fingerprint::fast(&sources, &Cache::from_env())?;
     let toolkits = &fingerprint.toolkits;
     let nvcc = toolkits
         .found
@@ -48,14 +49,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         timeout,
         ..Limits::default()
     };
-    let executor = CudaExecutor::current()
-        .map_err(|e| BadInput(format!("cannot find the preflight binary: {e}")))?
-        .with_nvrtc(cuda::nvrtc_library(toolkits));
+    let executor = Executors::cuda_for(toolkits)
+        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
     let options = DoctorOptions {
-        executor: CudaExecutor {
-            limits: limits.clone(),
-            ..executor
-        },
+        executor,
+        cuda_limits: limits.clone(),
         nvcc,
         python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
         python_limits: limits.clone(),

@@ -1,7 +1,11 @@
 //! `preflight fingerprint`
 
-use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::fingerprint::{Fingerprint, Hashed, Libcuda, Sources};
+use super::{Answer, Failure, Internal, emit, emit_json};
+use kernel_preflight::cache::Cache;
+use kernel_preflight::fingerprint::{
+    FactStore, Fingerprint, Hashed, Libcuda, PythonMeasured, Sources,
+};
+use kernel_preflight::probe::machine;
 use kernel_preflight::report;
 use std::path::PathBuf;
 
@@ -11,8 +15,9 @@ pub struct Args {
     /// Print JSON (every field and the hash) instead of a table.
     #[arg(long)]
     json: bool,
-    /// Add the facts measured in a child process (compute capability, CUDA
-    /// driver API version, …); cached after the first time.
+    /// Add the facts measured in child processes (compute capability and
+    /// CUDA's device numbering, CUDA driver API version, Python's exact
+    /// version, torch's ABI); cached after the first time.
     #[arg(long)]
     full: bool,
     /// The Python interpreter whose environment kernels load into (default:
@@ -25,14 +30,15 @@ pub struct Args {
     packages: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let mut src = Sources::from_process();
     src.python = args.python;
     src.extra_packages = args.packages;
+    let cache = Cache::from_env();
     let fp = if args.full {
-        Fingerprint::full(&src)?
+        full(&src, &cache)?
     } else {
-        Fingerprint::fast(&src)?
+        Fingerprint::fast(&src, &cache)?
     };
     if args.json {
         emit_json(&Hashed::from(&fp));
@@ -40,6 +46,14 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         emit(&table(&fp));
     }
     Ok(Answer::Yes)
+}
+
+/// The full fingerprint, its CUDA facts measured by this binary's own cuda
+/// child (no Python needed), kept in `store` after the first time.
+pub(super) fn full(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, Failure> {
+    let preflight = std::env::current_exe()
+        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
+    Ok(machine::full_fingerprint(src, store, &preflight)?)
 }
 
 fn table(fp: &Fingerprint) -> String {
@@ -57,7 +71,6 @@ fn table(fp: &Fingerprint) -> String {
                 let model = d.model.as_deref().unwrap_or("NVIDIA GPU");
                 let cc = d
                     .compute_capability
-                    .as_deref()
                     .map_or(String::new(), |c| format!(", compute {c}"));
                 format!("{index}  {model} [{}] at {}{cc}", d.device_id, d.pci_bus_id)
             })
@@ -71,13 +84,25 @@ fn table(fp: &Fingerprint) -> String {
             .clone()
             .unwrap_or_else(|| "none (no NVIDIA kernel module loaded)".into()),
     ]);
-    let api = match (&g.cuda_driver_api, &g.libcuda) {
-        (Some(v), _) => v.clone(),
-        (None, None) => "not measured (use --full)".into(),
-        (None, Some(Libcuda::Missing)) => "none (libcuda.so.1 not installed)".into(),
-        (None, Some(Libcuda::InitFailed { code })) => format!("cuInit failed with CUresult {code}"),
-        (None, Some(Libcuda::NotMeasured { reason })) => format!("not measured: {reason}"),
-        (None, Some(Libcuda::Ok)) => "unknown".into(),
+    let state = match &g.libcuda {
+        None => Some("not measured (use --full)".to_string()),
+        Some(Libcuda::Ok) => None,
+        Some(Libcuda::Missing) => Some("none (libcuda.so.1 not installed)".into()),
+        Some(l @ Libcuda::InitFailed { code }) => Some(format!(
+            "cuInit failed with CUresult {code}{}",
+            if l.is_settled() {
+                ""
+            } else {
+                " (a passing state: measured again next time)"
+            }
+        )),
+        Some(Libcuda::NotMeasured { reason }) => Some(format!("not measured: {reason}")),
+    };
+    let api = match (g.cuda_driver_api, state) {
+        (Some(v), None) => v.to_string(),
+        (Some(v), Some(state)) => format!("{v}; {state}"),
+        (None, Some(state)) => state,
+        (None, None) => "unknown".into(),
     };
     t.add_row(vec!["CUDA driver API".to_string(), api]);
     let tk = &fp.toolkits;
@@ -128,14 +153,18 @@ fn table(fp: &Fingerprint) -> String {
             ]);
         }
         Some(p) => {
-            t.add_row(vec![
-                "Python".to_string(),
-                format!(
-                    "{}  {}",
-                    p.version.as_deref().unwrap_or("version unknown"),
-                    p.interpreter.display()
-                ),
-            ]);
+            let mut python = format!(
+                "{}  {}",
+                p.version.as_deref().unwrap_or("version unknown"),
+                p.interpreter.display()
+            );
+            if p.real_path != p.interpreter {
+                python.push_str(&format!(" → {}", p.real_path.display()));
+            }
+            if let Some(PythonMeasured::NotMeasured { reason }) = &p.measured {
+                python.push_str(&format!("\nnot measured: {reason}"));
+            }
+            t.add_row(vec!["Python".to_string(), python]);
             let packages = p
                 .packages
                 .iter()

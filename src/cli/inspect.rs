@@ -1,6 +1,6 @@
 //! `preflight inspect`
 
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::declared::arch::{ComputeCapability, PtxIsa, driver_max_ptx_isa};
 use kernel_preflight::declared::embedded;
 use kernel_preflight::report::inspect::{InspectReport, table};
@@ -35,7 +35,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let driver_ptx = match &args.driver {
         None => args.driver_ptx,
         Some(version) => Some(driver_max_ptx_isa(version).ok_or_else(|| {

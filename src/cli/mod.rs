@@ -11,6 +11,8 @@ mod doctor;
 mod fingerprint;
 mod inspect;
 mod probing;
+mod reaper;
+mod repo;
 mod resolve;
 mod select;
 mod warmup;
@@ -56,13 +58,75 @@ enum Command {
     CudaChild(cuda_child::Args),
 }
 
-/// A failure the user can fix: printed as one line, exit code 2.
+/// Why a command failed, and whose fault it is; printed as one line.
 #[derive(Debug)]
-pub struct BadInput(pub String);
+pub enum Failure {
+    /// Bad input or usage, which the user can fix: exit 2.
+    BadInput(String),
+    /// A fault of preflight or of the machine (a failed fork, no
+    /// `current_exe`, a cache that cannot be written inside a usable root):
+    /// exit 3.
+    Internal(String),
+}
 
-impl<E: std::error::Error> From<E> for BadInput {
-    fn from(e: E) -> Self {
+pub use Failure::{BadInput, Internal};
+
+// Each library error is mapped on purpose: a new error type or variant must
+// say which side it is on before `?` accepts it.
+
+impl From<kernel_preflight::discover::DiscoverError> for Failure {
+    fn from(e: kernel_preflight::discover::DiscoverError) -> Self {
         BadInput(e.to_string())
+    }
+}
+
+impl From<kernel_preflight::fingerprint::FingerprintError> for Failure {
+    fn from(e: kernel_preflight::fingerprint::FingerprintError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+impl From<kernel_preflight::declared::SystemError> for Failure {
+    fn from(e: kernel_preflight::declared::SystemError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+impl From<kernel_preflight::variant::InvalidVariantName> for Failure {
+    fn from(e: kernel_preflight::variant::InvalidVariantName) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+impl From<kernel_preflight::declared::embedded::InspectError> for Failure {
+    fn from(e: kernel_preflight::declared::embedded::InspectError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+impl From<kernel_preflight::discover::NativeError> for Failure {
+    fn from(e: kernel_preflight::discover::NativeError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+/// A probe that could not be run at all is always preflight's fault.
+impl From<kernel_preflight::probe::ProbeError> for Failure {
+    fn from(e: kernel_preflight::probe::ProbeError) -> Self {
+        Internal(e.to_string())
+    }
+}
+
+impl From<kernel_preflight::cache::CacheError> for Failure {
+    fn from(e: kernel_preflight::cache::CacheError) -> Self {
+        use kernel_preflight::cache::CacheError as E;
+        let message = e.to_string();
+        match e {
+            E::Root { .. } | E::Unreadable { .. } | E::Bundle { .. } | E::BadKey(_) => {
+                BadInput(message)
+            }
+            E::Io { .. } | E::Encode(_) => Internal(message),
+        }
     }
 }
 
@@ -76,9 +140,17 @@ pub enum Answer {
 
 /// Run the command line and map the result to an exit code.
 pub fn main() -> ExitCode {
+    if let Some(code) = reaper::run_if_asked() {
+        return code;
+    }
     let cli = Cli::parse();
     if let Command::CudaChild(args) = &cli.command {
         return cuda_child::run(args);
+    }
+    // Every probe's child runs under this binary as its reaper. Without a
+    // path to it, runs say they were not contained.
+    if let Ok(exe) = std::env::current_exe() {
+        kernel_preflight::sandbox::set_default_reaper(exe);
     }
     let result = std::panic::catch_unwind(|| match cli.command {
         Command::Fingerprint(args) => fingerprint::run(args),
@@ -97,6 +169,10 @@ pub fn main() -> ExitCode {
         Ok(Err(BadInput(message))) => {
             eprintln!("preflight: error: {message}");
             ExitCode::from(2)
+        }
+        Ok(Err(Internal(message))) => {
+            eprintln!("preflight: internal error: {message}");
+            ExitCode::from(3)
         }
         Err(_) => {
             eprintln!("preflight: internal error (this is a bug in preflight, please report it)");

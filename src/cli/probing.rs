@@ -1,15 +1,16 @@
 //! Options shared by the commands that probe (`check`, `select`, `warmup`).
 
-use super::BadInput;
-use kernel_preflight::cache::Store;
-use kernel_preflight::cache::outcomes::OutcomeCache;
+use super::{BadInput, Failure, Internal};
+use kernel_preflight::cache::Cache;
+use kernel_preflight::declared::embedded::Judge;
+use kernel_preflight::discover::{Named, Target};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe;
-use kernel_preflight::run::CheckOptions;
-use kernel_preflight::sandbox::Limits;
+use kernel_preflight::probe::{self, PythonExecutor};
+use kernel_preflight::run::{self, CheckReport, Executors, Plan, PlanOptions, Reporter, RunEvent};
+use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How to probe.
@@ -37,7 +38,7 @@ pub struct ProbeArgs {
     pub no_cache: bool,
 }
 
-fn seconds(name: &str, value: f64) -> Result<Duration, BadInput> {
+fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
@@ -54,12 +55,14 @@ pub struct Probing {
     pub limits: Limits,
     /// `--python`, resolved to a path.
     pub python: Option<PathBuf>,
+    /// The cache: the fingerprint's facts, and outcomes unless `--no-cache`.
+    cache: Arc<Cache>,
     args: ProbeArgs,
 }
 
 impl ProbeArgs {
     /// Check every option before anything is detected or probed.
-    pub fn validate(self) -> Result<Probing, BadInput> {
+    pub fn validate(self) -> Result<Probing, Failure> {
         let limits = Limits {
             timeout: seconds("timeout", self.timeout)?,
             grace: seconds("grace", self.grace)?,
@@ -85,6 +88,7 @@ impl ProbeArgs {
         Ok(Probing {
             limits,
             python,
+            cache: Arc::new(Cache::from_env()),
             args: self,
         })
     }
@@ -93,39 +97,126 @@ impl ProbeArgs {
 impl Probing {
     /// The full fingerprint of this machine for the chosen interpreter
     /// (measured once, then cached).
-    pub fn fingerprint(&self) -> Result<Fingerprint, BadInput> {
+    pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        Ok(Fingerprint::full(&sources)?)
+        super::fingerprint::full(&sources, self.cache.as_ref())
     }
 
-    /// Options for [`kernel_preflight::run::run`], for `probes` children.
-    pub fn options(
+    /// Plan `targets` and answer every job (what `check`, `select` and
+    /// `warmup` share): `all` probes variants for another OS or CPU too;
+    /// `judge` adds the embedded-architecture check to declared verdicts.
+    /// Exits on an interrupt, once every child is stopped; a job whose
+    /// child could not be run at all is an internal fault.
+    pub fn run(
         &self,
-        fingerprint: &Fingerprint,
-        probes: usize,
+        targets: Vec<Named>,
         all: bool,
-    ) -> Result<CheckOptions, BadInput> {
-        let python = self
-            .python
-            .clone()
-            .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
+        judge: bool,
+        reporter: &dyn Reporter,
+    ) -> Result<(Plan, CheckReport), Failure> {
+        let fingerprint = self.fingerprint()?;
+        let native = targets
+            .iter()
+            .any(|t| matches!(t.target, Target::Native(_)));
+        let executors = Executors {
+            python: self
+                .python
+                .clone()
+                .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
+                .map(PythonExecutor::new),
+            cuda: native
+                .then(|| Executors::cuda_for(&fingerprint.toolkits))
+                .transpose()
+                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
+        };
+        let cancel = sandbox::install_interrupt_handler();
+        let options = PlanOptions {
+            smoke: self.args.smoke.clone(),
+            all,
+            judge: judge.then(|| Judge::from_fingerprint(&fingerprint)),
+            limits: self.limits.clone(),
+        };
+        let cache = (!self.args.no_cache).then(|| Arc::clone(&self.cache));
+        let plan = Plan::new(targets, &fingerprint, &options, cache);
+        for warning in &plan.warnings {
+            eprintln!("preflight: warning: {warning}");
+        }
+        if plan.needs_python() && executors.python.is_none() {
+            return Err(BadInput(
+                "no Python interpreter found: give --python P".into(),
+            ));
+        }
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let jobs = match self.args.jobs {
             Some(n) => n as usize,
-            None => probes.min(cpus).clamp(1, 4),
+            None => plan.probe_count().min(cpus).clamp(1, 4),
         };
-        Ok(CheckOptions {
-            python,
-            smoke: self.args.smoke.clone(),
-            all,
-            jobs,
-            limits: self.limits.clone(),
-            judge: None,
-            cache: (!self.args.no_cache)
-                .then(|| Arc::new(OutcomeCache::new(&Store::default_root(), fingerprint))),
-        })
+        let report = run::run(&plan, &executors, jobs, &cancel, reporter);
+        super::exit_if_interrupted(
+            &cancel,
+            if self.args.no_cache {
+                "every probe was stopped"
+            } else {
+                "every probe was stopped; outcomes probed so far are cached"
+            },
+        );
+        // A child that could not be run at all answers nothing about its
+        // job: preflight (or the machine) failed.
+        if let Some(fault) = report.faults.first() {
+            return Err(Internal(fault.clone()));
+        }
+        Ok((plan, report))
+    }
+}
+
+/// Reports a run on stderr: warnings as they come, and a progress bar over
+/// the probes when stderr is a terminal.
+pub struct Progress {
+    bar: OnceLock<Option<indicatif::ProgressBar>>,
+}
+
+impl Progress {
+    /// No bar yet: it appears once the run knows how many probes it starts.
+    pub fn new() -> Progress {
+        Progress {
+            bar: OnceLock::new(),
+        }
+    }
+
+    /// Remove the bar.
+    pub fn finish(&self) {
+        if let Some(Some(bar)) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Reporter for Progress {
+    fn report(&self, event: RunEvent<'_>) {
+        let bar = || self.bar.get().and_then(Option::as_ref);
+        match event {
+            RunEvent::Probing { count } => {
+                let _ = self.bar.set(progress_bar(count, "probing"));
+            }
+            RunEvent::Finished { result, .. } => {
+                if let Some(bar) = bar() {
+                    bar.inc(1);
+                    bar.set_message(format!("{} {}", result.variant, result.outcome.kind));
+                }
+            }
+            RunEvent::Warning { message, .. } => warn(bar(), message),
+            RunEvent::Skipped { .. } | RunEvent::Cached { .. } | RunEvent::Started { .. } => {}
+        }
+    }
+}
+
+/// A warning on stderr, above a progress bar if there is one.
+pub fn warn(bar: Option<&indicatif::ProgressBar>, message: &str) {
+    let line = || eprintln!("preflight: warning: {message}");
+    match bar {
+        Some(bar) => bar.suspend(line),
+        None => line(),
     }
 }
 

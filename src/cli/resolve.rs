@@ -1,9 +1,10 @@
 //! `preflight resolve`
 
-use super::{Answer, BadInput, emit, emit_json};
+use super::{Answer, BadInput, Failure, emit, emit_json};
+use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::{self, System};
 use kernel_preflight::discover;
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::Sources;
 use kernel_preflight::report;
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
@@ -17,9 +18,8 @@ pub struct Args {
     /// Judge these variant names instead of a directory.
     #[arg(long, value_delimiter = ',', conflicts_with = "repo")]
     variants: Option<Vec<String>>,
-    /// A kernel in the hub cache, as ORG/NAME.
-    #[arg(long)]
-    repo: Option<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Override detected facts: backend, cuda, rocm, xpu, cann, cpu, os,
     /// torch, cxx11, tvm-ffi, macos (e.g. backend=cuda,cuda=12.8,torch=2.9).
     #[arg(long, value_name = "K=V,…")]
@@ -33,10 +33,11 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
-    let discovery = match (&args.target, &args.variants, &args.repo) {
-        (Some(path), _, _) => Some(discover::discover(path)?),
-        (_, _, Some(repo)) => Some(discover::discover_repo(repo)?),
+pub fn run(args: Args) -> Result<Answer, Failure> {
+    let repo = args.repo.single("resolve")?;
+    let discovery = match (&args.target, &args.variants, repo) {
+        (Some(path), _, _) => Some(hub_only(path)?),
+        (_, _, Some(repo)) => Some(super::repo::discover_repo(repo, &args.repo.spec())?),
         (None, Some(_), None) => None,
         (None, None, None) => {
             return Err(BadInput(
@@ -76,7 +77,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     Ok(if accepted { Answer::Yes } else { Answer::No })
 }
 
-fn system(args: &Args) -> Result<System, BadInput> {
+fn system(args: &Args) -> Result<System, Failure> {
     let spec = args.system.as_deref().unwrap_or("");
     // Parse first, so that a bad --system is reported before anything is detected.
     System::bare_host().with_overrides(spec)?;
@@ -85,7 +86,7 @@ fn system(args: &Args) -> Result<System, BadInput> {
     } else {
         let mut src = Sources::from_process();
         src.python = args.python.clone();
-        System::from_fingerprint(&Fingerprint::full(&src)?)
+        System::from_fingerprint(&super::fingerprint::full(&src, &Cache::from_env())?)
     };
     Ok(detected.with_overrides(spec)?)
 }
@@ -100,4 +101,16 @@ fn covers_detected_facts(spec: &str) -> bool {
     ["backend", "torch", "cxx11", "tvm-ffi"]
         .iter()
         .all(|k| keys.contains(k))
+}
+
+/// The variants behind `path`; a native target has none to resolve.
+fn hub_only(path: &std::path::Path) -> Result<discover::Discovery, Failure> {
+    match discover::discover(path)? {
+        discover::Target::Hub(d) => Ok(d),
+        discover::Target::Native(_) => Err(BadInput(format!(
+            "{} is a native target (preflight.toml): resolve judges hub variants by name; \
+             use `preflight check {0}` for its modules",
+            path.display()
+        ))),
+    }
 }

@@ -1,12 +1,10 @@
 //! `preflight select`
 
-use super::probing::{ProbeArgs, progress_bar};
-use super::{Answer, BadInput, emit, emit_json};
-use kernel_preflight::discover;
+use super::probing::{ProbeArgs, Progress};
+use super::{Answer, BadInput, Failure, emit, emit_json};
+use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::check;
 use kernel_preflight::run::select::{Rank, Selection};
-use kernel_preflight::run::{self, CheckResult, Target};
-use kernel_preflight::sandbox;
 use std::path::PathBuf;
 
 /// Arguments of `preflight select`.
@@ -15,9 +13,8 @@ pub struct Args {
     /// Kernel repo, directory of variants, or hub cache folder.
     #[arg(required_unless_present = "repo", conflicts_with = "repo")]
     target: Option<PathBuf>,
-    /// A kernel in the hub cache, as ORG/NAME.
-    #[arg(long)]
-    repo: Option<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Pick the variant with the shortest measured smoke time instead of the
     /// hub loader's preference.
     #[arg(long)]
@@ -29,38 +26,36 @@ pub struct Args {
     probing: ProbeArgs,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
-    let (given, discovery) = match (&args.target, &args.repo) {
+    let named = match (&args.target, args.repo.single("select")?) {
         // Absolute, so that the printed path can be loaded from anywhere.
-        (Some(path), _) => (
-            path.display().to_string(),
-            discover::discover(&std::path::absolute(path)?)?,
-        ),
-        (None, Some(repo)) => (repo.clone(), discover::discover_repo(repo)?),
+        (Some(path), _) => Named {
+            given: path.display().to_string(),
+            target: discover::discover(
+                &std::path::absolute(path)
+                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?,
+            )?,
+        },
+        (None, Some(repo)) => Named {
+            given: repo.to_string(),
+            target: Target::Hub(super::repo::discover_repo(repo, &args.repo.spec())?),
+        },
         (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
     };
-    for warning in &discovery.warnings {
-        eprintln!("preflight: warning: {warning}");
+    if let Target::Native(_) = named.target {
+        // A native target's modules are all needed, not alternatives to
+        // pick one from.
+        return Err(BadInput(format!(
+            "{} is a native target (preflight.toml): select picks one variant of a hub kernel, \
+             and a native target's modules are all needed, not alternatives; \
+             use `preflight check {0}` or `preflight warmup {0}`",
+            named.given
+        )));
     }
-    let targets = [Target { given, discovery }];
-    let fingerprint = probing.fingerprint()?;
-    let probes = run::probe_count(&targets, &fingerprint, false);
-    let options = probing.options(&fingerprint, probes, false)?;
-    let cancel = sandbox::install_interrupt_handler();
-    let progress = progress_bar(probes, "probing");
-    let each = |r: &CheckResult| {
-        if let Some(bar) = &progress
-            && !r.cached
-        {
-            bar.inc(1);
-        }
-    };
-    let report = run::run(&targets, &fingerprint, &options, &cancel, &each);
-    if let Some(bar) = progress {
-        bar.finish_and_clear();
-    }
-    super::exit_if_interrupted(&cancel, "every probe was stopped");
+    let progress = Progress::new();
+    let (plan, report) = probing.run(vec![named], false, false, &progress)?;
+    progress.finish();
     let rank = if args.fastest {
         Rank::Fastest
     } else {
@@ -74,7 +69,7 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
         emit(path);
     } else {
         eprintln!("preflight: no variant works here\n");
-        eprintln!("{}", check::table(&report, &targets));
+        eprintln!("{}", check::table(&report, &plan));
     }
     Ok(if found { Answer::Yes } else { Answer::No })
 }

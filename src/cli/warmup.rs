@@ -1,15 +1,13 @@
 //! `preflight warmup`
 
-use super::probing::ProbeArgs;
-use super::{Answer, BadInput, emit, emit_json};
+use super::probing::{ProbeArgs, warn};
+use super::{Answer, Failure, emit, emit_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kernel_preflight::classify::OutcomeKind;
-use kernel_preflight::discover::{self, hub_cache};
+use kernel_preflight::discover::{Named, Target, Targets, hub_cache};
 use kernel_preflight::report;
-use kernel_preflight::run::{self, CheckResult, Target};
-use kernel_preflight::sandbox;
+use kernel_preflight::run::{CheckReport, CheckResult, Job, Plan, Reporter, RunEvent, TargetId};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,13 +15,12 @@ use std::time::{Duration, Instant};
 /// Arguments of `preflight warmup`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Kernel repos, directories of variants or hub cache folders (default:
-    /// every kernel in the hub cache).
+    /// Kernel repos, directories of variants, hub cache folders or native
+    /// module directories (default: every kernel in the hub cache).
     #[arg(value_name = "TARGET")]
     targets: Vec<PathBuf>,
-    /// Kernels in the hub cache, as ORG/NAME (repeatable).
-    #[arg(long)]
-    repo: Vec<String>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
     /// Print a JSON summary instead of a table.
     #[arg(long)]
     json: bool,
@@ -42,34 +39,21 @@ struct KernelSummary {
     skipped: usize,
     passed: usize,
     best: Option<String>,
+    #[serde(skip)]
+    native: bool,
 }
 
-pub fn run(args: Args) -> Result<Answer, BadInput> {
+pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
-    let mut targets = Vec::new();
+    let mut targets = Targets::new();
     for path in &args.targets {
-        targets.push(Target {
-            given: path.display().to_string(),
-            discovery: discover::discover(path)?,
-        });
+        targets.add(path.display().to_string(), path)?;
     }
-    for repo in &args.repo {
-        targets.push(Target {
-            given: repo.clone(),
-            discovery: discover::discover_repo(repo)?,
-        });
-    }
-    if args.targets.is_empty() && args.repo.is_empty() {
+    args.repo.add_to(&mut targets)?;
+    if args.targets.is_empty() && args.repo.repo.is_empty() {
         let root = hub_cache::cache_root();
-        for folder in hub_cache::cached_kernels(&root) {
-            // One broken cache folder does not stop the others.
-            match discover::discover(&folder) {
-                Ok(discovery) => targets.push(Target {
-                    given: folder.display().to_string(),
-                    discovery,
-                }),
-                Err(e) => eprintln!("preflight: warning: {e}"),
-            }
+        for problem in super::repo::add_every_cached_ref(&mut targets) {
+            eprintln!("preflight: warning: {problem}");
         }
         if targets.is_empty() {
             emit(&format!(
@@ -79,19 +63,12 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
             return Ok(Answer::Yes);
         }
     }
-    for warning in targets.iter().flat_map(|t| &t.discovery.warnings) {
-        eprintln!("preflight: warning: {warning}");
-    }
-    let fingerprint = probing.fingerprint()?;
-    let probes = run::probe_count(&targets, &fingerprint, false);
-    let options = probing.options(&fingerprint, probes, false)?;
-    let cancel = sandbox::install_interrupt_handler();
+    let targets = targets.into_vec();
     let bars = Bars::new(&targets);
     let start = Instant::now();
-    let report = run::run(&targets, &fingerprint, &options, &cancel, &|r| bars.done(r));
+    let (plan, report) = probing.run(targets, false, false, &bars)?;
     bars.finish();
-    super::exit_if_interrupted(&cancel, "outcomes probed so far are cached");
-    let summary = summarize(&targets, &report.results);
+    let summary = summarize(&plan, &report);
     if args.json {
         emit_json(&summary);
     } else {
@@ -112,7 +89,11 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
                 s.cached.to_string(),
                 s.skipped.to_string(),
                 s.passed.to_string(),
-                s.best.clone().unwrap_or_else(|| "none".into()),
+                match (&s.best, s.native) {
+                    (Some(best), _) => best.clone(),
+                    (None, true) => "- (native modules)".into(),
+                    (None, false) => "none".into(),
+                },
             ]);
         }
         let probed: usize = summary.iter().map(|s| s.probed).sum();
@@ -126,51 +107,69 @@ pub fn run(args: Args) -> Result<Answer, BadInput> {
     Ok(Answer::Yes)
 }
 
-fn summarize(targets: &[Target], results: &[CheckResult]) -> Vec<KernelSummary> {
-    targets
+fn summarize(plan: &Plan, report: &CheckReport) -> Vec<KernelSummary> {
+    plan.targets
         .iter()
-        .map(|t| {
-            let rows: Vec<&CheckResult> = results.iter().filter(|r| r.target == t.given).collect();
+        .enumerate()
+        .map(|(i, t)| {
+            let rows: Vec<&CheckResult> = report.rows(TargetId(i)).collect();
             let skipped = rows
                 .iter()
                 .filter(|r| r.outcome.kind == OutcomeKind::Skipped)
                 .count();
             let cached = rows.iter().filter(|r| r.cached).count();
+            let native = matches!(t.target, Target::Native(_));
             KernelSummary {
                 target: t.given.clone(),
-                kernel: t
-                    .discovery
-                    .kernel
-                    .clone()
-                    .unwrap_or_else(|| t.given.clone()),
+                kernel: label(t),
                 variants: rows.len(),
                 probed: rows.len() - skipped - cached,
                 cached,
                 skipped,
                 passed: rows.iter().filter(|r| r.outcome.kind.passed()).count(),
+                // Every module of a native target is needed: none is "best".
                 best: rows
                     .iter()
-                    .find(|r| r.outcome.kind.passed())
+                    .find(|r| !native && r.outcome.kind.passed())
                     .map(|r| r.variant.clone()),
+                native,
             }
         })
         .collect()
+}
+
+/// What a target is called in the summary: the kernel's name, else the
+/// name it was given; a name given as the kernel's with more after it
+/// (`acme/relu (main, v2)`, a snapshot of the hub cache named by its refs)
+/// is kept whole.
+fn label(t: &Named) -> String {
+    match &t.target {
+        Target::Hub(d) => d.kernel.clone().map(|kernel| {
+            if t.given.starts_with(&kernel) {
+                t.given.clone()
+            } else {
+                kernel
+            }
+        }),
+        Target::Native(_) => None,
+    }
+    .unwrap_or_else(|| t.given.clone())
 }
 
 /// One progress bar per kernel and an overall one, on stderr when it is a
 /// terminal.
 struct Bars {
     overall: Option<ProgressBar>,
-    per_target: BTreeMap<String, ProgressBar>,
+    per_target: Vec<ProgressBar>,
     _multi: Option<MultiProgress>,
 }
 
 impl Bars {
-    fn new(targets: &[Target]) -> Bars {
+    fn new(targets: &[Named]) -> Bars {
         if !std::io::stderr().is_terminal() {
             return Bars {
                 overall: None,
-                per_target: BTreeMap::new(),
+                per_target: Vec::new(),
                 _multi: None,
             };
         }
@@ -180,7 +179,11 @@ impl Bars {
                 .map(|s| s.progress_chars("=> "))
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
         };
-        let total: usize = targets.iter().map(|t| t.discovery.variants.len()).sum();
+        let jobs = |t: &Named| match &t.target {
+            Target::Hub(d) => d.variants.len(),
+            Target::Native(n) => n.modules.len(),
+        };
+        let total: usize = targets.iter().map(jobs).sum();
         let overall = multi.add(ProgressBar::new(total as u64));
         overall.set_style(style(
             "{spinner} all kernels [{bar:30}] {pos}/{len} {elapsed}",
@@ -189,15 +192,10 @@ impl Bars {
         let per_target = targets
             .iter()
             .map(|t| {
-                let bar = multi.add(ProgressBar::new(t.discovery.variants.len() as u64));
+                let bar = multi.add(ProgressBar::new(jobs(t) as u64));
                 bar.set_style(style("  {prefix:30} [{bar:20}] {pos}/{len} {wide_msg}"));
-                bar.set_prefix(
-                    t.discovery
-                        .kernel
-                        .clone()
-                        .unwrap_or_else(|| t.given.clone()),
-                );
-                (t.given.clone(), bar)
+                bar.set_prefix(label(t));
+                bar
             })
             .collect();
         Bars {
@@ -207,8 +205,8 @@ impl Bars {
         }
     }
 
-    fn done(&self, r: &CheckResult) {
-        if let Some(bar) = self.per_target.get(&r.target) {
+    fn done(&self, job: &Job, r: &CheckResult) {
+        if let Some(bar) = self.per_target.get(job.target.0) {
             bar.inc(1);
             bar.set_message(format!("{} {}", r.variant, r.outcome.kind));
         }
@@ -218,8 +216,20 @@ impl Bars {
     }
 
     fn finish(&self) {
-        for bar in self.per_target.values().chain(&self.overall) {
+        for bar in self.per_target.iter().chain(&self.overall) {
             bar.finish_and_clear();
+        }
+    }
+}
+
+impl Reporter for Bars {
+    fn report(&self, event: RunEvent<'_>) {
+        match event {
+            RunEvent::Skipped { job, result }
+            | RunEvent::Cached { job, result }
+            | RunEvent::Finished { job, result } => self.done(job, result),
+            RunEvent::Warning { message, .. } => warn(self.overall.as_ref(), message),
+            RunEvent::Probing { .. } | RunEvent::Started { .. } => {}
         }
     }
 }

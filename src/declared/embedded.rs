@@ -327,22 +327,20 @@ fn add_fatbin(
 /// GPU and its driver's PTX JIT.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Judge {
-    /// Compute capability of device 0, when known.
+    /// Compute capability of CUDA device 0, when known.
     pub gpu: Option<ComputeCapability>,
     /// The newest PTX ISA the driver JIT-compiles, when known.
     pub driver_ptx: Option<PtxIsa>,
 }
 
 impl Judge {
-    /// The first GPU of a (full) fingerprint that has a compute capability,
-    /// and its driver's PTX ISA.
+    /// The GPU a kernel runs on by default — the one CUDA numbers 0 after
+    /// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`, not the first on the
+    /// PCI bus — when the fingerprint knows its compute capability, and the
+    /// driver's PTX ISA.
     pub fn from_fingerprint(fp: &crate::fingerprint::Fingerprint) -> Judge {
         Judge {
-            gpu: fp
-                .gpus
-                .devices
-                .iter()
-                .find_map(|g| g.compute_capability.as_deref()?.parse().ok()),
+            gpu: fp.cuda_default_device().and_then(|g| g.compute_capability),
             driver_ptx: fp.gpus.driver.as_deref().and_then(arch::driver_max_ptx_isa),
         }
     }

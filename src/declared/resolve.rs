@@ -3,7 +3,7 @@
 //! `kernels/src/kernels/variants.py`), as pure functions over data.
 
 use super::system::System;
-use crate::variant::{Backend, Framework, NoarchBackend, VariantName, Version};
+use crate::variant::{Backend, Cpu, Framework, NoarchBackend, OrOther, Os, VariantName, Version};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::fmt;
 
@@ -19,16 +19,16 @@ pub enum Rejection {
     /// The variant's CPU is not the system's.
     Cpu {
         /// CPU in the name.
-        variant: String,
+        variant: Cpu,
         /// CPU of the system.
-        system: String,
+        system: OrOther<Cpu>,
     },
     /// The variant's OS is not the system's.
     Os {
         /// OS in the name.
-        variant: String,
+        variant: Os,
         /// OS of the system.
-        system: String,
+        system: OrOther<Os>,
     },
     /// `torchXY` needs exactly torch X.Y.
     TorchVersion {
@@ -207,7 +207,7 @@ pub fn check(variant: &VariantName, system: &System) -> Option<Rejection> {
             backend,
             cpu,
             os,
-        } => check_arch(framework, backend, cpu.as_str(), os.as_str(), system),
+        } => check_arch(framework, backend, *cpu, *os, system),
         VariantName::Noarch { backend } => {
             let wanted = system.noarch_backend();
             (backend.as_str() != wanted && *backend != NoarchBackend::Universal).then_some(
@@ -223,19 +223,19 @@ pub fn check(variant: &VariantName, system: &System) -> Option<Rejection> {
 fn check_arch(
     framework: &Framework,
     backend: &Backend,
-    cpu: &str,
-    os: &str,
+    cpu: Cpu,
+    os: Os,
     system: &System,
 ) -> Option<Rejection> {
-    if cpu != system.cpu {
+    if system.cpu != OrOther::Known(cpu) {
         return Some(Rejection::Cpu {
-            variant: cpu.into(),
+            variant: cpu,
             system: system.cpu.clone(),
         });
     }
-    if os != system.os {
+    if system.os != OrOther::Known(os) {
         return Some(Rejection::Os {
-            variant: os.into(),
+            variant: os,
             system: system.os.clone(),
         });
     }

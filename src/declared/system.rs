@@ -2,7 +2,7 @@
 //! `--system k=v,…` overrides that turn `resolve` into a what-if tool.
 
 use crate::fingerprint::{Fingerprint, FoundVia, TorchBuild};
-use crate::variant::{Backend, Cpu, Os, Version};
+use crate::variant::{Backend, Cpu, OrOther, Os, Version};
 use serde::Serialize;
 
 /// What the hub's resolver looks at on a machine.
@@ -10,10 +10,11 @@ use serde::Serialize;
 pub struct System {
     /// The selected compute backend, with its version where it has one.
     pub backend: Backend,
-    /// CPU architecture as the variant names spell it (`x86_64`, `aarch64`).
-    pub cpu: String,
-    /// Operating system as the variant names spell it (`linux`, `darwin`, …).
-    pub os: String,
+    /// CPU architecture (`x86_64`, `aarch64`, or another no variant names).
+    pub cpu: OrOther<Cpu>,
+    /// Operating system as the variant names spell it (`linux`, `darwin`,
+    /// `windows`, or another no variant names).
+    pub os: OrOther<Os>,
     /// Installed torch major.minor, if any.
     pub torch: Option<Version>,
     /// Whether torch was built with the C++11 ABI (Linux only; `None` elsewhere).
@@ -76,8 +77,8 @@ impl System {
         };
         System {
             backend: Backend::Cpu,
-            cpu: cpu.to_string(),
-            os: os.to_string(),
+            cpu: OrOther::from_name(cpu),
+            os: OrOther::from_name(os),
             torch: None,
             cxx11_abi: None,
             tvm_ffi: None,
@@ -132,20 +133,8 @@ impl System {
                 "rocm" => versions.push(("rocm", version()?)),
                 "xpu" => versions.push(("xpu", version()?)),
                 "cann" => versions.push(("cann", version()?)),
-                "cpu" => {
-                    self.cpu = value
-                        .parse::<Cpu>()
-                        .map_err(|e| bad(&e))?
-                        .as_str()
-                        .to_string();
-                }
-                "os" => {
-                    self.os = value
-                        .parse::<Os>()
-                        .map_err(|e| bad(&e))?
-                        .as_str()
-                        .to_string();
-                }
+                "cpu" => self.cpu = OrOther::Known(value.parse().map_err(|e: String| bad(&e))?),
+                "os" => self.os = OrOther::Known(value.parse().map_err(|e: String| bad(&e))?),
                 "torch" => self.torch = optional_version()?,
                 "tvm-ffi" => self.tvm_ffi = optional_version()?,
                 "macos" => self.macos = optional_version()?,
@@ -204,10 +193,11 @@ impl System {
     /// torch on macOS; else CPU), or without torch the CUDA runtime of the
     /// active toolkit, as the hub's `cudart` fallback finds it.
     pub fn from_fingerprint(fp: &Fingerprint) -> System {
-        let os = match fp.host.os.as_str() {
-            "macos" => "darwin".to_string(),
-            other => other.to_string(),
-        };
+        let os = OrOther::from_name(match fp.host.os.as_str() {
+            "macos" => "darwin",
+            other => other,
+        });
+        let darwin = os == OrOther::Known(Os::Darwin);
         let python = fp.python.as_ref();
         let package = |name: &str| {
             python
@@ -217,15 +207,15 @@ impl System {
         let torch = package("torch");
         let build = python.and_then(|p| p.torch.as_ref());
         let backend = match (torch, build) {
-            (Some(_), Some(b)) => torch_backend(b, &os),
-            (Some(_), None) if os == "darwin" => Backend::Metal,
+            (Some(_), Some(b)) => torch_backend(b, darwin),
+            (Some(_), None) if darwin => Backend::Metal,
             (Some(_), None) => Backend::Cpu,
             (None, _) => active_cudart(fp).map_or(Backend::Cpu, Backend::Cuda),
         };
         System {
             backend,
-            cpu: fp.host.arch.clone(),
-            cxx11_abi: if os == "linux" && torch.is_some() {
+            cpu: OrOther::from_name(&fp.host.arch),
+            cxx11_abi: if os == OrOther::Known(Os::Linux) && torch.is_some() {
                 build.and_then(|b| b.cxx11_abi)
             } else {
                 None
@@ -239,13 +229,13 @@ impl System {
 }
 
 /// The backend torch was built for, checked in the hub's order.
-fn torch_backend(build: &TorchBuild, os: &str) -> Backend {
+fn torch_backend(build: &TorchBuild, darwin: bool) -> Backend {
     let version = |v: &Option<String>| v.as_deref().and_then(|v| v.split('-').next()?.parse().ok());
     if let Some(v) = version(&build.cuda) {
         Backend::Cuda(v)
     } else if let Some(v) = version(&build.hip) {
         Backend::Rocm(v)
-    } else if os == "darwin" {
+    } else if darwin {
         Backend::Metal
     } else if let Some(v) = build.xpu.as_deref().and_then(xpu_version) {
         Backend::Xpu(v)

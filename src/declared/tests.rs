@@ -204,3 +204,58 @@ fn system_overrides() {
     assert_eq!(s.torch, Some(crate::variant::Version::new(2, 9)));
     assert_eq!(s.tvm_ffi, Some(crate::variant::Version::new(0, 1)));
 }
+
+#[test]
+fn a_host_no_variant_names_is_kept_by_its_own_name() {
+    use crate::variant::{Cpu, OrOther, Os};
+    let mut s = system("cuda=12.8,torch=2.9");
+    s.cpu = OrOther::from_name("riscv64");
+    s.os = OrOther::from_name("freebsd");
+    assert_eq!(s.cpu, OrOther::Other("riscv64".into()));
+    let decisions = resolve(&["torch29-cu128-x86_64-linux".parse().unwrap()], &s);
+    assert_eq!(
+        decisions[0].rejection.as_ref().map(ToString::to_string),
+        Some("CPU (x86_64) does not match system CPU (riscv64)".into())
+    );
+    s.cpu = OrOther::Known(Cpu::X86_64);
+    let decisions = resolve(&["torch29-cu128-x86_64-linux".parse().unwrap()], &s);
+    assert_eq!(
+        decisions[0].rejection.as_ref().map(ToString::to_string),
+        Some("OS (linux) does not match system OS (freebsd)".into())
+    );
+    assert_eq!(
+        serde_json::to_value(&s).unwrap()["os"],
+        serde_json::json!("freebsd")
+    );
+    assert_eq!(
+        OrOther::<Os>::from_name("darwin"),
+        OrOther::Known(Os::Darwin)
+    );
+}
+
+#[test]
+fn the_architecture_verdict_judges_cuda_device_0() {
+    use crate::declared::embedded::Judge;
+    use crate::fingerprint::{ComputeCapability, Fingerprint, Gpu, Sources};
+    let src = Sources::from_vars([("PREFLIGHT_PYTHON".into(), "none".into())].into());
+    let mut fp = Fingerprint::fast(&src, &crate::fingerprint::NoStore).unwrap();
+    let gpu = |bus: &str, cc: (u32, u32), index: Option<u32>| Gpu {
+        pci_bus_id: bus.into(),
+        device_id: "0x2330".into(),
+        model: None,
+        cuda_index: index,
+        compute_capability: Some(ComputeCapability::new(cc.0, cc.1)),
+        uuid: None,
+    };
+    // First on the bus, but CUDA's device 1 (or hidden): not the one judged.
+    fp.gpus.devices = vec![
+        gpu("0000:01:00.0", (8, 0), Some(1)),
+        gpu("0000:41:00.0", (10, 0), Some(0)),
+    ];
+    assert_eq!(
+        Judge::from_fingerprint(&fp).gpu,
+        Some(ComputeCapability::new(10, 0))
+    );
+    fp.gpus.devices[1].cuda_index = None;
+    assert_eq!(Judge::from_fingerprint(&fp).gpu, None);
+}

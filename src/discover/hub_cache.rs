@@ -97,3 +97,270 @@ pub fn cached_kernels(root: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Which snapshot of a cached kernel to use, as `get_kernel` is asked for it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum RevisionSpec {
+    /// Nothing pinned: the snapshot `refs/main` names, else the newest
+    /// (preflight's own default; `get_kernel` 0.17 requires a pin).
+    #[default]
+    Main,
+    /// `revision=`: a branch, tag or commit hash.
+    Revision(String),
+    /// `version=`: the commit the cached `refs/vN` names.
+    Version(u32),
+}
+
+impl std::fmt::Display for RevisionSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RevisionSpec::Main => f.write_str("main"),
+            RevisionSpec::Revision(r) => f.write_str(r),
+            RevisionSpec::Version(v) => write!(f, "v{v}"),
+        }
+    }
+}
+
+/// A pinned revision or version that the hub cache cannot answer. The
+/// messages are the hub loader's own (`kernels` 0.17, offline).
+#[derive(Debug, thiserror::Error)]
+pub enum RevisionError {
+    /// `version=N` while the cache records no version of the kernel at all.
+    #[error(
+        "Version {version} of '{repo}' is not available in the local cache and Hugging Face Hub is in offline mode. Download the kernel while online first, or pass an explicit `revision=<commit>`."
+    )]
+    NoVersions {
+        /// `ORG/NAME`.
+        repo: String,
+        /// The version asked for.
+        version: u32,
+    },
+    /// `version=N` that is not among the cached `refs/v*`.
+    #[error("Version {version} not found, available versions: {}", join(.available))]
+    VersionNotFound {
+        /// The version asked for.
+        version: u32,
+        /// The cached versions, ascending.
+        available: Vec<i64>,
+    },
+    /// No snapshot folder for the revision (or the version's commit).
+    #[error(
+        "Cannot find a local snapshot for {repo} (revision: {revision}). When Hugging Face Hub is in offline mode the kernel must already be present in the local cache."
+    )]
+    NoSnapshot {
+        /// `ORG/NAME`.
+        repo: String,
+        /// The revision looked up (a version's commit hash).
+        revision: String,
+    },
+    /// A revision that would name a path outside the cache folder.
+    #[error("invalid revision {0:?}: expected a branch, tag or commit hash")]
+    BadRevision(String),
+    /// The unpinned choice failed.
+    #[error(transparent)]
+    Discover(#[from] DiscoverError),
+}
+
+fn join(versions: &[i64]) -> String {
+    let list: Vec<String> = versions.iter().map(i64::to_string).collect();
+    list.join(", ")
+}
+
+/// The snapshot folder of the cache folder `folder` (`kernels--ORG--NAME`)
+/// that `get_kernel(repo, revision=…, version=…)` loads from offline.
+///
+/// A version is the commit its `refs/vN` file names, read from the
+/// `kernels--` and then the legacy `models--` folder of the same kernel (the
+/// latter wins, as in the hub loader); a revision is a commit hash when it
+/// looks like one, else the content of `refs/<revision>`, read verbatim.
+/// Unlike the hub loader, a snapshot whose cached tree listing
+/// (`trees/<commit>.json`) names files that are not downloaded is still
+/// used: the hub's own downloads hold one variant, and the others are
+/// exactly what preflight is there to probe.
+pub fn snapshot_for(folder: &Path, spec: &RevisionSpec) -> Result<PathBuf, RevisionError> {
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let repo = repo_id(&name).unwrap_or_else(|| name.clone());
+    let revision = match spec {
+        RevisionSpec::Main => return Ok(pick_snapshot(folder)?),
+        RevisionSpec::Revision(r) => r.clone(),
+        RevisionSpec::Version(v) => version_commit(folder, &repo, *v)?,
+    };
+    let relative = Path::new(&revision);
+    if revision.is_empty()
+        || relative
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(RevisionError::BadRevision(revision));
+    }
+    let commit = if is_commit_hash(&revision) {
+        Some(revision.clone())
+    } else {
+        // huggingface_hub reads the ref without trimming it.
+        std::fs::read_to_string(folder.join("refs").join(relative)).ok()
+    };
+    commit
+        .map(|c| folder.join("snapshots").join(c))
+        .filter(|snapshot| snapshot.exists())
+        .ok_or(RevisionError::NoSnapshot { repo, revision })
+}
+
+/// The commit that version `version` names: `refs/vN` of the kernel's
+/// `kernels--` and `models--` cache folders.
+fn version_commit(folder: &Path, repo: &str, version: u32) -> Result<String, RevisionError> {
+    let mut versions: Vec<(i64, String)> = Vec::new();
+    let siblings = repo.split_once('/').map(|(org, name)| {
+        ["kernels", "models"].map(|kind| folder.with_file_name(format!("{kind}--{org}--{name}")))
+    });
+    let folders = siblings.map_or_else(|| vec![folder.to_path_buf()], Vec::from);
+    for refs in folders.iter().map(|f| f.join("refs")) {
+        // Directory order, as Python's iterdir: the last of two refs that
+        // name the same version (v1, v01) wins there too.
+        let Ok(entries) = std::fs::read_dir(&refs) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let ref_name = entry.file_name().to_string_lossy().into_owned();
+            let Some(number) = ref_name.strip_prefix('v').and_then(python_int) else {
+                continue;
+            };
+            if !entry.path().is_file() {
+                continue;
+            }
+            let Ok(commit) = std::fs::read_to_string(entry.path()) else {
+                continue;
+            };
+            let commit = commit.trim().to_string();
+            match versions.iter_mut().find(|(n, _)| *n == number) {
+                Some(slot) => slot.1 = commit,
+                None => versions.push((number, commit)),
+            }
+        }
+    }
+    if let Some((_, commit)) = versions.iter().find(|(n, _)| *n == i64::from(version)) {
+        return Ok(commit.clone());
+    }
+    if versions.is_empty() {
+        return Err(RevisionError::NoVersions {
+            repo: repo.to_string(),
+            version,
+        });
+    }
+    let mut available: Vec<i64> = versions.iter().map(|(n, _)| *n).collect();
+    available.sort_unstable();
+    Err(RevisionError::VersionNotFound { version, available })
+}
+
+/// Python's `int(text)` for the forms a ref name can take: surrounding
+/// whitespace, a sign, digits with single underscores between them.
+fn python_int(text: &str) -> Option<i64> {
+    let text = text.trim_matches(|c: char| c.is_ascii_whitespace());
+    let (negative, digits) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let bytes = digits.as_bytes();
+    let well_formed = !bytes.is_empty()
+        && bytes.first().is_some_and(u8::is_ascii_digit)
+        && bytes.last().is_some_and(u8::is_ascii_digit)
+        && bytes.iter().all(|b| b.is_ascii_digit() || *b == b'_')
+        && !digits.contains("__");
+    if !well_formed {
+        return None;
+    }
+    let value: i64 = digits.replace('_', "").parse().ok()?;
+    Some(if negative { -value } else { value })
+}
+
+/// huggingface_hub's `REGEX_COMMIT_HASH`: 40 lowercase hex digits.
+fn is_commit_hash(text: &str) -> bool {
+    text.len() == 40
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Every snapshot that a ref of the cache folder `folder` names (`refs/main`,
+/// `refs/v1`, …, nested `refs/pr/1` too), each with the refs naming it,
+/// sorted by ref; the unpinned choice when no ref names a snapshot.
+pub fn ref_snapshots(folder: &Path) -> Result<Vec<(PathBuf, Vec<String>)>, DiscoverError> {
+    let mut refs = Vec::new();
+    collect_refs(&folder.join("refs"), "", &mut refs);
+    refs.sort();
+    let mut out: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    for name in refs {
+        let Ok(snapshot) = snapshot_for(folder, &RevisionSpec::Revision(name.clone())) else {
+            continue;
+        };
+        match out.iter_mut().find(|(s, _)| *s == snapshot) {
+            Some((_, names)) => names.push(name),
+            None => out.push((snapshot, vec![name])),
+        }
+    }
+    if out.is_empty() {
+        out.push((pick_snapshot(folder)?, Vec::new()));
+    }
+    Ok(out)
+}
+
+fn collect_refs(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => collect_refs(&entry.path(), &format!("{name}/"), out),
+            Ok(_) => out.push(name),
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_int_takes_what_int_takes() {
+        for (text, want) in [
+            ("1", Some(1)),
+            ("01", Some(1)),
+            ("1_0", Some(10)),
+            ("-2", Some(-2)),
+            ("+3", Some(3)),
+            (" 4 ", Some(4)),
+            ("", None),
+            ("_1", None),
+            ("1_", None),
+            ("1__0", None),
+            ("x", None),
+            ("1.0", None),
+            ("-", None),
+        ] {
+            assert_eq!(python_int(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn commit_hashes_are_forty_lowercase_hex_digits() {
+        assert!(is_commit_hash(&"a".repeat(40)));
+        assert!(!is_commit_hash(&"A".repeat(40)));
+        assert!(!is_commit_hash(&"a".repeat(39)));
+        assert!(!is_commit_hash("main"));
+    }
+
+    #[test]
+    fn revisions_that_leave_the_cache_folder_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = tmp.path().join("kernels--o--n");
+        for bad in ["", "../x", "/etc/passwd", "a/../../b"] {
+            let err = snapshot_for(&folder, &RevisionSpec::Revision(bad.into())).unwrap_err();
+            assert!(matches!(err, RevisionError::BadRevision(_)), "{bad}: {err}");
+        }
+    }
+}

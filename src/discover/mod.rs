@@ -1,13 +1,18 @@
-//! Discover: find the build variants behind a target — a kernel repo
-//! directory, a directory of variants, one variant, or a hub cache entry.
+//! Discover: find what to probe behind a path, as typed targets —
+//! [`Target::Hub`], the build variants of a hub kernel (a kernel repo
+//! directory, a directory of variants, one variant, or a hub cache entry),
+//! and [`Target::Native`], the CUDA modules a `preflight.toml` names.
 
 pub mod hub_cache;
 pub mod metadata;
+pub mod native;
 
 pub use metadata::{Metadata, MetadataStatus};
+pub use native::{NativeError, NativeModule, NativeTarget};
 
 use crate::variant::VariantName;
 use serde::Serialize;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// A target that cannot be read as variants.
@@ -44,6 +49,85 @@ pub enum DiscoverError {
     /// `--repo` that is not `ORG/NAME`.
     #[error("invalid repo id {0:?}: expected ORG/NAME")]
     BadRepoId(String),
+    /// A `preflight.toml` that cannot be used.
+    #[error(transparent)]
+    Native(#[from] NativeError),
+}
+
+/// What a path holds: the two kinds of thing preflight probes.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Build variants of a hub kernel, probed by the python executor.
+    Hub(Discovery),
+    /// CUDA modules named by a `preflight.toml`, probed by the cuda executor.
+    Native(NativeTarget),
+}
+
+/// A discovered target with the name it was given: a path as typed, or
+/// `ORG/NAME` for a kernel looked up in the hub cache.
+#[derive(Debug, Clone)]
+pub struct Named {
+    /// As given (what reports show).
+    pub given: String,
+    /// What is in it.
+    pub target: Target,
+}
+
+/// Find what `path` holds: a native target when it has a `preflight.toml`,
+/// else the variants of a hub kernel.
+pub fn discover(path: &Path) -> Result<Target, DiscoverError> {
+    if native::is_native_target(path) {
+        return Ok(Target::Native(native::load(path)?));
+    }
+    discover_hub(path).map(Target::Hub)
+}
+
+/// Targets in the order given, each discovered once: a directory named twice
+/// (`k`, `./k/`, a symlink to it, `--repo` and its cache folder) is the
+/// same target, and only its first name is kept.
+#[derive(Debug, Default)]
+pub struct Targets {
+    list: Vec<Named>,
+    seen: HashSet<PathBuf>,
+}
+
+impl Targets {
+    /// No targets yet.
+    pub fn new() -> Targets {
+        Targets::default()
+    }
+
+    /// Discover `path`, named `given`, unless it was already discovered.
+    pub fn add(&mut self, given: impl Into<String>, path: &Path) -> Result<(), DiscoverError> {
+        // A path that cannot be resolved is reported by discovery itself.
+        let identity = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if self.seen.contains(&identity) {
+            return Ok(());
+        }
+        let target = discover(path)?;
+        self.seen.insert(identity);
+        self.list.push(Named {
+            given: given.into(),
+            target,
+        });
+        Ok(())
+    }
+
+    /// Discover the kernel `ORG/NAME` in the hub cache, named by its repo id.
+    pub fn add_repo(&mut self, repo: &str) -> Result<(), DiscoverError> {
+        let folder = hub_cache::repo_folder(&hub_cache::cache_root(), repo)?;
+        self.add(repo, &folder)
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The targets, in the order they were first named.
+    pub fn into_vec(self) -> Vec<Named> {
+        self.list
+    }
 }
 
 /// How a target was understood.
@@ -88,8 +172,8 @@ pub struct Discovery {
     pub warnings: Vec<String>,
 }
 
-/// Find the variants behind a path.
-pub fn discover(target: &Path) -> Result<Discovery, DiscoverError> {
+/// Find the variants of a hub kernel behind a path.
+pub fn discover_hub(target: &Path) -> Result<Discovery, DiscoverError> {
     let meta = std::fs::metadata(target).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => DiscoverError::NotFound(target.to_path_buf()),
         _ => DiscoverError::Unreadable {
@@ -144,7 +228,7 @@ pub fn discover(target: &Path) -> Result<Discovery, DiscoverError> {
 pub fn discover_repo(repo: &str) -> Result<Discovery, DiscoverError> {
     let root = hub_cache::cache_root();
     let folder = hub_cache::repo_folder(&root, repo)?;
-    discover(&folder)
+    discover_hub(&folder)
 }
 
 fn from_repo_dir(

@@ -1,5 +1,5 @@
-//! Run a helper (`nvcc --version`, the measuring child) in the sandbox: its
-//! own session and process group, a fresh working directory, no
+//! Run a helper (`nvcc --version`, the measuring children) in the sandbox:
+//! its own session and process group, a fresh working directory, no
 //! credentials, a time limit, bounded output, no process left behind.
 
 use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError};
@@ -10,6 +10,9 @@ use std::time::Duration;
 
 /// Name of the variable that tells the child where to write its result.
 pub(crate) const RESULT_VAR: &str = "PREFLIGHT_RESULT";
+
+/// The result file's name in the child's working directory.
+pub(crate) const RESULT_NAME: &str = "result.json";
 
 /// How a helper's run went.
 pub(crate) struct Ran {
@@ -30,15 +33,22 @@ pub(crate) enum NotRun {
 }
 
 /// Run `program args…` with `env` set on top of this process's environment
-/// (credentials are never passed), within `timeout`.
+/// (credentials are never passed), within `timeout`. `input` is a file
+/// (name, content) written into the child's working directory first: a
+/// request it reads.
 pub(crate) fn run(
     program: &Path,
     args: &[&str],
+    input: Option<(&str, &[u8])>,
     env: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> Result<Ran, NotRun> {
     let sandbox = Sandbox::new().map_err(|e| NotRun::Sandbox(e.to_string()))?;
-    let result = sandbox.dir().join("result.json");
+    if let Some((name, content)) = input {
+        std::fs::write(sandbox.dir().join(name), content)
+            .map_err(|e| NotRun::Sandbox(format!("cannot write {name}: {e}")))?;
+    }
+    let result = sandbox.dir().join(RESULT_NAME);
     let mut cmd = ChildCommand::new(program);
     for arg in args {
         cmd = cmd.arg(arg);

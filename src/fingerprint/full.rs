@@ -1,29 +1,32 @@
 //! The full fingerprint's measured facts: what only libcuda or Python can
-//! tell (compute capability, CUDA driver API version, the exact Python
-//! version, torch's C++ ABI). Measured once in a sandboxed child with a time
-//! limit, then cached under the fast fingerprint's hash.
+//! tell (compute capability, CUDA's own device numbering, the CUDA driver
+//! API version, the exact Python version, torch's C++ ABI).
+//!
+//! Measuring starts child processes, which is the probe layer's work
+//! (`probe::machine`); this module holds what is measured, how it joins the
+//! fast fingerprint ([`super::Fingerprint::with_measured`]), and how it is
+//! kept in a [`FactStore`] under the fast fingerprint's hash.
 
-use super::child::{self, NotRun};
+use super::facts::{FactStore, MeasuredFacts, Stat};
 use super::gpu::Libcuda;
-use super::{FingerprintError, Sources, cache};
-use crate::sandbox::Termination;
+use super::python::PythonMeasured;
+use super::{ComputeCapability, Fingerprint, FingerprintError, Sources};
+use crate::variant::Version;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// What the measuring child reported.
+/// What the measuring children reported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Measured {
-    /// The outcome of loading libcuda.
+    /// The outcome of loading libcuda (in the cuda executor's child).
     pub libcuda: Libcuda,
-    /// `cuDriverGetVersion` as `major.minor`.
-    pub cuda_driver_api: Option<String>,
-    /// The devices CUDA enumerates.
+    /// `cuDriverGetVersion`, which answers even when `cuInit` fails.
+    pub cuda_driver_api: Option<Version>,
+    /// The devices CUDA enumerates, in its ordinal order.
     pub devices: Vec<MeasuredDevice>,
-    /// The interpreter's exact version (`platform.python_version()`).
-    pub python_version: Option<String>,
-    /// `torch.compiled_with_cxx11_abi()`, if torch imports.
-    pub torch_cxx11_abi: Option<bool>,
+    /// What the Python child said; `None`: no interpreter to ask.
+    pub python: Option<PythonMeasured>,
 }
 
 /// One device as the CUDA driver API sees it.
@@ -36,114 +39,28 @@ pub struct MeasuredDevice {
     pub pci_bus_id: String,
     /// `cuDeviceGetName`.
     pub name: String,
-    /// Compute capability `major.minor` (attributes 75 and 76).
-    pub compute_capability: String,
+    /// Compute capability (attributes 75 and 76).
+    pub compute_capability: ComputeCapability,
 }
 
-/// Default limit for the measuring child (importing torch can take a while
-/// on a cold file system); `PREFLIGHT_FULL_TIMEOUT` sets another, in seconds.
+impl Measured {
+    /// Whether these facts may be kept as what the machine is: libcuda's
+    /// outcome is settled ([`Libcuda::is_settled`]) and Python, if there is
+    /// one, answered. Anything else is reported now and measured again next
+    /// time.
+    pub fn is_settled(&self) -> bool {
+        self.libcuda.is_settled()
+            && !matches!(self.python, Some(PythonMeasured::NotMeasured { .. }))
+    }
+}
+
+/// Default limit for each measuring child (importing torch can take a
+/// while on a cold file system, `cuInit` on a large machine too);
+/// `PREFLIGHT_FULL_TIMEOUT` sets another, in seconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Runs in the child. Loads libcuda with ctypes; its absence is a fact, not
-/// an error. Writes one JSON object to `$PREFLIGHT_RESULT`.
-const SCRIPT: &str = r#"
-import ctypes, json, os, platform
-out = {"libcuda": {"status": "missing"}, "cuda_driver_api": None, "devices": [],
-       "python_version": platform.python_version(), "torch_cxx11_abi": None}
-try:
-    cuda = ctypes.CDLL("libcuda.so.1")
-except OSError:
-    cuda = None
-if cuda is not None:
-    v = ctypes.c_int(0)
-    if cuda.cuDriverGetVersion(ctypes.byref(v)) == 0:
-        out["cuda_driver_api"] = "%d.%d" % (v.value // 1000, (v.value % 1000) // 10)
-    rc = cuda.cuInit(0)
-    if rc != 0:
-        out["libcuda"] = {"status": "init_failed", "code": rc}
-    else:
-        out["libcuda"] = {"status": "ok"}
-        n = ctypes.c_int(0)
-        cuda.cuDeviceGetCount(ctypes.byref(n))
-        for i in range(n.value):
-            dev = ctypes.c_int(0)
-            if cuda.cuDeviceGet(ctypes.byref(dev), i) != 0:
-                continue
-            major, minor = ctypes.c_int(0), ctypes.c_int(0)
-            cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
-            cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
-            name = ctypes.create_string_buffer(256)
-            cuda.cuDeviceGetName(name, 256, dev)
-            bus = ctypes.create_string_buffer(64)
-            cuda.cuDeviceGetPCIBusId(bus, 64, dev)
-            out["devices"].append({"ordinal": i, "pci_bus_id": bus.value.decode(errors="replace"),
-                                   "name": name.value.decode(errors="replace"),
-                                   "compute_capability": "%d.%d" % (major.value, minor.value)})
-try:
-    import torch
-    out["torch_cxx11_abi"] = bool(torch.compiled_with_cxx11_abi())
-except Exception:
-    pass
-with open(os.environ["PREFLIGHT_RESULT"], "w") as f:
-    json.dump(out, f)
-"#;
-
-/// A cache entry: the facts and the `stat` of the interpreter that told
-/// them, so that a replaced interpreter is asked again.
-#[derive(Serialize, Deserialize)]
-struct Entry {
-    interpreter: Option<cache::Stat>,
-    measured: Measured,
-}
-
-/// The measured facts for the machine whose fast fingerprint hashes to
-/// `fast_hash`: from the cache, else measured now with `python` (within
-/// `timeout`) and cached.
-pub(crate) fn measured(
-    src: &Sources,
-    python: Option<&Path>,
-    fast_hash: &str,
-    timeout: Duration,
-) -> Measured {
-    let path = src
-        .cache_dir
-        .as_deref()
-        .map(|root| cache::dir(root).join(format!("full-{fast_hash}.json")));
-    let interpreter = python.and_then(cache::Stat::of);
-    if let Some(hit) = path.as_deref().and_then(cache::read::<Entry>)
-        && hit.interpreter == interpreter
-    {
-        return hit.measured;
-    }
-    let result = match python {
-        Some(python) => measure(src, python, timeout),
-        None => Err("no Python interpreter to load libcuda with".to_string()),
-    };
-    match result {
-        Ok(measured) => {
-            if let Some(path) = &path {
-                let entry = Entry {
-                    interpreter,
-                    measured,
-                };
-                let _ = cache::write(path, &entry);
-                return entry.measured;
-            }
-            measured
-        }
-        // A failed measurement is not cached: the next call tries again.
-        Err(reason) => Measured {
-            libcuda: Libcuda::NotMeasured { reason },
-            cuda_driver_api: None,
-            devices: Vec::new(),
-            python_version: None,
-            torch_cxx11_abi: None,
-        },
-    }
-}
-
 /// `PREFLIGHT_FULL_TIMEOUT` in seconds, else [`DEFAULT_TIMEOUT`].
-pub(crate) fn timeout(src: &Sources) -> Result<Duration, FingerprintError> {
+pub fn timeout(src: &Sources) -> Result<Duration, FingerprintError> {
     let t = src.override_parsed("PREFLIGHT_FULL_TIMEOUT", |s| {
         s.parse::<f64>()
             .ok()
@@ -154,32 +71,42 @@ pub(crate) fn timeout(src: &Sources) -> Result<Duration, FingerprintError> {
     Ok(t.unwrap_or(DEFAULT_TIMEOUT))
 }
 
-fn measure(src: &Sources, python: &Path, timeout: Duration) -> Result<Measured, String> {
-    // Not `-I`: the child must see PYTHONPATH and the user site as kernels
-    // do. The sandbox's fresh working directory keeps a stray `torch/`
-    // folder from shadowing the installed one.
-    let ran = child::run(python, &["-c", SCRIPT], &src.env, timeout).map_err(|e| match e {
-        NotRun::Unusable(why) | NotRun::Sandbox(why) => why,
-    })?;
-    let report = &ran.report;
-    if report.termination != (Termination::Exited { code: 0 }) {
-        let said = report.stderr.tail_lines(1).trim().to_string();
-        let ended = format!("measuring child {}", report.termination);
-        return Err(if said.is_empty() {
-            ended
-        } else {
-            format!("{ended}: {said}")
-        });
+/// Variable naming the driver library to load instead of `libcuda.so.1`
+/// (the cuda executor's `PREFLIGHT_LIBCUDA`).
+pub const LIBCUDA_VAR: &str = "PREFLIGHT_LIBCUDA";
+
+/// The `stat`s of what tells the measured facts of the machine `fast`
+/// describes: its interpreter, and the driver library named by
+/// [`LIBCUDA_VAR`]. Kept with the facts, so that a replaced one is asked
+/// again.
+fn witnesses(src: &Sources, fast: &Fingerprint) -> (Option<Stat>, Option<Stat>) {
+    let interpreter = fast.python.as_ref().and_then(|p| Stat::of(&p.interpreter));
+    let libcuda = src.var(LIBCUDA_VAR).and_then(|p| Stat::of(Path::new(p)));
+    (interpreter, libcuda)
+}
+
+/// The facts measured before for the machine `fast` describes, as kept in
+/// `store`, if the interpreter and driver library that told them are
+/// unchanged.
+pub fn cached(src: &Sources, store: &dyn FactStore, fast: &Fingerprint) -> Option<Measured> {
+    let hit = store.measured(&fast.hash())?;
+    let (interpreter, libcuda) = witnesses(src, fast);
+    (hit.interpreter == interpreter && hit.libcuda == libcuda).then_some(hit.measured)
+}
+
+/// Keep `measured` in `store` for the machine `fast` describes, if it is
+/// settled ([`Measured::is_settled`]); a store that cannot write forgets.
+pub fn remember(src: &Sources, store: &dyn FactStore, fast: &Fingerprint, measured: &Measured) {
+    if !measured.is_settled() {
+        return;
     }
-    let bytes = ran
-        .result
-        .ok_or_else(|| "measuring child wrote no result".to_string())?;
-    let mut m: Measured = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("measuring child wrote an unreadable result ({e})"))?;
-    for d in &mut m.devices {
-        d.pci_bus_id = normalize_bus_id(&d.pci_bus_id);
-    }
-    Ok(m)
+    let (interpreter, libcuda) = witnesses(src, fast);
+    let facts = MeasuredFacts {
+        interpreter,
+        libcuda,
+        measured: measured.clone(),
+    };
+    store.keep_measured(&fast.hash(), &facts);
 }
 
 /// `00000000:3B:00.0` or `0000:3b:00.0` → `0000:3b:00.0`, as sysfs names it.

@@ -1,7 +1,8 @@
 //! GPUs and the NVIDIA driver, read from `/sys` and `/proc` only: no libcuda,
 //! no NVML, nothing that wakes a GPU.
 
-use super::{FingerprintError, Sources};
+use super::{ComputeCapability, FingerprintError, Sources};
+use crate::variant::Version;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -13,7 +14,7 @@ pub struct Gpus {
     /// NVIDIA display and 3D controllers, ordered by PCI bus id.
     pub devices: Vec<Gpu>,
     /// CUDA driver API version that libcuda reports (`12.8`); full fingerprint only.
-    pub cuda_driver_api: Option<String>,
+    pub cuda_driver_api: Option<Version>,
     /// What happened when libcuda was loaded; full fingerprint only.
     pub libcuda: Option<Libcuda>,
 }
@@ -28,12 +29,18 @@ pub struct Gpu {
     /// Model name from the driver (`NVIDIA H100 80GB HBM3`), when it says.
     #[serde(default)]
     pub model: Option<String>,
-    /// Ordinal CUDA gives it after `CUDA_VISIBLE_DEVICES`; `None`: hidden.
+    /// Ordinal CUDA gives it after `CUDA_VISIBLE_DEVICES` and
+    /// `CUDA_DEVICE_ORDER`; `None`: hidden, or not knowable from files.
     #[serde(default)]
     pub cuda_index: Option<u32>,
     /// Compute capability (`9.0`); full fingerprint only.
     #[serde(default)]
-    pub compute_capability: Option<String>,
+    pub compute_capability: Option<ComputeCapability>,
+    /// `GPU-…` UUID from the driver's `information` file: only to resolve
+    /// UUID entries of `CUDA_VISIBLE_DEVICES`, never printed nor hashed, so
+    /// that identical nodes of a cluster share one fingerprint.
+    #[serde(default, skip_serializing)]
+    pub uuid: Option<String>,
 }
 
 /// The outcome of loading libcuda in the measuring child.
@@ -54,6 +61,25 @@ pub enum Libcuda {
         /// Why.
         reason: String,
     },
+}
+
+impl Libcuda {
+    /// `cuInit` results that say "not now" rather than "not here": the
+    /// devices are busy or exclusive to another process
+    /// (`CUDA_ERROR_DEVICE_UNAVAILABLE`, 46), or the driver is in an unknown
+    /// state (`CUDA_ERROR_UNKNOWN`, 999, e.g. right after a driver update).
+    pub const TRANSIENT_INIT_CODES: [i64; 2] = [46, 999];
+
+    /// Whether this outcome may be remembered as what the machine is: a
+    /// measurement that did not complete, or a `cuInit` that failed for a
+    /// passing reason, is measured again next time instead.
+    pub fn is_settled(&self) -> bool {
+        match self {
+            Libcuda::Ok | Libcuda::Missing => true,
+            Libcuda::InitFailed { code } => !Libcuda::TRANSIENT_INIT_CODES.contains(code),
+            Libcuda::NotMeasured { .. } => false,
+        }
+    }
 }
 
 /// Read the driver and the GPUs, honouring overrides.
@@ -96,15 +122,16 @@ pub(crate) fn apply_overrides(src: &Sources, gpus: &mut Gpus) -> Result<(), Fing
         apply_capabilities(&mut gpus.devices, list)?;
     }
     if let Some(v) = src.override_opt("PREFLIGHT_CUDA_DRIVER_API") {
-        if let Some(v) = v {
-            v.parse::<crate::variant::Version>()
-                .map_err(|why| FingerprintError::BadOverride {
-                    var: "PREFLIGHT_CUDA_DRIVER_API".into(),
-                    value: v.into(),
-                    why,
-                })?;
-        }
-        gpus.cuda_driver_api = v.map(str::to_string);
+        gpus.cuda_driver_api = v
+            .map(|v| {
+                v.parse::<Version>()
+                    .map_err(|why| FingerprintError::BadOverride {
+                        var: "PREFLIGHT_CUDA_DRIVER_API".into(),
+                        value: v.into(),
+                        why,
+                    })
+            })
+            .transpose()?;
     }
     Ok(())
 }
@@ -112,15 +139,16 @@ pub(crate) fn apply_overrides(src: &Sources, gpus: &mut Gpus) -> Result<(), Fing
 /// `PREFLIGHT_COMPUTE_CAPABILITY`: one value for every GPU, or one per GPU
 /// in bus order.
 fn apply_capabilities(devices: &mut [Gpu], list: &str) -> Result<(), FingerprintError> {
-    let values: Vec<&str> = list.split(',').map(str::trim).collect();
     let bad = |why: String| FingerprintError::BadOverride {
         var: "PREFLIGHT_COMPUTE_CAPABILITY".into(),
         value: list.into(),
         why,
     };
-    for v in &values {
-        v.parse::<crate::variant::Version>().map_err(bad)?;
-    }
+    let values = list
+        .split(',')
+        .map(|v| v.parse::<ComputeCapability>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
     if values.len() != 1 && values.len() != devices.len() {
         return Err(bad(format!(
             "{} values for {} GPUs: give one for all, or one per GPU",
@@ -134,7 +162,7 @@ fn apply_capabilities(devices: &mut [Gpu], list: &str) -> Result<(), Fingerprint
         } else {
             values[i]
         };
-        gpu.compute_capability = Some(v.to_string());
+        gpu.compute_capability = Some(v);
     }
     Ok(())
 }
@@ -197,37 +225,61 @@ fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
             continue;
         }
         let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+        let information = driver_information(proc, &name);
         gpus.push(Gpu {
-            model: driver_model(proc, &name),
+            model: information.model,
             pci_bus_id: name,
             device_id: read("device").unwrap_or_default(),
             cuda_index: None,
             compute_capability: None,
+            uuid: information.uuid,
         });
     }
     gpus
 }
 
-/// `Model:  NVIDIA …` in `/proc/driver/nvidia/gpus/<bus id>/information`.
-fn driver_model(proc: &Path, bus_id: &str) -> Option<String> {
+/// What `/proc/driver/nvidia/gpus/<bus id>/information` says about a GPU.
+#[derive(Default)]
+struct Information {
+    /// `Model:  NVIDIA …`
+    model: Option<String>,
+    /// `GPU UUID:  GPU-…`
+    uuid: Option<String>,
+}
+
+fn driver_information(proc: &Path, bus_id: &str) -> Information {
     let path = proc
         .join("driver/nvidia/gpus")
         .join(bus_id)
         .join("information");
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Model")?.trim_start().strip_prefix(':'))
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Information::default();
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim_start().strip_prefix(':'))
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    Information {
+        model: field("Model"),
+        uuid: field("GPU UUID"),
+    }
 }
 
-/// Number the GPUs the way CUDA will under `CUDA_VISIBLE_DEVICES`.
+/// Number the GPUs the way CUDA will under `CUDA_VISIBLE_DEVICES` and
+/// `CUDA_DEVICE_ORDER`, from files alone.
 ///
-/// Ordinals are taken in PCI bus order (what `CUDA_DEVICE_ORDER=PCI_BUS_ID`
-/// gives, and the default order on machines of one GPU model). Like CUDA,
-/// the list stops at the first entry that names no GPU. Entries by UUID
-/// (`GPU-…`, `MIG-…`) cannot be resolved from files; they leave every GPU
-/// unnumbered, and the variable itself is still part of the fingerprint.
+/// CUDA first orders the devices (`CUDA_DEVICE_ORDER`): `PCI_BUS_ID` is bus
+/// order; the default, `FASTEST_FIRST`, ranks them by a speed estimate that
+/// no file tells, so bus order is used then too (right on machines of one
+/// GPU model; the full fingerprint has CUDA's own numbering). Then each
+/// entry of `CUDA_VISIBLE_DEVICES` picks a device: an index into that
+/// order, or a `GPU-` UUID or a unique prefix of one. Like CUDA, the list
+/// stops at the first entry that names no device (or one named before);
+/// an entry that files cannot resolve (a `MIG-` UUID, a GPU whose UUID is
+/// unknown) stops the numbering there as well, since what follows is not
+/// known. The variable itself is part of the fingerprint either way.
 pub(crate) fn apply_visible(devices: &mut [Gpu], visible: Option<&str>) {
     for gpu in devices.iter_mut() {
         gpu.cuda_index = None;
@@ -239,11 +291,30 @@ pub(crate) fn apply_visible(devices: &mut [Gpu], visible: Option<&str>) {
         return;
     };
     for (ordinal, token) in (0u32..).zip(spec.split(',').map(str::trim)) {
-        let Ok(i) = token.parse::<usize>() else { break };
-        let Some(gpu) = devices.get_mut(i) else { break };
-        if gpu.cuda_index.is_some() {
+        let Some(i) = visible_entry(devices, token) else {
+            break;
+        };
+        if devices[i].cuda_index.is_some() {
             break;
         }
-        gpu.cuda_index = Some(ordinal);
+        devices[i].cuda_index = Some(ordinal);
     }
+}
+
+/// The device one `CUDA_VISIBLE_DEVICES` entry names, if files tell.
+fn visible_entry(devices: &[Gpu], token: &str) -> Option<usize> {
+    if let Ok(i) = token.parse::<usize>() {
+        return (i < devices.len()).then_some(i);
+    }
+    let prefix = token.to_ascii_lowercase();
+    if !prefix.starts_with("gpu-") {
+        return None;
+    }
+    let mut matching = devices.iter().enumerate().filter(|(_, g)| {
+        g.uuid
+            .as_deref()
+            .is_some_and(|u| u.to_ascii_lowercase().starts_with(&prefix))
+    });
+    let (i, _) = matching.next()?;
+    matching.next().is_none().then_some(i)
 }

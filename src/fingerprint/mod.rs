@@ -5,20 +5,28 @@
 //! The *fast* fingerprint reads files only (`/sys`, `/proc`, the `stat` and
 //! listings of toolkits and site-packages): it never loads libcuda, never
 //! starts Python, never wakes a GPU. The *full* fingerprint adds what only a
-//! child process can measure (compute capability, CUDA driver API version,
-//! the exact Python version, torch's C++ ABI), measured once and cached
-//! under the fast fingerprint's hash.
+//! child process can measure (compute capability and CUDA's own device
+//! numbering, the CUDA driver API version, the exact Python version,
+//! torch's C++ ABI). The children are started by the probe layer
+//! (`probe::machine`); what they said joins the fast fingerprint here
+//! ([`Fingerprint::with_measured`]) and is cached under its hash
+//! ([`full::cached`]).
+//!
+//! The hash covers what the machine *is*, never how a fact was found: see
+//! [`Fingerprint::canonical`].
 //!
 //! Every detected fact can be overridden by a `PREFLIGHT_…` variable, and
 //! `/sys` and `/proc` can be redirected (`PREFLIGHT_SYSFS_ROOT`,
 //! `PREFLIGHT_PROCFS_ROOT`): see `docs/fingerprint.md`.
 
-mod cache;
-mod child;
+pub mod capability;
+pub(crate) mod child;
 pub mod env;
+pub mod facts;
 pub mod full;
 pub mod gpu;
 pub mod host;
+mod packages;
 pub mod python;
 mod sources;
 pub mod toolkit;
@@ -26,20 +34,30 @@ pub mod toolkit;
 #[cfg(test)]
 mod tests;
 
-pub use full::Measured;
+pub use capability::ComputeCapability;
+pub use facts::{FactStore, MeasuredFacts, NoStore, Stat, ToolAnswer};
+pub use full::{Measured, MeasuredDevice};
 pub use gpu::{Gpu, Gpus, Libcuda};
 pub use host::Host;
-pub use python::{PythonEnv, PythonVia, TorchBuild};
+pub use python::{PythonEnv, PythonMeasured, PythonVia, TorchBuild};
 pub use sources::Sources;
 pub use toolkit::{FoundVia, Library, Toolkit, Toolkits, VersionFrom};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Version of the fingerprint's layout; part of the hash, so that a new
 /// layout never matches an old cache entry.
-pub const SCHEMA: u32 = 1;
+pub const SCHEMA: u32 = 2;
+
+/// Fields of `python` that say how the interpreter was reached and asked.
+const PYTHON_HOW_FOUND: [&str; 3] = ["interpreter", "found_via", "measured"];
+
+/// Fields of each `toolkits.found[]` that say how it was found and which
+/// file gave its version.
+const TOOLKIT_HOW_FOUND: [&str; 2] = ["found_via", "version_from"];
 
 /// A description of this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,13 +108,12 @@ pub enum FingerprintError {
 }
 
 impl Fingerprint {
-    /// The fast fingerprint: files only.
-    pub fn fast(src: &Sources) -> Result<Fingerprint, FingerprintError> {
-        let mut tools = cache::ToolCache::load(src.cache_dir.as_deref());
+    /// The fast fingerprint: files only. Tool versions that had to be asked
+    /// are kept in `store`.
+    pub fn fast(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, FingerprintError> {
         let python = python::detect(src)?;
         let site: &[PathBuf] = python.as_ref().map_or(&[], |p| &p.site_packages);
-        let toolkits = toolkit::detect(src, site, &mut tools)?;
-        tools.save();
+        let toolkits = toolkit::detect(src, site, &facts::ToolAnswers::new(store))?;
         Ok(Fingerprint {
             schema: SCHEMA,
             depth: Depth::Fast,
@@ -108,26 +125,24 @@ impl Fingerprint {
         })
     }
 
-    /// The full fingerprint: the fast one plus the measured facts, taken
-    /// from the cache or measured now in a child process.
-    pub fn full(src: &Sources) -> Result<Fingerprint, FingerprintError> {
-        let timeout = full::timeout(src)?;
-        let mut fp = Fingerprint::fast(src)?;
-        let hash = fp.hash();
-        let interpreter = fp.python.as_ref().map(|p| p.interpreter.clone());
-        let measured = full::measured(src, interpreter.as_deref(), &hash, timeout);
-        fp.merge(measured);
-        // Overrides win over what was measured.
-        gpu::apply_overrides(src, &mut fp.gpus)?;
-        if let Some(p) = fp.python.as_mut() {
+    /// This (fast) fingerprint completed with measured facts; overrides
+    /// of measured facts are applied again, so that they win.
+    pub fn with_measured(
+        mut self,
+        measured: Measured,
+        src: &Sources,
+    ) -> Result<Fingerprint, FingerprintError> {
+        self.merge(measured);
+        gpu::apply_overrides(src, &mut self.gpus)?;
+        if let Some(p) = self.python.as_mut() {
             python::apply_overrides(src, p)?;
         }
-        Ok(fp)
+        Ok(self)
     }
 
     /// Add measured facts: each GPU's compute capability and CUDA ordinal,
     /// matched by PCI bus id; the driver API version; and what Python said.
-    pub fn merge(&mut self, m: Measured) {
+    fn merge(&mut self, m: Measured) {
         self.depth = Depth::Full;
         self.gpus.cuda_driver_api = m.cuda_driver_api.or(self.gpus.cuda_driver_api.take());
         if m.libcuda == Libcuda::Ok {
@@ -156,6 +171,7 @@ impl Fingerprint {
                     model: Some(d.name),
                     cuda_index: Some(d.ordinal),
                     compute_capability: Some(d.compute_capability),
+                    uuid: None,
                 }),
             }
         }
@@ -164,26 +180,60 @@ impl Fingerprint {
             .sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
         self.gpus.libcuda = Some(m.libcuda);
         if let Some(p) = self.python.as_mut() {
-            if m.python_version.is_some() {
-                p.version = m.python_version;
+            if let Some(PythonMeasured::Ok {
+                version,
+                torch_cxx11_abi,
+            }) = &m.python
+            {
+                p.version = Some(version.clone());
+                if let (Some(t), Some(abi)) = (p.torch.as_mut(), torch_cxx11_abi) {
+                    t.cxx11_abi = Some(*abi);
+                }
             }
-            if let (Some(t), Some(abi)) = (p.torch.as_mut(), m.torch_cxx11_abi) {
-                t.cxx11_abi = Some(abi);
-            }
+            p.measured = m.python;
         }
     }
 
-    /// The canonical serialization: compact JSON of the fields in declared
-    /// order, maps in key order (`BTreeMap`), lists in a defined order.
+    /// The GPU that CUDA numbers 0 (after `CUDA_VISIBLE_DEVICES` and
+    /// `CUDA_DEVICE_ORDER`): the device a kernel runs on by default.
+    pub fn cuda_default_device(&self) -> Option<&Gpu> {
+        self.gpus.devices.iter().find(|g| g.cuda_index == Some(0))
+    }
+
+    /// The canonical serialization, which the hash covers: compact JSON of
+    /// what the machine is — objects in key order, lists in a defined
+    /// order — without the fields that say how a fact was found
+    /// ([`PythonEnv`]'s `interpreter`, `found_via`, `measured`; each
+    /// toolkit's `found_via` and `version_from`).
     pub fn canonical(&self) -> Vec<u8> {
         // Serializing these types cannot fail: no maps with non-string keys,
-        // no floats, no custom serializers.
-        serde_json::to_vec(self).unwrap_or_default()
+        // no floats, no custom serializers that fail.
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        forget(value.pointer_mut("/python"), &PYTHON_HOW_FOUND);
+        if let Some(found) = value
+            .pointer_mut("/toolkits/found")
+            .and_then(Value::as_array_mut)
+        {
+            for toolkit in found {
+                forget(Some(toolkit), &TOOLKIT_HOW_FOUND);
+            }
+        }
+        serde_json::to_vec(&value).unwrap_or_default()
     }
 
     /// sha256 of [`Fingerprint::canonical`], lower-case hex.
     pub fn hash(&self) -> String {
         crate::hash::sha256_hex(&self.canonical())
+    }
+}
+
+/// Remove how-found `fields` from a serialized object (`null` is left alone).
+fn forget(object: Option<&mut Value>, fields: &[&str]) {
+    if let Some(object) = object.and_then(Value::as_object_mut) {
+        for field in fields {
+            let gone = object.remove(*field);
+            debug_assert!(gone.is_some(), "no field {field} to leave out of the hash");
+        }
     }
 }
 

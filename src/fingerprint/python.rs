@@ -2,10 +2,13 @@
 //! the interpreter, its version, its site-packages and the versions of the
 //! packages that decide whether kernels run. Python is not started here.
 
+use super::packages::{installed, torch_build};
 use super::{FingerprintError, Sources};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+pub use super::packages::{normalize, parse_dist_dir, version_py_field};
 
 /// Packages whose versions are always part of the fingerprint (distribution
 /// names, normalized).
@@ -19,13 +22,22 @@ pub const TRACKED_PACKAGES: [&str; 6] = [
 ];
 
 /// A Python environment.
+///
+/// Its identity (what the hash covers) is the interpreter's real path, its
+/// version, its import folders and packages; `interpreter`, `found_via` and
+/// `measured` say how it was reached and asked, and are left out of the
+/// hash, so that one interpreter reached through `--python`, `VIRTUAL_ENV`,
+/// `PATH` or a link to it is one machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PythonEnv {
-    /// The interpreter, as found (links not resolved: a venv's `python` is a
-    /// link to its base interpreter).
+    /// The interpreter as found (links not resolved: a venv's `python` is a
+    /// link to its base interpreter, and the link is what makes the venv);
+    /// the one a child runs.
     pub interpreter: PathBuf,
     /// How it was chosen.
     pub found_via: PythonVia,
+    /// The interpreter's real path, every link resolved.
+    pub real_path: PathBuf,
     /// `3.11.7` when a file says so, else `3.11`; `None`: unknown.
     pub version: Option<String>,
     /// Import folders in `sys.path` order: `PYTHONPATH`, the user site, the
@@ -36,6 +48,29 @@ pub struct PythonEnv {
     pub packages: BTreeMap<String, Option<String>>,
     /// How the installed torch was built, if torch is installed.
     pub torch: Option<TorchBuild>,
+    /// What the Python child said; full fingerprint only. Its facts are
+    /// already in `version` and `torch`.
+    #[serde(default)]
+    pub measured: Option<PythonMeasured>,
+}
+
+/// What the Python child of the full fingerprint said about its interpreter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum PythonMeasured {
+    /// It answered.
+    Ok {
+        /// `platform.python_version()`.
+        version: String,
+        /// `torch.compiled_with_cxx11_abi()`; `None`: torch did not import.
+        torch_cxx11_abi: Option<bool>,
+    },
+    /// It did not answer (could not start, failed, timed out): what the
+    /// files say stands, and it is asked again next time.
+    NotMeasured {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// How the interpreter was chosen, in order of precedence.
@@ -76,16 +111,25 @@ pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintErro
     };
     let interpreter = std::path::absolute(&interpreter).unwrap_or(interpreter);
     let interpreter = pyenv_target(src, &interpreter).unwrap_or(interpreter);
-    let prefix = interpreter
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
-    let venv = read_pyvenv_cfg(&prefix);
+    let real_path = std::fs::canonicalize(&interpreter).unwrap_or_else(|_| interpreter.clone());
+    // Python's own rule (`getpath`): a `pyvenv.cfg` beside the interpreter
+    // as reached, or one folder up, makes a virtual environment there;
+    // otherwise the installation is where the real interpreter lives.
+    let (prefix, venv) = match venv_of(&interpreter) {
+        Some((prefix, cfg)) => (prefix, Some(cfg)),
+        None => (
+            real_path
+                .parent()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            None,
+        ),
+    };
     let mut version = venv
         .as_ref()
         .and_then(|v| v.version.clone())
-        .or_else(|| minor_from_name(&interpreter))
+        .or_else(|| minor_from_name(&real_path))
         .or_else(|| minor_from_lib(&prefix));
     if let Some(minor) = version.as_deref().filter(|v| v.matches('.').count() == 1) {
         let base = venv
@@ -122,10 +166,12 @@ pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintErro
     let mut env = PythonEnv {
         interpreter,
         found_via,
+        real_path,
         version,
         site_packages,
         packages,
         torch,
+        measured: None,
     };
     apply_overrides(src, &mut env)?;
     Ok(Some(env))
@@ -254,6 +300,16 @@ struct PyvenvCfg {
     system_site: bool,
 }
 
+/// The virtual environment an interpreter path makes: the folder of its
+/// `pyvenv.cfg`, looked for beside it, then one folder up.
+fn venv_of(interpreter: &Path) -> Option<(PathBuf, PyvenvCfg)> {
+    let bin = interpreter.parent()?;
+    [Some(bin), bin.parent()]
+        .into_iter()
+        .flatten()
+        .find_map(|dir| Some((dir.to_path_buf(), read_pyvenv_cfg(dir)?)))
+}
+
 /// `pyvenv.cfg` of a virtual environment (`home`, `version` or
 /// `version_info`, `include-system-site-packages`).
 fn read_pyvenv_cfg(prefix: &Path) -> Option<PyvenvCfg> {
@@ -283,10 +339,9 @@ fn read_pyvenv_cfg(prefix: &Path) -> Option<PyvenvCfg> {
     Some(cfg)
 }
 
-/// `python3.11` (after following links) → `3.11`.
-fn minor_from_name(interpreter: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(interpreter).ok()?;
-    let v = real.file_name()?.to_str()?.strip_prefix("python")?;
+/// `python3.11` (the real file's name) → `3.11`.
+fn minor_from_name(real_path: &Path) -> Option<String> {
+    let v = real_path.file_name()?.to_str()?.strip_prefix("python")?;
     let (major, minor) = v.split_once('.')?;
     (major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok()).then(|| v.to_string())
 }
@@ -318,7 +373,8 @@ fn patchlevel(prefix: &Path, minor: &str) -> Option<String> {
     v.starts_with(minor).then(|| v.to_string())
 }
 
-/// Import folders in `sys.path` order, those that exist, each once.
+/// Import folders in `sys.path` order, those that exist, each once, by
+/// their real paths (a folder reached through a link is the same folder).
 fn site_dirs(
     src: &Sources,
     prefix: &Path,
@@ -361,103 +417,7 @@ fn site_dirs(
     }
     let mut seen = std::collections::HashSet::new();
     dirs.retain(|d| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
-    dirs
-}
-
-/// A distribution name as PEP 503 compares them: lower case, runs of
-/// `-`, `_`, `.` as one `-`.
-pub fn normalize(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !out.ends_with('-') {
-                out.push('-');
-            }
-        } else {
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
-}
-
-/// `name-version.dist-info` / `name-version[-pyX.Y].egg-info` → (normalized
-/// name, version).
-pub fn parse_dist_dir(dir_name: &str) -> Option<(String, String)> {
-    let stem = dir_name
-        .strip_suffix(".dist-info")
-        .or_else(|| dir_name.strip_suffix(".egg-info"))?;
-    let mut parts = stem.split('-');
-    let name = parts.next().filter(|n| !n.is_empty())?;
-    let version = parts.next().filter(|v| !v.is_empty())?;
-    Some((normalize(name), version.to_string()))
-}
-
-/// Installed distributions of the folders, the first folder winning.
-fn installed(site_packages: &[PathBuf]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for dir in site_packages {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if let Some((name, version)) = e.file_name().to_str().and_then(parse_dist_dir) {
-                out.entry(name).or_insert(version);
-            }
-        }
-    }
-    out
-}
-
-/// The version of distribution `name` in one site-packages folder.
-pub(crate) fn dist_version(site: &Path, name: &str) -> Option<String> {
-    let want = normalize(name);
-    std::fs::read_dir(site).ok()?.flatten().find_map(|e| {
-        let (n, v) = parse_dist_dir(e.file_name().to_str()?)?;
-        (n == want).then_some(v)
-    })
-}
-
-/// torch's build, from the first `torch/` in import order.
-fn torch_build(site_packages: &[PathBuf]) -> TorchBuild {
-    let torch = site_packages
-        .iter()
-        .map(|d| d.join("torch"))
-        .find(|t| t.join("version.py").is_file());
-    let text = torch
-        .as_ref()
-        .and_then(|t| std::fs::read_to_string(t.join("version.py")).ok())
-        .unwrap_or_default();
-    let cxx11_abi = torch.as_ref().and_then(|t| {
-        let cmake = std::fs::read_to_string(t.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
-        let (_, rest) = cmake.split_once("_GLIBCXX_USE_CXX11_ABI=")?;
-        match rest.as_bytes().first() {
-            Some(b'1') => Some(true),
-            Some(b'0') => Some(false),
-            _ => None,
-        }
-    });
-    TorchBuild {
-        cuda: version_py_field(&text, "cuda"),
-        hip: version_py_field(&text, "hip"),
-        xpu: version_py_field(&text, "xpu"),
-        cxx11_abi,
-    }
-}
-
-/// A string field of `torch/version.py` (`cuda: Optional[str] = '12.8'`,
-/// `cuda = None`).
-pub fn version_py_field(text: &str, field: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let rest = line.strip_prefix(field)?;
-        if !rest.starts_with([' ', ':', '=']) {
-            return None;
-        }
-        let (_, value) = rest.split_once('=')?;
-        let value = value.trim();
-        let quoted = value
-            .strip_prefix('\'')
-            .and_then(|v| v.strip_suffix('\''))
-            .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))?;
-        Some(quoted.to_string())
-    })
+    dirs.into_iter()
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .collect()
 }

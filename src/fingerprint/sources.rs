@@ -1,5 +1,5 @@
-//! Where the facts come from: a snapshot of the environment variables, the
-//! roots standing in for `/sys` and `/proc`, and the cache directory.
+//! Where the facts come from: a snapshot of the environment variables and
+//! the roots standing in for `/sys` and `/proc`.
 
 use super::FingerprintError;
 use std::collections::BTreeMap;
@@ -15,8 +15,6 @@ pub struct Sources {
     pub sys_root: PathBuf,
     /// Stands in for `/proc` (`PREFLIGHT_PROCFS_ROOT`).
     pub proc_root: PathBuf,
-    /// Where measured facts and tool versions are cached; `None`: nowhere.
-    pub cache_dir: Option<PathBuf>,
     /// The interpreter given on the command line (`--python`).
     pub python: Option<PathBuf>,
     /// Packages to report besides the built-in list (a variant's
@@ -25,8 +23,8 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// Sources of this process: its environment, `/sys`, `/proc` (or their
-    /// redirections) and the preflight cache directory.
+    /// Sources of this process: its environment, `/sys` and `/proc` (or
+    /// their redirections).
     pub fn from_process() -> Sources {
         let env = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -39,14 +37,10 @@ impl Sources {
         let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let sys_root = get("PREFLIGHT_SYSFS_ROOT").unwrap_or_else(|| PathBuf::from("/sys"));
         let proc_root = get("PREFLIGHT_PROCFS_ROOT").unwrap_or_else(|| PathBuf::from("/proc"));
-        let cache_dir = get("PREFLIGHT_CACHE")
-            .or_else(|| get("XDG_CACHE_HOME").map(|d| d.join("kernel-preflight")))
-            .or_else(|| get("HOME").map(|h| h.join(".cache/kernel-preflight")));
         Sources {
             env,
             sys_root,
             proc_root,
-            cache_dir,
             python: None,
             extra_packages: Vec::new(),
         }

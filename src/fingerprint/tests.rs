@@ -1,7 +1,8 @@
 use super::full::normalize_bus_id;
-use super::gpu::parse_proc_version;
+use super::gpu::{apply_visible, parse_proc_version};
 use super::python::{normalize, parse_dist_dir, version_py_field};
 use super::toolkit::parse_nvcc_version;
+use super::*;
 use proptest::prelude::*;
 
 #[test]
@@ -75,6 +76,116 @@ fn bus_ids_as_sysfs_spells_them() {
     assert_eq!(normalize_bus_id("00000000:3B:00.0"), "0000:3b:00.0");
     assert_eq!(normalize_bus_id("0000:c1:00.0"), "0000:c1:00.0");
     assert_eq!(normalize_bus_id("garbage"), "garbage");
+}
+
+fn gpu(bus: &str, uuid: Option<&str>) -> Gpu {
+    Gpu {
+        pci_bus_id: bus.into(),
+        device_id: "0x2330".into(),
+        model: None,
+        cuda_index: None,
+        compute_capability: None,
+        uuid: uuid.map(str::to_string),
+    }
+}
+
+#[test]
+fn cuda_visible_devices_by_index_and_uuid_prefix_as_cuda_reads_it() {
+    let mut gpus = vec![
+        gpu("0000:01:00.0", Some("GPU-5c3a1e2b-aaaa")),
+        gpu("0000:41:00.0", Some("GPU-5c3b0000-bbbb")),
+        gpu("0000:81:00.0", None),
+    ];
+    let mut numbered = |spec: Option<&str>| {
+        apply_visible(&mut gpus, spec);
+        gpus.iter().map(|g| g.cuda_index).collect::<Vec<_>>()
+    };
+    assert_eq!(numbered(None), [Some(0), Some(1), Some(2)]);
+    assert_eq!(numbered(Some("2, 0")), [Some(1), None, Some(0)]);
+    assert_eq!(numbered(Some("gpu-5C3B,0")), [Some(1), Some(0), None]);
+    // Ambiguous or unknown UUIDs, a repeat, an index past the end, an
+    // empty list: the numbering stops there.
+    assert_eq!(numbered(Some("1,GPU-5c3,0")), [None, Some(0), None]);
+    assert_eq!(numbered(Some("GPU-ffff,0")), [None, None, None]);
+    assert_eq!(numbered(Some("0,0,1")), [Some(0), None, None]);
+    assert_eq!(numbered(Some("0,3,1")), [Some(0), None, None]);
+    assert_eq!(numbered(Some("")), [None, None, None]);
+}
+
+#[test]
+fn only_a_settled_cuda_state_is_kept() {
+    assert!(Libcuda::Ok.is_settled());
+    assert!(Libcuda::Missing.is_settled());
+    assert!(Libcuda::InitFailed { code: 100 }.is_settled());
+    assert!(!Libcuda::InitFailed { code: 46 }.is_settled());
+    assert!(!Libcuda::InitFailed { code: 999 }.is_settled());
+    assert!(
+        !Libcuda::NotMeasured {
+            reason: "timed out".into()
+        }
+        .is_settled()
+    );
+    let measured = |python| Measured {
+        libcuda: Libcuda::Ok,
+        cuda_driver_api: None,
+        devices: Vec::new(),
+        python,
+    };
+    assert!(measured(None).is_settled());
+    assert!(
+        measured(Some(PythonMeasured::Ok {
+            version: "3.12.4".into(),
+            torch_cxx11_abi: None
+        }))
+        .is_settled()
+    );
+    assert!(
+        !measured(Some(PythonMeasured::NotMeasured {
+            reason: "exited with code 3".into()
+        }))
+        .is_settled()
+    );
+}
+
+#[test]
+fn the_canonical_form_leaves_out_how_facts_were_found() {
+    let src = Sources::from_vars([("PREFLIGHT_PYTHON".to_string(), "none".to_string())].into());
+    let mut fp = Fingerprint::fast(&src, &crate::fingerprint::NoStore).unwrap();
+    fp.python = Some(PythonEnv {
+        interpreter: "/venv/bin/python".into(),
+        found_via: PythonVia::VirtualEnv,
+        real_path: "/usr/bin/python3.12".into(),
+        version: Some("3.12.4".into()),
+        site_packages: vec!["/venv/lib/python3.12/site-packages".into()],
+        packages: Default::default(),
+        torch: None,
+        measured: None,
+    });
+    let hash = fp.hash();
+    let canonical = String::from_utf8(fp.canonical()).unwrap();
+    assert!(canonical.contains("/usr/bin/python3.12"), "{canonical}");
+    assert!(!canonical.contains("/venv/bin/python"), "{canonical}");
+    assert!(!canonical.contains("found_via"), "{canonical}");
+    let p = fp.python.as_mut().unwrap();
+    p.interpreter = "/elsewhere/python3".into();
+    p.found_via = PythonVia::Flag;
+    p.measured = Some(PythonMeasured::NotMeasured {
+        reason: "timed out".into(),
+    });
+    assert_eq!(fp.hash(), hash);
+    fp.python.as_mut().unwrap().real_path = "/opt/python3.12".into();
+    assert_ne!(fp.hash(), hash);
+    // The printed form keeps them.
+    let printed = serde_json::to_string(&Hashed::from(&fp)).unwrap();
+    assert!(printed.contains("\"found_via\":\"flag\""), "{printed}");
+}
+
+#[test]
+fn compute_capability_is_a_string_in_json() {
+    let cc: ComputeCapability = serde_json::from_str("\"12.1\"").unwrap();
+    assert_eq!(cc, ComputeCapability::new(12, 1));
+    assert_eq!(serde_json::to_string(&cc).unwrap(), "\"12.1\"");
+    assert!(serde_json::from_str::<ComputeCapability>("\"sm9\"").is_err());
 }
 
 proptest! {

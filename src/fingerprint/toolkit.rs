@@ -2,9 +2,9 @@
 //! where kernels look for them. Versions come from files; nvcc is asked
 //! only when its `stat` changed since it was last asked.
 
-use super::cache::{Asked, ToolCache};
 use super::child::{self, NotRun};
-use super::python::dist_version;
+use super::facts::{Asked, ToolAnswers};
+use super::packages::dist_version;
 use super::{FingerprintError, Sources};
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
@@ -104,7 +104,7 @@ struct Candidate {
 pub(crate) fn detect(
     src: &Sources,
     site_packages: &[PathBuf],
-    tools: &mut ToolCache,
+    tools: &ToolAnswers,
 ) -> Result<Toolkits, FingerprintError> {
     let mut found: Vec<Toolkit> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -238,7 +238,7 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn describe(c: &Candidate, tools: &mut ToolCache) -> Toolkit {
+fn describe(c: &Candidate, tools: &ToolAnswers) -> Toolkit {
     let file = |rel: &str| Some(c.root.join(rel)).filter(|p| p.is_file());
     let nvcc = file("bin/nvcc");
     let ptxas = file("bin/ptxas");
@@ -304,7 +304,7 @@ fn wheel_version(site: &Path, root: &Path) -> Option<String> {
 
 /// Run `nvcc --version` and read its `release X.Y, VX.Y.Z` line.
 fn ask_version(nvcc: &Path) -> Asked {
-    let ran = match child::run(nvcc, &["--version"], &BTreeMap::new(), NVCC_TIMEOUT) {
+    let ran = match child::run(nvcc, &["--version"], None, &BTreeMap::new(), NVCC_TIMEOUT) {
         Ok(ran) => ran,
         Err(NotRun::Unusable(why)) => return Asked::Failed(why),
         Err(NotRun::Sandbox(why)) => return Asked::Inconclusive(why),
@@ -346,7 +346,8 @@ pub fn parse_nvcc_version(text: &str) -> Option<String> {
 }
 
 fn version_json(root: &Path) -> Option<String> {
-    let value: serde_json::Value = super::cache::read(&root.join("version.json"))?;
+    let bytes = crate::fs::read_small(&root.join("version.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     ["cuda_nvcc", "cuda"]
         .iter()
         .find_map(|k| value.get(k)?.get("version")?.as_str())

@@ -1,39 +1,29 @@
-//! Probe: load one build variant in a sandboxed child process and run a
-//! smoke workload there, so that whatever the variant does (crash, hang,
-//! `exit(1)`, flood its output) the caller survives and learns what happened.
+//! Probe: run one job (a hub variant, a native module, the device alone, the
+//! device list) in a sandboxed child process, so that whatever it does
+//! (crash, hang, `exit(1)`, flood its output) the caller survives and learns
+//! what happened.
 //!
-//! This is the parent side of the *python executor*: it writes the embedded
-//! driver (`probes/python/driver.py` and its `compare.py`) into the sandbox's directory, starts
-//! the interpreter there, and reads the child's phase events back from the
-//! result channel file. Classification of what it collects is
-//! [`crate::classify`]'s job.
+//! Every executor implements [`Executor`]: a [`Job`] goes in, [`Evidence`]
+//! comes out, never a verdict (classification is the next layer's job). The
+//! *python executor* ([`PythonExecutor`]) imports hub variants the way the
+//! hub loader does; the *cuda executor* ([`cuda::CudaExecutor`]) loads and
+//! launches CUDA modules through the driver API. Both children speak
+//! [`crate::protocol`].
 
-pub mod channel;
 pub mod cuda;
-pub mod doctor;
+mod job;
 pub mod library;
-pub mod native;
+pub mod machine;
+mod python;
 
-pub use channel::{ChildFailure, ChildReport, Depth, ExceptionInfo, Phase};
+pub use crate::protocol::{Evidence, ExecutorKind};
+pub use job::{Executor, Job, Placement, ProbeError, Subject};
+pub use python::{COMPARE, DRIVER, PythonExecutor, torch_device};
 
-use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError};
+use crate::protocol::Channel;
+use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-
-/// The child-side driver, embedded so that an installed binary needs no data files.
-pub const DRIVER: &str = include_str!("../../probes/python/driver.py");
-
-/// The driver's comparison of results with references, written next to it.
-pub const COMPARE: &str = include_str!("../../probes/python/compare.py");
-
-/// Environment variable that names the result channel file in the child.
-pub const RESULT_FILE_ENV: &str = "PREFLIGHT_RESULT_FILE";
-
-const DRIVER_NAME: &str = "preflight_driver.py";
-const COMPARE_NAME: &str = "compare.py";
-const RESULT_NAME: &str = "preflight_result.jsonl";
-const SMOKE_NAME: &str = "preflight_smoke.py";
 
 /// Where a probe's smoke workload comes from, most specific first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,131 +110,20 @@ pub fn device_for(variant: &VariantName) -> &'static str {
     }
 }
 
-/// How to probe: which interpreter, which smoke, within which limits.
-#[derive(Debug, Clone)]
-pub struct PythonProbe {
-    /// The Python interpreter (an absolute path, see [`find_python`]).
-    pub python: PathBuf,
-    /// The smoke workload.
-    pub smoke: SmokeSource,
-    /// Time and output limits of the child.
-    pub limits: Limits,
-    /// Extra environment for the child, on top of the sandbox's scrubbed one.
-    pub env: Vec<(OsString, OsString)>,
-}
-
-/// What one probe's child did: how it ended, what it printed, what it reported.
-#[derive(Debug, Clone)]
-pub struct ProbeRun {
-    /// The sandbox's account of the process.
-    pub run: RunReport,
-    /// The child's phase events, folded.
-    pub report: ChildReport,
-    /// Why the result channel could not be read, if it could not.
-    pub channel_error: Option<String>,
-}
-
-/// A probe that could not be run at all: always preflight's fault.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// The sandbox failed.
-    #[error("sandbox: {0}")]
-    Sandbox(#[from] SandboxError),
-    /// A file of the probe could not be written into the sandbox directory.
-    #[error("cannot write {}: {source}", path.display())]
-    Setup {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The variant directory has no absolute form.
-    #[error("cannot resolve {}: {source}", path.display())]
-    Path {
-        /// The path.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-}
-
-impl PythonProbe {
-    /// Probe one variant directory in a fresh sandbox.
-    pub fn run(
-        &self,
-        variant: &Path,
-        device: &str,
-        cancel: &Cancel,
-    ) -> Result<ProbeRun, ProbeError> {
-        let sandbox = Sandbox::new()?;
-        let command = self.command(sandbox.dir(), variant, device)?;
-        let run = sandbox.run(&command, &self.limits, cancel)?;
-        let (report, channel_error) = match ChildReport::read(&sandbox.dir().join(RESULT_NAME)) {
-            Ok(report) => (report, None),
-            Err(e) => (ChildReport::default(), Some(e.to_string())),
-        };
-        Ok(ProbeRun {
-            run,
-            report,
-            channel_error,
-        })
-    }
-
-    /// The child's command line, with the driver (and a library smoke) written into `dir`.
-    fn command(
-        &self,
-        dir: &Path,
-        variant: &Path,
-        device: &str,
-    ) -> Result<ChildCommand, ProbeError> {
-        let write = |name: &str, text: &str| {
-            let path = dir.join(name);
-            std::fs::write(&path, text)
-                .map(|()| path.clone())
-                .map_err(|source| ProbeError::Setup { path, source })
-        };
-        let absolute = |path: &Path| {
-            std::path::absolute(path).map_err(|source| ProbeError::Path {
-                path: path.to_path_buf(),
-                source,
-            })
-        };
-        let driver = write(DRIVER_NAME, DRIVER)?;
-        write(COMPARE_NAME, COMPARE)?;
-        let mut args: Vec<OsString> = vec![
-            "-B".into(),
-            driver.into(),
-            "--variant".into(),
-            absolute(variant)?.into(),
-            "--device".into(),
-            device.into(),
-        ];
-        match &self.smoke {
-            SmokeSource::File(file) => {
-                args.extend(["--smoke".into(), absolute(file)?.into()]);
-            }
-            SmokeSource::Library { source, .. } => {
-                let file = write(SMOKE_NAME, source)?;
-                args.extend(["--smoke".into(), file.into()]);
-                args.extend(["--smoke-kind".into(), "library".into()]);
-            }
-            SmokeSource::Benchmarks { dir, repo } => {
-                args.extend(["--benchmarks".into(), absolute(dir)?.into()]);
-                args.extend(["--repo".into(), absolute(repo)?.into()]);
-            }
-            SmokeSource::LoadOnly => {}
-        }
-        let mut env: Vec<(OsString, OsString)> = vec![
-            (RESULT_FILE_ENV.into(), dir.join(RESULT_NAME).into()),
-            ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
-            ("PYTHONUNBUFFERED".into(), "1".into()),
-        ];
-        env.extend(self.env.iter().cloned());
-        Ok(ChildCommand {
-            program: self.python.clone(),
-            args,
-            env,
-        })
+/// The evidence of a finished child: how it ended, what its channel file
+/// says, what it printed on stderr.
+fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence {
+    let channel = Channel::read(channel);
+    let leaked = run.leak_summary();
+    Evidence {
+        executor,
+        termination: run.termination,
+        events: channel.events,
+        channel: channel.problems,
+        stderr: run.stderr.text(),
+        leaked,
+        wall: run.wall,
+        pid: run.pid,
     }
 }
 

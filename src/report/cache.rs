@@ -1,23 +1,21 @@
 //! Output of `preflight cache ls`.
 
-use crate::cache::Entry;
-use serde_json::Value;
+use crate::cache::OutcomeEntry;
 use std::path::Path;
 
-/// A table of cache entries: key prefix, variant, outcome, when.
-pub fn list(entries: &[Entry<Value>], root: &Path) -> String {
+/// A table of outcome entries: key prefix, variant, outcome, when, where.
+pub fn list(entries: &[OutcomeEntry], root: &Path) -> String {
     if entries.is_empty() {
         return format!("no cached outcomes in {}", root.display());
     }
     let mut table = super::table(&["key", "variant", "outcome", "created", "path"]);
     for e in entries {
-        let text = |v: &Value| v.as_str().unwrap_or("?").to_string();
         table.add_row(vec![
             e.key.as_str()[..12].to_string(),
-            text(&e.record["variant"]),
-            text(&e.record["outcome"]["kind"]),
+            e.parts.job.name.clone(),
+            e.record.outcome.kind.to_string(),
             age(e.created),
-            text(&e.record["path"]),
+            e.record.path.display().to_string(),
         ]);
     }
     format!("{} entries in {}\n{table}", entries.len(), root.display())

@@ -1,9 +1,10 @@
-//! Output of `preflight check`: what each variant declares next to what it
-//! did.
+//! Output of `preflight check`: what each variant or module declares next
+//! to what it did.
 
 use crate::classify::OutcomeKind;
 use crate::declared::System;
-use crate::run::{CheckReport, CheckResult, Target};
+use crate::discover::{Discovery, Target};
+use crate::run::{CheckReport, CheckResult, Plan, TargetId};
 use std::fmt::Write;
 
 fn ms(value: Option<f64>) -> String {
@@ -15,92 +16,21 @@ fn ms(value: Option<f64>) -> String {
     }
 }
 
-/// The table `check` prints for people: per target, variant · declared ·
-/// observed · depth · smoke · total, then one line per failure.
-pub fn table(report: &CheckReport, targets: &[Target]) -> String {
+/// The text `check` prints for people: the system, then per target in the
+/// order given a table of what each job declares next to what it did, and
+/// one line per failure; `plan` is the plan `report` answered.
+pub fn table(report: &CheckReport, plan: &Plan) -> String {
     let mut out = String::new();
     let system = System::from_fingerprint(&report.fingerprint);
     let _ = writeln!(out, "system: {}", super::resolve::system_line(&system));
-    for target in targets {
-        let rows: Vec<&CheckResult> = report
-            .results
-            .iter()
-            .filter(|r| r.target == target.given)
-            .collect();
-        let kernel = target.discovery.kernel.as_deref().unwrap_or("kernel");
-        let _ = writeln!(
-            out,
-            "\n{kernel}: {} variants in {}",
-            rows.len(),
-            target.discovery.root.display()
-        );
-        let mut table =
-            super::table(&["variant", "declared", "observed", "depth", "smoke", "total"]);
-        for r in &rows {
-            let declared = match r.declared.short {
-                None => "accepted".to_string(),
-                Some(short) => format!("rejected ({short})"),
-            };
-            let mark = if r.disagrees() { "≠ " } else { "" };
-            table.add_row(vec![
-                r.variant.clone(),
-                declared,
-                format!("{mark}{}", r.outcome.kind),
-                r.outcome.depth.map_or("-", |d| d.as_str()).to_string(),
-                ms(r.timings.smoke_ms),
-                if r.outcome.kind == OutcomeKind::Skipped {
-                    "-".into()
-                } else if r.cached {
-                    format!("{} (cached)", ms(Some(r.timings.total_ms)))
-                } else {
-                    ms(Some(r.timings.total_ms))
-                },
-            ]);
-        }
-        let _ = writeln!(out, "{table}");
-        for r in &rows {
-            let o = &r.outcome;
-            if o.kind.passed() && r.leaked.is_none() && !r.disagrees() {
-                continue;
+    for (i, named) in plan.targets.iter().enumerate() {
+        let rows: Vec<&CheckResult> = report.rows(TargetId(i)).collect();
+        out.push('\n');
+        match &named.target {
+            Target::Hub(discovery) => hub_section(&mut out, discovery, &rows),
+            Target::Native(target) => {
+                super::native::section(&mut out, &named.given, target, &rows, report)
             }
-            let (mark, where_) = match o.kind {
-                OutcomeKind::Skipped => ("–", String::new()),
-                OutcomeKind::Pass => ("⚠", String::new()),
-                _ => ("✗", format!(" in {}", o.phase.as_str())),
-            };
-            let _ = writeln!(
-                out,
-                "{mark} {} — {}{where_}: {}",
-                r.variant, o.kind, o.message
-            );
-            if !o.kind.passed() && !o.hint.is_empty() {
-                let _ = writeln!(out, "    hint: {}", o.hint);
-            }
-            if r.disagrees()
-                && let Some(reason) = &r.declared.reason
-            {
-                let _ = writeln!(out, "    declared: rejected, {reason}");
-            }
-            if let Some(leak) = &r.leaked {
-                let _ = writeln!(out, "    leaked processes were killed: {leak}");
-            }
-        }
-        let passing: Vec<&str> = rows
-            .iter()
-            .filter(|r| r.outcome.kind.passed())
-            .map(|r| r.variant.as_str())
-            .collect();
-        let _ = write!(
-            out,
-            "{} of {} variants work here",
-            passing.len(),
-            rows.len()
-        );
-        match passing.first() {
-            Some(best) => {
-                let _ = writeln!(out, "; the best working variant is {best}");
-            }
-            None => out.push('\n'),
         }
     }
     if report.results.iter().any(CheckResult::disagrees) {
@@ -110,4 +40,102 @@ pub fn table(report: &CheckReport, targets: &[Target]) -> String {
         );
     }
     out.trim_end().to_string()
+}
+
+/// One hub kernel: variant · declared · observed · depth · smoke · total.
+fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
+    let kernel = discovery.kernel.as_deref().unwrap_or("kernel");
+    let _ = writeln!(
+        out,
+        "{kernel}: {} variants in {}",
+        rows.len(),
+        discovery.root.display()
+    );
+    let mut table = super::table(&["variant", "declared", "observed", "depth", "smoke", "total"]);
+    for r in rows {
+        table.add_row(vec![
+            r.variant.clone(),
+            declared(r),
+            observed(r),
+            r.outcome.depth.map_or("-", |d| d.as_str()).to_string(),
+            ms(r.timings.smoke_ms),
+            total(r),
+        ]);
+    }
+    let _ = writeln!(out, "{table}");
+    notes(out, rows);
+    let passing: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.outcome.kind.passed())
+        .map(|r| r.variant.as_str())
+        .collect();
+    let _ = write!(
+        out,
+        "{} of {} variants work here",
+        passing.len(),
+        rows.len()
+    );
+    match passing.first() {
+        Some(best) => {
+            let _ = writeln!(out, "; the best working variant is {best}");
+        }
+        None => out.push('\n'),
+    }
+}
+
+/// The declared column: `accepted`, or `rejected (why)`.
+pub(super) fn declared(r: &CheckResult) -> String {
+    match r.declared.short {
+        None => "accepted".to_string(),
+        Some(short) => format!("rejected ({short})"),
+    }
+}
+
+/// The observed column, `≠`-marked when it disagrees with the declared one.
+pub(super) fn observed(r: &CheckResult) -> String {
+    let mark = if r.disagrees() { "≠ " } else { "" };
+    format!("{mark}{}", r.outcome.kind)
+}
+
+/// The total column, marked when the outcome came from the cache.
+pub(super) fn total(r: &CheckResult) -> String {
+    if r.outcome.kind == OutcomeKind::Skipped {
+        "-".into()
+    } else if r.cached {
+        format!("{} (cached)", ms(Some(r.timings.total_ms)))
+    } else {
+        ms(Some(r.timings.total_ms))
+    }
+}
+
+/// One line per row that did not simply pass: what happened, where, the
+/// hint, the declared reason it disagrees with, leaked processes.
+pub(super) fn notes(out: &mut String, rows: &[&CheckResult]) {
+    for r in rows {
+        let o = &r.outcome;
+        if o.kind.passed() && r.leaked.is_none() && !r.disagrees() {
+            continue;
+        }
+        let (mark, where_) = match o.kind {
+            OutcomeKind::Skipped => ("–", String::new()),
+            OutcomeKind::Pass => ("⚠", String::new()),
+            _ => ("✗", format!(" in {}", o.phase.as_str())),
+        };
+        let _ = writeln!(
+            out,
+            "{mark} {} — {}{where_}: {}",
+            r.variant, o.kind, o.message
+        );
+        if !o.kind.passed() && !o.hint.is_empty() {
+            let _ = writeln!(out, "    hint: {}", o.hint);
+        }
+        if r.disagrees()
+            && let Some(reason) = &r.declared.reason
+        {
+            let _ = writeln!(out, "    declared: rejected, {reason}");
+        }
+        if let Some(leak) = &r.leaked {
+            let _ = writeln!(out, "    {leak}");
+        }
+    }
 }

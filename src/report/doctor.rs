@@ -1,7 +1,7 @@
 //! Output of `preflight doctor`: a table of capabilities for people, the
 //! [`DoctorReport`] as JSON for machines.
 
-use crate::probe::doctor::{DoctorReport, Verdict};
+use crate::doctor::{DoctorReport, Verdict};
 use comfy_table::{ColumnConstraint, Width};
 use std::fmt::Write;
 

@@ -1,426 +1,183 @@
-//! Run: for every variant of some targets, what happens when it is loaded
-//! here — answered from the outcome cache when it knows, else by a fresh
-//! probe in a sandboxed child — in parallel, in the hub's preference order.
-//! `check`, `select` and `warmup` are thin shells over [`run`].
+//! Run: the one orchestrator. A [`Plan`] lists every job of some targets
+//! once — each hub variant and each native module, with its declared
+//! verdict, skip reason, smoke and cache key — then [`run`] answers each
+//! job from the outcome cache, or probes it in a sandboxed child of its
+//! executor, `jobs` at a time, and tells a [`Reporter`] what happens as it
+//! happens. The library prints nothing: warnings travel in the events and
+//! in the report.
+//!
+//! `check`, `select` and `warmup` are clients of the same plan and run;
+//! `doctor` gets its cuda executor from [`Executors::cuda_for`]. `bench`
+//! will be one more client: a plan of the variants that pass (answered
+//! from the cache by a first [`run`]), run again at a bench depth whose
+//! results go to their own cache bucket.
 
+mod cached;
+mod event;
+mod execute;
+mod plan;
+mod result;
 pub mod select;
 
-use crate::cache::outcomes::{OutcomeCache, VariantKey};
-use crate::classify::{self, Outcome, OutcomeKind, Timings};
-use crate::declared::embedded::{self, Judge};
-use crate::declared::{self, Decision, Rejection, System};
-use crate::discover::{Discovery, FoundVariant};
-use crate::fingerprint::{Fingerprint, Hashed};
-use crate::probe::{self, PythonProbe, SmokeSource};
-use crate::sandbox::{Cancel, Limits};
-use serde::Serialize;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
+pub use cached::JobKey;
+pub use event::{Reporter, RunEvent};
+pub use execute::Executors;
+pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
+pub use result::{CheckReport, CheckResult, Declared};
 
-/// How to check.
-#[derive(Debug, Clone)]
-pub struct CheckOptions {
-    /// The Python interpreter that probes run in (absolute path).
-    pub python: PathBuf,
-    /// A smoke file that overrides every other smoke source.
-    pub smoke: Option<PathBuf>,
-    /// Probe variants for another OS or CPU too.
-    pub all: bool,
-    /// Probes run at the same time.
-    pub jobs: usize,
-    /// Limits of each child.
-    pub limits: Limits,
-    /// When set, each variant's embedded CUDA images are judged against this
-    /// GPU as part of its declared verdict (`check`; `select` and `warmup`
-    /// skip it, since it reads every shared object).
-    pub judge: Option<Judge>,
-    /// Where outcomes are looked up first and kept after a probe; `None`:
-    /// probe everything, keep nothing (`--no-cache`).
-    pub cache: Option<Arc<OutcomeCache>>,
-}
+use crate::classify::Outcome;
+use crate::discover::Target;
+use crate::sandbox::Cancel;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The declared, name-level verdict, as `check --json` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Declared {
-    /// Whether the hub loader would accept the variant here by its name.
-    pub accepted: bool,
-    /// Why not, in the hub's words.
-    pub reason: Option<String>,
-    /// Why not, in a word or two (for the table).
-    #[serde(skip)]
-    pub short: Option<&'static str>,
-}
-
-/// One variant's row: what it declares, what it did, how long it took.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CheckResult {
-    /// The target as given on the command line.
-    pub target: String,
-    /// The variant's name.
-    pub variant: String,
-    /// The variant's directory.
-    pub path: String,
-    /// The name-level verdict.
-    pub declared: Declared,
-    /// What probing it showed.
-    pub outcome: Outcome,
-    /// Where the time went.
-    pub timings: Timings,
-    /// Processes that outlived the probe and were killed, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub leaked: Option<String>,
-    /// Whether the outcome came from the cache rather than a probe now.
-    pub cached: bool,
-}
-
-impl CheckResult {
-    /// Whether the declared verdict and the observed outcome disagree: a
-    /// variant accepted by name that fails here, or one rejected that works.
-    pub fn disagrees(&self) -> bool {
-        match self.outcome.kind {
-            OutcomeKind::Pass => !self.declared.accepted,
-            OutcomeKind::Skipped | OutcomeKind::ProbeError => false,
-            _ => self.declared.accepted,
-        }
-    }
-}
-
-/// The document `check --json` prints.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CheckReport {
-    /// The machine the results hold for, with its hash.
-    #[serde(serialize_with = "hashed")]
-    pub fingerprint: Fingerprint,
-    /// One row per variant, targets in the order given, each in the hub's
-    /// preference order.
-    pub results: Vec<CheckResult>,
-}
-
-fn hashed<S: serde::Serializer>(fp: &Fingerprint, s: S) -> Result<S::Ok, S::Error> {
-    Hashed::from(fp).serialize(s)
-}
-
-impl CheckReport {
-    /// Whether every target has at least one passing variant.
-    pub fn every_target_passes(&self) -> bool {
-        let mut targets: Vec<&str> = self.results.iter().map(|r| r.target.as_str()).collect();
-        targets.dedup();
-        targets.iter().all(|t| {
-            self.results
-                .iter()
-                .any(|r| r.target == *t && r.outcome.kind.passed())
-        })
-    }
-}
-
-/// A discovered target, with the name it was given.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// As given on the command line.
-    pub given: String,
-    /// What is in it.
-    pub discovery: Discovery,
-}
-
-/// One variant to check, before it runs.
-struct Work<'a> {
-    target: &'a Target,
-    variant: &'a FoundVariant,
-    decision: Decision,
-}
-
-impl Work<'_> {
-    /// Variants for another OS or CPU cannot load here at all.
-    fn skip_reason(&self, all: bool) -> Option<String> {
-        match &self.decision.rejection {
-            Some(r @ (Rejection::Cpu { .. } | Rejection::Os { .. })) if !all => Some(r.to_string()),
-            _ => None,
-        }
-    }
-}
-
-/// Number of variants `check` will start children for.
-pub fn probe_count(targets: &[Target], fingerprint: &Fingerprint, all: bool) -> usize {
-    plan(targets, &System::from_fingerprint(fingerprint))
-        .iter()
-        .filter(|w| w.skip_reason(all).is_none())
-        .count()
-}
-
-fn plan<'a>(targets: &'a [Target], system: &System) -> Vec<Work<'a>> {
-    let mut work = Vec::new();
-    for target in targets {
-        let names = target.discovery.variants.iter().map(|v| &v.name);
-        for decision in declared::resolve(names, system) {
-            if let Some(variant) = target
-                .discovery
-                .variants
-                .iter()
-                .find(|v| v.name == decision.variant)
-            {
-                work.push(Work {
-                    target,
-                    variant,
-                    decision,
-                });
-            }
-        }
-    }
-    work
-}
-
-/// Probe every variant of every target on the machine `fingerprint`
-/// describes, `options.jobs` at a time; `each` is called as each result
-/// arrives (for progress).
+/// Answer every job of `plan`: from the cache where it knows, else by a
+/// probe, `jobs` children at a time (native modules too); `reporter` hears
+/// each step. A cancelled run still returns a row for every job.
 pub fn run(
-    targets: &[Target],
-    fingerprint: &Fingerprint,
-    options: &CheckOptions,
+    plan: &Plan,
+    executors: &Executors,
+    jobs: usize,
     cancel: &Cancel,
-    each: &(dyn Fn(&CheckResult) + Sync),
+    reporter: &dyn Reporter,
 ) -> CheckReport {
     use rayon::prelude::*;
-    let work = plan(targets, &System::from_fingerprint(fingerprint));
-    // What the cache or the plan already answers needs no thread: a warm
-    // `select` never starts the pool.
-    let mut results: Vec<Option<CheckResult>> = Vec::with_capacity(work.len());
+    let warnings = Mutex::new(plan.warnings.clone());
+    let warn = |job: Option<&Job>, message: String| {
+        reporter.report(RunEvent::Warning {
+            job,
+            message: &message,
+        });
+        if let Ok(mut w) = warnings.lock() {
+            w.push(message);
+        }
+    };
+    // What the plan or the cache answers needs no thread: a warm `select`
+    // never starts the pool.
+    let mut results: Vec<Option<CheckResult>> = Vec::with_capacity(plan.jobs.len());
     let mut pending = Vec::new();
-    let mut smokes = HashMap::new();
-    for (i, w) in work.iter().enumerate() {
-        match answer_without_probe(w, options, &mut smokes) {
-            Answered::Done(result) => {
-                each(&result);
+    for job in &plan.jobs {
+        if let Some(reason) = &job.skip {
+            let result = row(
+                job,
+                plan,
+                Outcome::skipped(reason),
+                Default::default(),
+                None,
+                false,
+            );
+            reporter.report(RunEvent::Skipped {
+                job,
+                result: &result,
+            });
+            results.push(Some(result));
+            continue;
+        }
+        let hit = match (&plan.cache, &job.key) {
+            (Some(cache), Some(key)) => cached::lookup(cache, key).unwrap_or_else(|why| {
+                warn(Some(job), format!("{}: {why}", job.path.display()));
+                None
+            }),
+            _ => None,
+        };
+        match hit {
+            Some((outcome, timings)) => {
+                let result = row(job, plan, outcome, timings, None, true);
+                reporter.report(RunEvent::Cached {
+                    job,
+                    result: &result,
+                });
                 results.push(Some(result));
             }
-            Answered::Probe(p) => {
+            None => {
                 results.push(None);
-                pending.push((i, w, p));
+                pending.push(job);
             }
         }
     }
-    let probe = |(i, w, p): &(usize, &Work, Pending)| {
-        let result = probe_one(w, p, options, cancel);
-        each(&result);
-        (*i, result)
+    reporter.report(RunEvent::Probing {
+        count: pending.len(),
+    });
+    let write_failed = AtomicBool::new(false);
+    let probe = |job: &&Job| {
+        reporter.report(RunEvent::Started { job });
+        let done = execute::execute(job, executors, cancel);
+        // An interrupted probe says nothing lasting about the job; a cause
+        // that may pass by itself is refused by the cache itself.
+        if let (Some(cache), Some(key)) = (&plan.cache, &job.key)
+            && !cancel.is_cancelled()
+            && let Err(why) = cached::store(cache, key, job, &done.outcome, &done.timings)
+            && !write_failed.swap(true, Ordering::Relaxed)
+        {
+            warn(Some(job), why);
+        }
+        let fault = done
+            .fault
+            .map(|why| format!("{}: {why}", job.path.display()));
+        let result = row(job, plan, done.outcome, done.timings, done.leaked, false);
+        reporter.report(RunEvent::Finished {
+            job,
+            result: &result,
+        });
+        (result, fault)
     };
-    let probed: Vec<(usize, CheckResult)> = if pending.is_empty() {
+    let probed: Vec<(CheckResult, Option<String>)> = if pending.is_empty() {
         Vec::new()
     } else {
         match rayon::ThreadPoolBuilder::new()
-            .num_threads(options.jobs.max(1))
+            .num_threads(jobs.max(1))
             .build()
         {
             Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
             Err(_) => pending.iter().map(probe).collect(),
         }
     };
-    for (i, result) in probed {
-        results[i] = Some(result);
+    let mut faults = Vec::new();
+    for (result, fault) in probed {
+        faults.extend(fault);
+        let slot = result.job.0;
+        results[slot] = Some(result);
     }
+    let results: Vec<CheckResult> = results.into_iter().flatten().collect();
+    let passing = plan
+        .targets
+        .iter()
+        .enumerate()
+        .map(|(i, named)| {
+            let mut rows = results.iter().filter(|r| r.target_id == TargetId(i));
+            match named.target {
+                Target::Hub(_) => rows.any(|r| r.outcome.kind.passed()),
+                Target::Native(_) => rows.all(|r| r.outcome.kind.passed()),
+            }
+        })
+        .collect();
     CheckReport {
-        fingerprint: fingerprint.clone(),
-        results: results.into_iter().flatten().collect(),
-    }
-}
-
-/// A variant that needs a probe: its smoke source and, when outcomes are
-/// cached, the key to keep the outcome under.
-struct Pending {
-    smoke: SmokeSource,
-    key: Option<VariantKey>,
-    declared: Declared,
-}
-
-enum Answered {
-    Done(CheckResult),
-    Probe(Pending),
-}
-
-/// The declared verdict: the hub's name-level decision, then (when a GPU is
-/// judged and the name is accepted) whether the variant's embedded CUDA
-/// images can run on it.
-fn declared(work: &Work, judge: Option<Judge>) -> Declared {
-    let by_name = Declared {
-        accepted: work.decision.accepted(),
-        reason: work.decision.rejection.as_ref().map(ToString::to_string),
-        short: work.decision.rejection.as_ref().map(short_reason),
-    };
-    if !by_name.accepted {
-        return by_name;
-    }
-    match judge.and_then(|j| embedded::variant_verdict(&work.variant.path, j)) {
-        Some((false, summary)) => Declared {
-            accepted: false,
-            reason: Some(summary),
-            short: Some("no image fits"),
-        },
-        _ => by_name,
+        fingerprint: plan.fingerprint.clone(),
+        results,
+        warnings: warnings.into_inner().unwrap_or_default(),
+        faults,
+        passing,
     }
 }
 
 fn row(
-    work: &Work,
-    declared: Declared,
+    job: &Job,
+    plan: &Plan,
     outcome: Outcome,
-    timings: Timings,
+    timings: crate::classify::Timings,
     leaked: Option<String>,
     cached: bool,
 ) -> CheckResult {
     CheckResult {
-        target: work.target.given.clone(),
-        variant: work.variant.name.to_string(),
-        path: work.variant.path.display().to_string(),
-        declared,
+        target_id: job.target,
+        job: job.id,
+        target: plan.targets[job.target.0].given.clone(),
+        variant: job.name.clone(),
+        path: job.path.display().to_string(),
+        declared: job.declared.clone(),
         outcome,
         timings,
         leaked,
         cached,
     }
-}
-
-/// Answer a variant from the plan (another OS or CPU) or the cache, or say
-/// how to probe it. `smokes` remembers each target's smoke source per
-/// kernel name, so that the repo is looked at once.
-fn answer_without_probe(
-    work: &Work,
-    options: &CheckOptions,
-    smokes: &mut HashMap<(String, Option<String>), SmokeSource>,
-) -> Answered {
-    let variant = work.variant;
-    if let Some(reason) = work.skip_reason(options.all) {
-        return Answered::Done(row(
-            work,
-            declared(work, None),
-            Outcome::skipped(&reason),
-            Timings::default(),
-            None,
-            false,
-        ));
-    }
-    let discovery = &work.target.discovery;
-    let kernel = variant
-        .metadata
-        .metadata()
-        .map(|m| m.name.clone())
-        .or_else(|| discovery.kernel.clone());
-    let smoke = smokes
-        .entry((work.target.given.clone(), kernel))
-        .or_insert_with_key(|(_, kernel)| {
-            SmokeSource::choose(
-                options.smoke.as_deref(),
-                repo_dir(&discovery.root),
-                kernel.as_deref(),
-            )
-        })
-        .clone();
-    // A variant whose files cannot be read for its identity is still probed;
-    // only its outcome is not kept.
-    let key = options.cache.as_ref().and_then(|cache| {
-        cache
-            .key(variant, &smoke)
-            .inspect_err(|e| {
-                eprintln!(
-                    "preflight: warning: {}: not cached: {e}",
-                    variant.path.display()
-                )
-            })
-            .ok()
-    });
-    if let (Some(cache), Some(key)) = (&options.cache, &key)
-        && let Some(record) = cache.get(key)
-    {
-        return Answered::Done(row(
-            work,
-            declared(work, options.judge),
-            record.outcome,
-            record.timings,
-            None,
-            true,
-        ));
-    }
-    Answered::Probe(Pending {
-        smoke,
-        key,
-        declared: declared(work, options.judge),
-    })
-}
-
-fn probe_one(
-    work: &Work,
-    pending: &Pending,
-    options: &CheckOptions,
-    cancel: &Cancel,
-) -> CheckResult {
-    let variant = work.variant;
-    let prober = PythonProbe {
-        python: options.python.clone(),
-        smoke: pending.smoke.clone(),
-        limits: options.limits.clone(),
-        env: Vec::new(),
-    };
-    let start = Instant::now();
-    let result = prober.run(&variant.path, probe::device_for(&variant.name), cancel);
-    let total_ms = start.elapsed().as_secs_f64() * 1e3;
-    let (outcome, timings, leaked) = match result {
-        Ok(run) => {
-            let outcome = classify::classify_run(&run);
-            let timings = Timings {
-                total_ms: round_ms(total_ms),
-                import_ms: run.report.import_ms.map(round_ms),
-                smoke_ms: run.report.smoke_ms.map(round_ms),
-            };
-            (outcome, timings, run.run.leaked)
-        }
-        Err(e) => (
-            Outcome::probe_error(classify::Phase::Start, &e.to_string()),
-            Timings {
-                total_ms: round_ms(total_ms),
-                ..Timings::default()
-            },
-            None,
-        ),
-    };
-    // An interrupted probe says nothing about the variant.
-    if let (Some(cache), Some(key)) = (&options.cache, &pending.key)
-        && !cancel.is_cancelled()
-    {
-        cache.put(key, variant, &outcome, &timings);
-    }
-    row(
-        work,
-        pending.declared.clone(),
-        outcome,
-        timings,
-        leaked,
-        false,
-    )
-}
-
-fn short_reason(rejection: &Rejection) -> &'static str {
-    match rejection {
-        Rejection::Cpu { .. } => "other CPU",
-        Rejection::Os { .. } => "other OS",
-        Rejection::TorchVersion { .. } => "torch version",
-        Rejection::Cxx11Abi { .. } => "C++ ABI",
-        Rejection::StableAbiTooNew { .. } => "stable ABI too new",
-        Rejection::TvmFfiVersion { .. } => "tvm-ffi version",
-        Rejection::CudaVersion { .. } => "CUDA version",
-        Rejection::Backend { .. } | Rejection::NoarchBackend { .. } => "backend",
-        Rejection::MacosTooOld { .. } => "macOS too old",
-    }
-}
-
-/// Milliseconds, rounded to the microsecond.
-fn round_ms(value: f64) -> f64 {
-    (value * 1e3).round() / 1e3
-}
-
-/// The kernel repo above a directory of variants (`<repo>/build`), where
-/// `benchmarks/` lives.
-fn repo_dir(variants_root: &Path) -> Option<&Path> {
-    (variants_root.file_name()? == "build")
-        .then(|| variants_root.parent())
-        .flatten()
 }

@@ -1,18 +1,27 @@
 //! Sandbox (parent side): run one untrusted child so that whatever it does —
-//! crash, hang, `exit(1)`, flood its output, leave grandchildren behind — the
-//! caller survives and learns exactly what happened.
+//! crash, hang, `exit(1)`, flood its output, leave helpers or daemons
+//! behind — the caller survives and learns exactly what happened.
 //!
 //! Each [`Sandbox`] owns a fresh temporary directory: the child's working
-//! directory, `PWD` and `TMPDIR`. [`Sandbox::run`] forks and executes the child in
-//! its own session and process group, with `RLIMIT_CORE=0`, a file-descriptor
+//! directory, `PWD` and `TMPDIR`. [`Sandbox::run`] forks and executes the
+//! child in a session of its own, with `RLIMIT_CORE=0`, a file-descriptor
 //! limit and a scrubbed environment ([`scrubbed_env`]); no address-space
 //! limit, since CUDA maps huge virtual ranges. Time is bounded instead:
-//! timeout → SIGTERM to the group → grace → SIGKILL to the group. Output is
-//! drained by one `poll` loop and kept bounded ([`Captured`]). When the child
-//! exits, its pipes get [`Limits::pipe_close_wait`] to close; a grandchild
-//! still holding them is killed with the group and reported in
-//! [`RunReport::leaked`]. The group is always SIGKILLed before `run`
-//! returns, on every path, so no process outlives its probe.
+//! timeout → SIGTERM to the child's process group → grace → SIGKILL. Output
+//! is drained by one `poll` loop and kept bounded ([`Captured`]).
+//!
+//! With a reaper ([`set_default_reaper`], [`Sandbox::with_reaper`]: the
+//! `preflight` binary in its `__reaper` mode, see [`reaper`]) the session
+//! is led by a small subreaper process that forks the child into a process
+//! group of its own and holds every descendant, wherever it goes: when the
+//! child has exited and its pipes are closed (or [`Limits::pipe_close_wait`]
+//! has passed), every descendant still alive is killed, reaped and listed
+//! in [`RunReport::leaked`] with its command line — a helper in a process
+//! group of its own, a daemon, a grandchild that closed its output alike.
+//! Timeouts and cancellation go through the same reaper, and it takes
+//! everything down when the parent dies, even by SIGKILL. Without a reaper
+//! the child leads its own session and group, only the group is killed, and
+//! the report says so ([`RunReport::contained`] is false).
 //!
 //! Structured results do not travel through here: the caller names a file in
 //! [`Sandbox::dir`] (for example in an environment variable) and reads it
@@ -37,17 +46,24 @@
 mod cancel;
 mod capture;
 mod env;
+mod held;
+mod leak;
+mod link;
+mod procfs;
+pub mod reaper;
 mod spawn;
 mod supervise;
 
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
+pub use leak::{Leak, Place};
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Bounds on one run.
@@ -141,7 +157,7 @@ pub enum Termination {
         /// Whether the child outlived the grace period and needed SIGKILL.
         needed_sigkill: bool,
     },
-    /// The run was cancelled ([`Cancel`]); the group got SIGKILL.
+    /// The run was cancelled ([`Cancel`]); everything held got SIGKILL.
     Cancelled,
 }
 
@@ -184,13 +200,29 @@ pub struct RunReport {
     pub stdout: Captured,
     /// What the child wrote on stderr (bounded).
     pub stderr: Captured,
-    /// Set when processes outlived the child and had to be killed: what held on.
-    pub leaked: Option<String>,
-    /// Wall time from just before the fork until the group was reaped.
+    /// Processes that outlived the child (or, when the sandbox had to kill
+    /// the child, that had left its process group), in the order found; at
+    /// most 256 from a reaper.
+    pub leaked: Vec<Leak>,
+    /// Whether a reaper held every descendant of the child, so that none
+    /// can be running now. False without a reaper: then only the child's
+    /// process group was killed, and a descendant that left it is listed
+    /// only if it still held the output (and is left running).
+    pub contained: bool,
+    /// Wall time from just before the fork until everything was reaped.
     pub wall: Duration,
-    /// The child's pid, also its process group and session id; `None` when
-    /// the run was cancelled before it started.
+    /// The child's pid, also its process group id (and, without a reaper,
+    /// its session id); `None` when the run was cancelled before it started.
     pub pid: Option<i32>,
+}
+
+impl RunReport {
+    /// The leaks in one line for reports (`2 processes outlived the probe:
+    /// pid 4242 (sleep 300): in a process group of its own, killed; …`);
+    /// `None` when there is none.
+    pub fn leak_summary(&self) -> Option<String> {
+        leak::summary(&self.leaked)
+    }
 }
 
 /// A fault of the sandbox itself (never of the child): the child could not
@@ -240,6 +272,10 @@ pub enum SandboxError {
     /// An operating-system call of the supervisor failed.
     #[error("{0} failed: {1}")]
     Io(&'static str, #[source] io::Error),
+    /// The reaper between the sandbox and the child failed: it went away
+    /// before reporting the child's end, or spoke nonsense.
+    #[error("the sandbox's reaper {0}")]
+    Reaper(String),
 }
 
 impl SandboxError {
@@ -248,21 +284,51 @@ impl SandboxError {
     }
 }
 
+static DEFAULT_REAPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `program` the reaper of every [`Sandbox`] created from now on: an
+/// executable that runs the reaper when called as `program __reaper -- …`
+/// (the `preflight` binary; `preflight` itself calls this at start with
+/// its own path).
+///
+/// The first call wins; later ones change nothing. Without a call,
+/// sandboxes run without a reaper and say so ([`RunReport::contained`]).
+pub fn set_default_reaper(program: PathBuf) {
+    let _ = DEFAULT_REAPER.set(program);
+}
+
 /// An isolated place to run one child: a fresh temporary directory, removed
 /// when the sandbox is dropped.
 #[derive(Debug)]
 pub struct Sandbox {
     dir: tempfile::TempDir,
+    reaper: Option<PathBuf>,
 }
 
 impl Sandbox {
-    /// Creates the temporary directory (under `TMPDIR`).
+    /// Creates the temporary directory (under `TMPDIR`); the reaper is the
+    /// one given to [`set_default_reaper`], if any.
     pub fn new() -> Result<Sandbox, SandboxError> {
         let dir = tempfile::Builder::new()
             .prefix("preflight-")
             .tempdir()
             .map_err(SandboxError::TempDir)?;
-        Ok(Sandbox { dir })
+        Ok(Sandbox {
+            dir,
+            reaper: DEFAULT_REAPER.get().cloned(),
+        })
+    }
+
+    /// Runs children under `reaper` (see [`set_default_reaper`]), or
+    /// without one (`None`): then only the child's process group is held.
+    pub fn with_reaper(mut self, reaper: Option<PathBuf>) -> Sandbox {
+        self.reaper = reaper;
+        self
+    }
+
+    /// The reaper children run under, if any.
+    pub fn reaper(&self) -> Option<&Path> {
+        self.reaper.as_deref()
     }
 
     /// The child's working directory, `PWD` and `TMPDIR`: write the driver script
@@ -271,13 +337,14 @@ impl Sandbox {
         self.dir.path()
     }
 
-    /// Runs `cmd` in this sandbox under `limits` until it and every process
-    /// of its group are gone.
+    /// Runs `cmd` in this sandbox under `limits` until it and every one of
+    /// its descendants (with a reaper; its process group without one) are
+    /// gone.
     ///
     /// Whatever the child does is reported in the [`RunReport`]; `Err` means
-    /// a fault of the sandbox itself (the program cannot be executed, a
-    /// system call failed). A `cancel` already set returns `Cancelled`
-    /// without starting anything.
+    /// a fault of the sandbox itself (the program or the reaper cannot be
+    /// executed, a system call failed, the reaper was killed). A `cancel`
+    /// already set returns `Cancelled` without starting anything.
     pub fn run(
         &self,
         cmd: &ChildCommand,
@@ -290,7 +357,8 @@ impl Sandbox {
                 termination: Termination::Cancelled,
                 stdout: Captured::default(),
                 stderr: Captured::default(),
-                leaked: None,
+                leaked: Vec::new(),
+                contained: true,
                 wall: start.elapsed(),
                 pid: None,
             });
@@ -307,6 +375,7 @@ impl Sandbox {
             env,
             self.dir(),
             limits.max_open_files,
+            self.reaper.as_deref(),
         )?;
         let spawned = spawn::spawn(&prepared)?;
         supervise::supervise(spawned, limits, cancel, start)

@@ -1,5 +1,5 @@
-//! fork + exec of one child into its own session, with everything it needs
-//! prepared before the fork.
+//! fork + exec of one child into its own session — or of the reaper, which
+//! forks the child in turn — with everything prepared before the fork.
 //!
 //! The parent is multi-threaded (rayon workers, other sandboxes), so between
 //! `fork` and `execve` the child may only make async-signal-safe calls: no
@@ -7,27 +7,36 @@
 //! in the parent, and the child speaks raw `libc` system calls only.
 
 use super::SandboxError;
+use super::held::{Group, Held};
+use super::link::ReaperLink;
+use super::reaper::{CONTROL_FD, FAIL_FD};
 use nix::fcntl::OFlag;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::{ForkResult, Pid, fork, pipe2};
+use nix::unistd::{ForkResult, fork, pipe2};
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-/// A set-up step in the child that can fail before `execve`.
+/// A set-up step, in the child or in the reaper, that can fail before the
+/// child's `execve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
-enum Step {
+pub(crate) enum Step {
     Session = 1,
     CoreLimit = 2,
     FileLimit = 3,
     WorkingDir = 4,
     Redirect = 5,
     Exec = 6,
+    ExecReaper = 7,
+    Subreaper = 8,
+    ReaperSignals = 9,
+    ReaperFork = 10,
+    ProcessGroup = 11,
 }
 
 impl Step {
@@ -39,6 +48,11 @@ impl Step {
             Step::WorkingDir,
             Step::Redirect,
             Step::Exec,
+            Step::ExecReaper,
+            Step::Subreaper,
+            Step::ReaperSignals,
+            Step::ReaperFork,
+            Step::ProcessGroup,
         ]
         .into_iter()
         .find(|s| *s as u32 == code)
@@ -51,7 +65,11 @@ impl Step {
             Step::FileLimit => "setrlimit(RLIMIT_NOFILE)",
             Step::WorkingDir => "chdir to the sandbox directory",
             Step::Redirect => "redirecting stdin/stdout/stderr",
-            Step::Exec => "execve",
+            Step::Exec | Step::ExecReaper => "execve",
+            Step::Subreaper => "prctl(PR_SET_CHILD_SUBREAPER) in the reaper",
+            Step::ReaperSignals => "signalfd in the reaper",
+            Step::ReaperFork => "fork in the reaper",
+            Step::ProcessGroup => "setpgid (own process group under the reaper)",
         }
     }
 }
@@ -59,7 +77,10 @@ impl Step {
 /// Everything the child needs, built before the fork.
 pub(crate) struct Prepared {
     program: PathBuf,
-    program_c: CString,
+    /// The reaper executed in the child's place, when there is one.
+    reaper: Option<PathBuf>,
+    /// What `execve` runs: the program, or the reaper.
+    exec_c: CString,
     _argv: Vec<CString>,
     argv: Vec<*const libc::c_char>,
     _envp: Vec<CString>,
@@ -72,16 +93,21 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    /// Resolves the program (bare names through the child's `PATH`) and
-    /// encodes argv, envp and the working directory as C strings.
+    /// Resolves the program (and the reaper, if any; bare names through the
+    /// child's `PATH`) and encodes argv, envp and the working directory as
+    /// C strings. With a reaper, the reaper is executed with the program and
+    /// its arguments after `__reaper --`.
     pub(crate) fn new(
         program: &Path,
         args: &[OsString],
         env: BTreeMap<OsString, OsString>,
         cwd: &Path,
         max_open_files: u64,
+        reaper: Option<&Path>,
     ) -> Result<Prepared, SandboxError> {
-        let program = resolve_program(program, env.get(OsStr::new("PATH")))?;
+        let path = env.get(OsStr::new("PATH"));
+        let program = resolve_program(program, path)?;
+        let reaper = reaper.map(|r| resolve_program(r, path)).transpose()?;
         let c = |what: &str, s: &OsStr| {
             CString::new(s.as_bytes()).map_err(|_| SandboxError::NulByte {
                 program: program.clone(),
@@ -89,7 +115,18 @@ impl Prepared {
             })
         };
         let program_c = c("the program path", program.as_os_str())?;
-        let mut argv_c = vec![program_c.clone()];
+        let mut argv_c = Vec::with_capacity(args.len() + 4);
+        let exec_c = match &reaper {
+            Some(reaper) => {
+                let reaper_c = c("the reaper path", reaper.as_os_str())?;
+                argv_c.push(reaper_c.clone());
+                argv_c.push(c("an argument", OsStr::new(super::reaper::ARG))?);
+                argv_c.push(c("an argument", OsStr::new("--"))?);
+                reaper_c
+            }
+            None => program_c.clone(),
+        };
+        argv_c.push(program_c);
         for arg in args {
             argv_c.push(c("an argument", arg)?);
         }
@@ -117,7 +154,8 @@ impl Prepared {
             envp: nul_terminated(&envp_c),
             _envp: envp_c,
             program,
-            program_c,
+            reaper,
+            exec_c,
             cwd,
             nofile,
             fd_scan_limit: soft.min(65_536) as libc::c_int,
@@ -167,16 +205,17 @@ fn resolve_program(program: &Path, path: Option<&OsString>) -> Result<PathBuf, S
     })
 }
 
-/// A started child: its process group and the read ends of its stdout and
-/// stderr.
+/// A started child, held by its process group or by the reaper, and the
+/// read ends of its stdout and stderr.
 pub(crate) struct Spawned {
-    pub(crate) group: Group,
+    pub(crate) held: Held,
     pub(crate) stdout: OwnedFd,
     pub(crate) stderr: OwnedFd,
 }
 
-/// Forks and executes the prepared child; returns once `execve` succeeded,
-/// or with a precise error when it or a set-up step before it failed.
+/// Forks and executes the prepared child (through the reaper, if there is
+/// one); returns once the child's `execve` succeeded, or with a precise
+/// error when it or a set-up step before it failed.
 pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
     // O_CLOEXEC everywhere: a sandbox forking on another thread must not
     // inherit these ends, or our child's EOF would wait for its exec.
@@ -190,6 +229,12 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
         nix::sys::stat::Mode::empty(),
     )
     .map_err(|e| SandboxError::os("open /dev/null", e))?;
+    let control = match p.reaper {
+        Some(_) => {
+            Some(UnixStream::pair().map_err(|e| SandboxError::Io("socketpair for the reaper", e))?)
+        }
+        None => None,
+    };
 
     // SAFETY: the child runs `exec_child` only, which makes async-signal-safe
     // calls on memory prepared before the fork and never returns.
@@ -199,35 +244,48 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
                 p,
                 [stdin.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
                 fail_w.as_raw_fd(),
+                control.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
             )
         },
         ForkResult::Parent { child } => {
             drop((out_w, err_w, fail_w, stdin));
             // From here on, every way out kills and reaps the child.
-            let group = Group {
-                pid: child,
-                reaped: false,
-            };
-            match read_failure(&fail_r) {
-                Ok(None) => Ok(Spawned {
-                    group,
-                    stdout: out_r,
-                    stderr: err_r,
-                }),
-                Ok(Some((step, errno))) => {
-                    let source = io::Error::from_raw_os_error(errno);
-                    let program = p.program.clone();
-                    Err(match step {
-                        Some(Step::Exec) | None => SandboxError::Exec { program, source },
-                        Some(step) => SandboxError::ChildSetup {
-                            program,
-                            step: step.describe(),
-                            source,
-                        },
-                    })
+            let held = match control {
+                None => Held::Group(Group::new(child)),
+                Some((ours, theirs)) => {
+                    drop(theirs);
+                    Held::Reaper(ReaperLink::new(child, ours))
                 }
-                Err(e) => Err(SandboxError::Io("reading the child's exec status", e)),
+            };
+            let failure = read_failure(&fail_r)
+                .map_err(|e| SandboxError::Io("reading the child's exec status", e))?;
+            if let Some((step, errno)) = failure {
+                let source = io::Error::from_raw_os_error(errno);
+                let program = p.program.clone();
+                return Err(match (step, &p.reaper) {
+                    (Some(Step::ExecReaper), Some(reaper)) => SandboxError::Exec {
+                        program: reaper.clone(),
+                        source,
+                    },
+                    (Some(Step::Exec | Step::ExecReaper) | None, _) => {
+                        SandboxError::Exec { program, source }
+                    }
+                    (Some(step), _) => SandboxError::ChildSetup {
+                        program,
+                        step: step.describe(),
+                        source,
+                    },
+                });
             }
+            let mut held = held;
+            if let Held::Reaper(link) = &mut held {
+                link.wait_started()?;
+            }
+            Ok(Spawned {
+                held,
+                stdout: out_r,
+                stderr: err_r,
+            })
         }
     }
 }
@@ -259,68 +317,30 @@ fn read_failure(fail_r: &OwnedFd) -> io::Result<Option<(Option<Step>, i32)>> {
     }
 }
 
-/// The child's process group, from the moment `fork` returns; killed and
-/// reaped on drop, so no way out — an error, an early return, a panic —
-/// leaves a process behind.
-pub(crate) struct Group {
-    pid: Pid,
-    reaped: bool,
-}
-
-impl Group {
-    /// The leader's pid: also the group and session id.
-    pub(crate) fn pid(&self) -> Pid {
-        self.pid
-    }
-
-    /// Sends `signal` to every process of the group.
-    pub(crate) fn signal(&self, signal: Signal) {
-        // ESRCH (nobody left) is the only expected failure, and harmless.
-        let _ = killpg(self.pid, signal);
-    }
-
-    /// Kills what is left of the group, then reaps the leader. Until the
-    /// leader is reaped its zombie keeps the group id reserved, so the kill
-    /// cannot hit an unrelated process that reused the number.
-    pub(crate) fn kill_and_reap(&mut self) {
-        if !self.reaped {
-            self.signal(Signal::SIGKILL);
-            // The leader too, in case it failed before `setsid`.
-            let _ = nix::sys::signal::kill(self.pid, Signal::SIGKILL);
-            reap(self.pid);
-            self.reaped = true;
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill_and_reap();
-    }
-}
-
-/// Waits for `pid` and discards its status, retrying on EINTR.
-fn reap(pid: Pid) {
-    while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(pid, None) {}
-}
-
-/// The child side: set up, then `execve`. Never returns.
+/// The child side: set up, then `execve` the program, or the reaper with
+/// the exec status pipe on [`FAIL_FD`] and `control` on [`CONTROL_FD`].
+/// Never returns.
 ///
 /// # Safety
 /// Only to be called in the child right after `fork`.
-unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd) -> ! {
+unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd, control: Option<RawFd>) -> ! {
+    // Descriptors below this are about to be overwritten.
+    let low = if control.is_some() { CONTROL_FD + 1 } else { 3 };
     unsafe {
         // A descriptor that is itself 0, 1 or 2 (a parent started with a
-        // closed stdin) would be clobbered by the dup2 calls below: move
-        // every one above 2 first, the failure pipe before anything else.
-        let fail = match move_above_stdio(fail) {
+        // closed stdin), or the reaper's 3 or 4, would be clobbered by the
+        // dup2 calls below: move every one above first, the failure pipe
+        // before anything else.
+        let mut fail = match move_above(fail, low) {
             Some(fd) => fd,
             None => report_failure(fail, Step::Redirect),
         };
         let mut stdio = stdio;
         for fd in &mut stdio {
-            *fd = move_above_stdio(*fd).unwrap_or_else(|| report_failure(fail, Step::Redirect));
+            *fd = move_above(*fd, low).unwrap_or_else(|| report_failure(fail, Step::Redirect));
         }
+        let control = control
+            .map(|fd| move_above(fd, low).unwrap_or_else(|| report_failure(fail, Step::Redirect)));
 
         // Ignored signals and the mask survive exec: undo what the parent
         // set. Rust ignores SIGPIPE (a child inheriting that never dies of a
@@ -333,7 +353,8 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd) -> ! {
         }
 
         // Dies with the parent's thread even if the parent is SIGKILLed; the
-        // check closes the race with a parent that died before prctl.
+        // check closes the race with a parent that died before prctl. (The
+        // reaper turns this into a signal it catches once it is ready.)
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         if libc::getppid() != p.parent {
             libc::_exit(127);
@@ -360,26 +381,46 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd) -> ! {
                 report_failure(fail, Step::Redirect);
             }
         }
-        // Every other descriptor closes; `fail` is CLOEXEC and closes at exec.
-        close_fds(3, fail, p.fd_scan_limit);
-        close_fds(fail + 1, libc::c_int::MAX, p.fd_scan_limit);
+        match control {
+            None => {
+                // Every other descriptor closes; `fail` is CLOEXEC and closes at exec.
+                close_fds(3, fail, p.fd_scan_limit);
+                close_fds(fail + 1, libc::c_int::MAX, p.fd_scan_limit);
+            }
+            Some(control) => {
+                // dup2 clears CLOEXEC: both stay open in the reaper, which
+                // hands the failure pipe on to the child.
+                if libc::dup2(fail, FAIL_FD) < 0 || libc::dup2(control, CONTROL_FD) < 0 {
+                    report_failure(fail, Step::Redirect);
+                }
+                fail = FAIL_FD;
+                close_fds(CONTROL_FD + 1, libc::c_int::MAX, p.fd_scan_limit);
+            }
+        }
 
-        libc::execve(p.program_c.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
-        report_failure(fail, Step::Exec)
+        libc::execve(p.exec_c.as_ptr(), p.argv.as_ptr(), p.envp.as_ptr());
+        let step = match control {
+            None => Step::Exec,
+            Some(_) => Step::ExecReaper,
+        };
+        report_failure(fail, step)
     }
 }
 
-/// `fd` itself when above 2, else a CLOEXEC duplicate above 2.
-unsafe fn move_above_stdio(fd: RawFd) -> Option<RawFd> {
-    if fd > 2 {
+/// `fd` itself when at least `low`, else a CLOEXEC duplicate at or above `low`.
+unsafe fn move_above(fd: RawFd, low: RawFd) -> Option<RawFd> {
+    if fd >= low {
         return Some(fd);
     }
-    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+    let moved = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, low) };
     (moved >= 0).then_some(moved)
 }
 
-/// Sends the failed step and `errno` to the parent, then exits the child.
-unsafe fn report_failure(fail: RawFd, step: Step) -> ! {
+/// Sends the failed step and `errno` to the parent, then exits the process.
+///
+/// # Safety
+/// Async-signal-safe; ends the calling process.
+pub(crate) unsafe fn report_failure(fail: RawFd, step: Step) -> ! {
     unsafe {
         let errno = *libc::__errno_location();
         let mut msg = [0u8; 8];
@@ -408,13 +449,4 @@ unsafe fn close_fds(from: RawFd, to: RawFd, scan_limit: libc::c_int) {
             }
         }
     }
-}
-
-/// A pidfd for `pid` (Linux 5.3+): readable once the child has exited, so
-/// one `poll` waits for output and exit together. `None` where the kernel or
-/// a seccomp filter refuses it; the caller then polls `waitid` on a tick.
-pub(crate) fn pidfd_open(pid: Pid) -> Option<OwnedFd> {
-    // SAFETY: plain system call; a non-negative result is a fresh descriptor we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }

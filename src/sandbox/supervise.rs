@@ -1,14 +1,16 @@
 //! One supervision loop per child: drains stdout and stderr, notices the
 //! exit, enforces the deadline and the grace period, watches cancellation,
-//! and kills the process group before it returns.
+//! and kills what holds the child (its process group, or everything under
+//! the reaper) before it returns.
 
 use super::capture::Capture;
-use super::spawn::{Spawned, pidfd_open};
+use super::held::Held;
+use super::leak::{Leak, Placement};
+use super::procfs;
+use super::spawn::Spawned;
 use super::{Cancel, Limits, RunReport, SandboxError, Termination};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
 
@@ -22,8 +24,8 @@ const CHUNK: usize = 64 * 1024;
 const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// How a child ended, as the kernel reports it.
-#[derive(Debug, Clone, Copy)]
-enum Exit {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
     Code(i32),
     Signal { signal: i32, core_dumped: bool },
 }
@@ -32,7 +34,6 @@ enum Exit {
 struct Stream {
     fd: Option<OwnedFd>,
     capture: Capture,
-    name: &'static str,
 }
 
 impl Stream {
@@ -56,37 +57,21 @@ pub(crate) fn supervise(
     cancel: &Cancel,
     start: Instant,
 ) -> Result<RunReport, SandboxError> {
-    let pidfd = pidfd_open(spawned.group.pid());
-    supervise_with(spawned, pidfd, limits, cancel, start)
-}
-
-/// [`supervise`] with the exit watched through `pidfd`, or by polling
-/// `waitid` on a short tick where there is none.
-fn supervise_with(
-    spawned: Spawned,
-    pidfd: Option<OwnedFd>,
-    limits: &Limits,
-    cancel: &Cancel,
-    start: Instant,
-) -> Result<RunReport, SandboxError> {
     let Spawned {
-        mut group,
+        mut held,
         stdout,
         stderr,
     } = spawned;
-    let pid = group.pid();
-    let mut streams = [
-        Stream {
-            fd: Some(stdout),
-            capture: Capture::new(limits.output_head, limits.output_tail),
-            name: "stdout",
-        },
-        Stream {
-            fd: Some(stderr),
-            capture: Capture::new(limits.output_head, limits.output_tail),
-            name: "stderr",
-        },
-    ];
+    let pid = held.child();
+    let placement = held.placement();
+    let pipes: Vec<u64> = [&stdout, &stderr]
+        .into_iter()
+        .filter_map(|fd| procfs::pipe_inode(fd.as_fd()))
+        .collect();
+    let mut streams = [stdout, stderr].map(|fd| Stream {
+        fd: Some(fd),
+        capture: Capture::new(limits.output_head, limits.output_tail),
+    });
     let mut buf = vec![0u8; CHUNK];
 
     let grace = limits.grace.min(FOREVER);
@@ -96,20 +81,16 @@ fn supervise_with(
     let mut cancelled = false;
     let mut sigterm_at: Option<Instant> = None;
     let mut needed_sigkill = false;
-    // When the group was killed because the pipes stayed open after the exit.
+    // When everything held was killed because the pipes stayed open after the exit.
     let mut pipes_killed_at: Option<Instant> = None;
-    let mut leaked: Option<String> = None;
+    let mut leaked: Vec<Leak> = Vec::new();
 
     loop {
         if exit.is_none() {
-            exit = try_wait(pid)?.map(|e| (e, Instant::now()));
+            exit = held.try_exit()?.map(|e| (e, Instant::now()));
         }
-        let open: Vec<&'static str> = streams
-            .iter()
-            .filter(|s| s.fd.is_some())
-            .map(|s| s.name)
-            .collect();
-        if exit.is_some() && open.is_empty() {
+        let open = streams.iter().any(|s| s.fd.is_some());
+        if exit.is_some() && !open {
             break;
         }
 
@@ -118,31 +99,31 @@ fn supervise_with(
         match exit {
             None => {
                 if cancel.is_cancelled() && !cancelled {
-                    group.signal(Signal::SIGKILL);
+                    held.kill();
                     cancelled = true;
                 }
                 if !cancelled {
                     match sigterm_at {
                         None if now >= deadline => {
-                            group.signal(Signal::SIGTERM);
+                            held.terminate();
                             sigterm_at = Some(now);
                         }
                         None => wake = wake.min(deadline),
                         Some(at) if !needed_sigkill && now >= at + grace => {
-                            group.signal(Signal::SIGKILL);
+                            held.kill();
                             needed_sigkill = true;
                         }
                         Some(at) if !needed_sigkill => wake = wake.min(at + grace),
                         Some(_) => {}
                     }
                 }
-                if pidfd.is_none() {
+                if held.exit_fd().is_none() {
                     wake = wake.min(now + EXIT_TICK);
                 }
             }
             Some((_, exited_at)) => {
                 // The child is gone but something still holds its pipes:
-                // a grandchild. Give it `pipe_close_wait`, then kill the group.
+                // a descendant. Give it `pipe_close_wait`, then kill.
                 let pipes_deadline = if cancel.is_cancelled() {
                     now
                 } else {
@@ -150,21 +131,25 @@ fn supervise_with(
                 };
                 match pipes_killed_at {
                     None if now >= pipes_deadline => {
-                        group.signal(Signal::SIGKILL);
+                        // The reaper finds its own leaks; a group is looked
+                        // at before it is killed.
+                        if let Held::Group(_) = held {
+                            leaked.extend(group_members(placement, &pipes));
+                        }
+                        held.kill();
                         pipes_killed_at = Some(now);
-                        leaked = Some(format!(
-                            "a grandchild kept {} open after the child exited; process group killed",
-                            open.join(" and ")
-                        ));
                     }
                     None => wake = wake.min(pipes_deadline),
                     Some(at) if now >= at + pipe_close_wait => {
-                        // Only a process that left the group (setsid) can
-                        // still hold the pipes; stop waiting for it.
-                        leaked = Some(format!(
-                            "a process that left the process group still holds {} open; output cut off",
-                            open.join(" and ")
-                        ));
+                        // Only a process the kill could not reach can still
+                        // hold them (one that left the group, without a
+                        // reaper): name it and stop waiting for it.
+                        let listed: Vec<i32> = leaked.iter().map(|l| l.pid).collect();
+                        leaked.extend(
+                            pipe_holders(&pipes)
+                                .filter(|s| !listed.contains(&s.pid))
+                                .map(|s| Leak::observe(&s, placement, &pipes, false)),
+                        );
                         break;
                     }
                     Some(at) => wake = wake.min(at + pipe_close_wait),
@@ -178,9 +163,8 @@ fn supervise_with(
             .filter_map(|s| s.fd.as_ref())
             .map(|fd| PollFd::new(fd.as_fd(), PollFlags::POLLIN))
             .collect();
-        let watch_exit = exit.is_none() && pidfd.is_some();
-        if let (true, Some(pidfd)) = (watch_exit, &pidfd) {
-            fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+        if let (None, Some(fd)) = (exit, held.exit_fd()) {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
         }
         let millis = u16::try_from(timeout.as_millis().max(1)).unwrap_or(u16::MAX);
         match poll(&mut fds, PollTimeout::from(millis)) {
@@ -197,14 +181,27 @@ fn supervise_with(
         }
     }
 
-    group.kill_and_reap();
-    let wall = start.elapsed();
     let Some((exit, _)) = exit else {
         return Err(SandboxError::Io(
             "supervising the child",
             std::io::Error::other("supervision ended before the child exited"),
         ));
     };
+    let contained = match &mut held {
+        Held::Group(group) => {
+            group.kill_and_reap();
+            false
+        }
+        Held::Reaper(link) => {
+            let (_, found, done) = link.finish()?;
+            // The reaper's word on a process it killed beats ours on one
+            // that still held the pipes while it was at work.
+            leaked.retain(|ours| found.iter().all(|theirs| theirs.pid != ours.pid));
+            leaked.splice(0..0, found);
+            done
+        }
+    };
+    let wall = start.elapsed();
     let termination = if cancelled {
         Termination::Cancelled
     } else if let Some(at) = sigterm_at {
@@ -231,49 +228,34 @@ fn supervise_with(
         stdout,
         stderr,
         leaked,
+        contained,
         wall,
         pid: Some(pid.as_raw()),
     })
 }
 
-/// The child's exit, if it has exited, without reaping it (`WNOWAIT`): its
-/// zombie keeps the process group id reserved until the group is killed.
-fn try_wait(pid: Pid) -> Result<Option<Exit>, SandboxError> {
-    // SAFETY: waitid fills the zeroed siginfo; si_pid/si_status are valid for SIGCHLD.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        loop {
-            let rc = libc::waitid(
-                libc::P_PID,
-                pid.as_raw() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            );
-            if rc == 0 {
-                break;
-            }
-            match Errno::last() {
-                Errno::EINTR => continue,
-                e => return Err(SandboxError::os("waitid", e)),
-            }
-        }
-        if info.si_pid() == 0 {
-            return Ok(None);
-        }
-        let status = info.si_status();
-        Ok(Some(match info.si_code {
-            libc::CLD_EXITED => Exit::Code(status),
-            code => Exit::Signal {
-                signal: status,
-                core_dumped: code == libc::CLD_DUMPED,
-            },
-        }))
-    }
+/// Live members of the child's process group other than the child, as
+/// leaks about to be killed with the group.
+fn group_members(placement: Placement, pipes: &[u64]) -> Vec<Leak> {
+    procfs::all()
+        .into_iter()
+        .filter(|s| !s.zombie && s.pgrp == placement.pgrp && s.pid != placement.pgrp)
+        .map(|s| Leak::observe(&s, placement, pipes, true))
+        .collect()
+}
+
+/// Live processes other than this one that hold one of `pipes`.
+fn pipe_holders(pipes: &[u64]) -> impl Iterator<Item = procfs::Stat> + '_ {
+    let me = std::process::id() as i32;
+    procfs::all()
+        .into_iter()
+        .filter(move |s| !s.zombie && s.pid != me && procfs::holds_pipe(s.pid, pipes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::held::Held;
     use crate::sandbox::spawn::{Prepared, spawn};
     use std::collections::BTreeMap;
 
@@ -285,16 +267,19 @@ mod tests {
         let env: BTreeMap<_, _> = crate::sandbox::scrubbed_env().into_iter().collect();
         let run = |script: &str, timeout: Duration| {
             let args = ["-c".into(), script.into()];
-            let prepared =
-                Prepared::new("sh".as_ref(), &args, env.clone(), dir.path(), 64).expect("prepare");
-            let spawned = spawn(&prepared).expect("spawn");
+            let prepared = Prepared::new("sh".as_ref(), &args, env.clone(), dir.path(), 64, None)
+                .expect("prepare");
+            let mut spawned = spawn(&prepared).expect("spawn");
+            let Held::Group(group) = &mut spawned.held else {
+                panic!("no reaper was asked for");
+            };
+            group.forget_pidfd();
             let limits = Limits {
                 timeout,
                 grace: Duration::from_secs(5),
                 ..Limits::default()
             };
-            supervise_with(spawned, None, &limits, &Cancel::new(), Instant::now())
-                .expect("supervise")
+            supervise(spawned, &limits, &Cancel::new(), Instant::now()).expect("supervise")
         };
         let done = run("echo hi; exit 3", Duration::from_secs(30));
         assert_eq!(done.termination, Termination::Exited { code: 3 });

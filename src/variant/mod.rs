@@ -158,6 +158,34 @@ impl fmt::Display for Os {
     }
 }
 
+/// A machine's CPU or OS in the words of variant names: one of them, or
+/// another (`riscv64`, `freebsd`) kept by its own name, so that a rejection
+/// can say it; no arch variant names an `Other`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde_with::SerializeDisplay)]
+pub enum OrOther<T> {
+    /// A value variant names spell.
+    Known(T),
+    /// Any other, as the machine names it.
+    Other(String),
+}
+
+impl<T: FromStr> OrOther<T> {
+    /// `name` as a known value if it is one, else kept as it is.
+    pub fn from_name(name: &str) -> OrOther<T> {
+        name.parse()
+            .map_or_else(|_| OrOther::Other(name.to_string()), OrOther::Known)
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for OrOther<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OrOther::Known(v) => v.fmt(f),
+            OrOther::Other(name) => f.write_str(name),
+        }
+    }
+}
+
 /// Backend of a noarch (`torch-<name>`) variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 use kernel_preflight::classify::{self, Outcome};
-use kernel_preflight::probe::{ProbeRun, PythonProbe, SmokeSource};
+use kernel_preflight::probe::{Executor, Job, Placement, PythonExecutor, SmokeSource, Subject};
+use kernel_preflight::protocol::{Depth, Evidence, Report};
 use kernel_preflight::sandbox::{Cancel, Limits};
+use kernel_preflight::variant::VariantName;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -68,8 +70,29 @@ pub fn quick_limits() -> Limits {
     }
 }
 
+/// What a probe collected: the evidence and its events, folded.
+pub struct Probed {
+    pub evidence: Evidence,
+    pub report: Report,
+}
+
+/// The job probing `variant` (named by its directory) on the cpu.
+pub fn job(variant: &Path, smoke: SmokeSource, limits: Limits) -> Job {
+    let dir = variant.file_name().expect("a variant directory");
+    Job {
+        subject: Subject::Variant {
+            name: VariantName::parse(&dir.to_string_lossy()).expect("a hub variant name"),
+            path: variant.to_path_buf(),
+        },
+        device: Placement::Cpu,
+        smoke,
+        depth: Depth::Verified,
+        limits,
+    }
+}
+
 /// Probe `variant` with `smoke` on cpu and classify the result.
-pub fn probe(variant: &Path, smoke: SmokeSource, limits: Limits) -> (ProbeRun, Outcome) {
+pub fn probe(variant: &Path, smoke: SmokeSource, limits: Limits) -> (Probed, Outcome) {
     probe_with(&python(), variant, smoke, limits)
 }
 
@@ -78,17 +101,15 @@ pub fn probe_with(
     variant: &Path,
     smoke: SmokeSource,
     limits: Limits,
-) -> (ProbeRun, Outcome) {
-    let prober = PythonProbe {
-        python: python.to_path_buf(),
-        smoke,
-        limits,
-        env: Vec::new(),
-    };
-    let run = prober
-        .run(variant, "cpu", &Cancel::new())
+) -> (Probed, Outcome) {
+    let evidence = PythonExecutor::new(python)
+        .run(&job(variant, smoke, limits), &Cancel::new())
         .expect("the probe itself runs");
-    let outcome = classify::classify_run(&run);
+    let outcome = classify::classify(&evidence);
+    let run = Probed {
+        report: evidence.report(),
+        evidence,
+    };
     assert_group_gone(&run);
     (run, outcome)
 }
@@ -119,8 +140,8 @@ pub fn live_members(pgid: i32) -> Vec<i32> {
 }
 
 /// No process of the probe's group may outlive it.
-pub fn assert_group_gone(run: &ProbeRun) {
-    let pgid = run.run.pid.expect("the child started");
+pub fn assert_group_gone(run: &Probed) {
+    let pgid = run.evidence.pid.expect("the child started");
     assert_eq!(
         run.report.pgid.map(|g| g as i32),
         Some(pgid),

@@ -1,13 +1,15 @@
 //! Child side: the cuda executor's main, run as `preflight __cuda-child
-//! REQUEST` inside a sandbox. It reports every step to the result file
-//! before taking it, and turns every failure (a `CUresult`, an NVRTC log, a
-//! missing library, even a panic) into a [`Failure`] fact, never into a
-//! crash it could have avoided.
+//! REQUEST` inside a sandbox. It speaks [`crate::protocol`]: it reports
+//! every phase to the channel file before entering it, and turns every
+//! failure (a `CUresult`, an NVRTC log, a missing library, even a panic)
+//! into a [`Failure`] fact, never into a crash it could have avoided.
 
 use super::driver::{self, Driver, Module};
-use super::event::{CompileInfo, Event, EventLog, Failure, LaunchTiming, Step};
 use super::nvrtc;
 use super::request::{Arg, CudaRequest, Launch, ModuleKind, ModuleSpec};
+use crate::protocol::{
+    CompileInfo, Depth, Event, EventLog, ExecutorKind, Failure, Phase, Runtime, Sample, Span,
+};
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
@@ -32,7 +34,7 @@ pub fn main(request_path: &Path) -> ExitCode {
             return ExitCode::from(NO_RESULT_FILE);
         }
     };
-    let mut log = match EventLog::create(&request.events) {
+    let mut log = match EventLog::open(&request.events, ExecutorKind::Cuda) {
         Ok(log) => log,
         Err(e) => {
             eprintln!(
@@ -42,35 +44,41 @@ pub fn main(request_path: &Path) -> ExitCode {
             return ExitCode::from(NO_RESULT_FILE);
         }
     };
-    // cudarc reports a missing library or entry point by panicking; the
-    // message is recorded as a fact below, so the default hook's output
+    // cudarc reports a missing NVRTC library or entry point by panicking;
+    // the message is recorded as a fact below, so the default hook's output
     // would only be noise on stderr.
     std::panic::set_hook(Box::new(|_| {}));
-    let step = Cell::new(Step::Start);
+    let phase = Cell::new(Phase::Start);
     let mut child = Child {
         log: &mut log,
-        step: &step,
+        phase: &phase,
+        depth: Depth::Load,
     };
-    child.enter(Step::Start);
+    child.enter(Phase::Start, "libraries");
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| child.run(&request)));
+    let depth = child.depth;
     let failure = match outcome {
         Ok(Ok(())) => None,
-        Ok(Err((step, failure))) => Some((step, failure)),
-        Err(payload) => Some((step.get(), from_panic(payload))),
+        Ok(Err((phase, failure))) => Some((phase, failure)),
+        Err(payload) => Some((phase.get(), from_panic(payload))),
     };
-    if let Some((step, failure)) = failure {
-        // Compiler and JIT logs also go to stderr, where the parent keeps
-        // the tail of whatever the child printed.
-        match &failure {
-            Failure::Nvrtc { log: text, .. }
-            | Failure::Driver {
-                log: Some(text), ..
-            } => eprintln!("{text}"),
-            _ => {}
+    match failure {
+        Some((phase, failure)) => {
+            // Compiler and JIT logs also go to stderr, where the parent
+            // keeps the tail of whatever the child printed.
+            match &failure {
+                Failure::Nvrtc(e) => eprintln!("{}", e.log),
+                Failure::Cuda(e) => {
+                    if let Some(text) = &e.log {
+                        eprintln!("{text}");
+                    }
+                }
+                _ => {}
+            }
+            log.emit(&Event::Failed { phase, failure });
         }
-        log.emit(&Event::Failed { step, failure });
+        None => log.emit(&Event::Done { depth }),
     }
-    log.emit(&Event::Done);
     ExitCode::SUCCESS
 }
 
@@ -91,33 +99,44 @@ fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Failure {
     } else if detail.starts_with("Missing symbol") {
         Failure::SymbolMissing { detail }
     } else {
-        Failure::Panic { detail }
+        Failure::Internal {
+            message: format!("the cuda executor panicked: {detail}"),
+            traceback: None,
+        }
     }
 }
 
-type Failed = (Step, Failure);
+type Failed = (Phase, Failure);
 
 struct Child<'a> {
     log: &'a mut EventLog,
-    step: &'a Cell<Step>,
+    phase: &'a Cell<Phase>,
+    /// How far the work got.
+    depth: Depth,
 }
 
 impl Child<'_> {
-    fn enter(&mut self, step: Step) {
-        self.step.set(step);
-        self.log.emit(&Event::Step { step });
+    fn enter(&mut self, phase: Phase, what: &str) {
+        self.phase.set(phase);
+        self.log.emit(&Event::Phase {
+            phase,
+            what: Some(what.to_owned()),
+        });
     }
 
     fn run(&mut self, request: &CudaRequest) -> Result<(), Failed> {
-        let at = |step| move |f| (step, f);
+        if request.list_devices {
+            return self.list_devices(request).map_err(|f| (Phase::Start, f));
+        }
+        let at = |phase| move |f| (phase, f);
         let cuda_source = request
             .module
             .as_ref()
             .filter(|m| m.kind == ModuleKind::Cuda);
         if let (Some(lib), Some(_)) = (&request.nvrtc_library, cuda_source) {
-            driver::load_library(Some(lib), "libnvrtc").map_err(at(Step::Start))?;
+            driver::load_library(Some(lib), "libnvrtc").map_err(at(Phase::Start))?;
         }
-        self.enter(Step::Driver);
+        self.enter(Phase::Start, "driver");
         let opened = self.open_driver(request);
         let (driver, device) = match (opened, cuda_source) {
             (Ok(d), _) => d,
@@ -126,10 +145,11 @@ impl Child<'_> {
             // useful thing to report.
             (Err(failure), Some(spec)) => {
                 self.compile(spec, None)?;
-                return Err((Step::Driver, failure));
+                return Err((Phase::Start, failure));
             }
-            (Err(failure), None) => return Err((Step::Driver, failure)),
+            (Err(failure), None) => return Err((Phase::Start, failure)),
         };
+        self.depth = Depth::Device;
         let Some(spec) = &request.module else {
             return Ok(());
         };
@@ -141,35 +161,62 @@ impl Child<'_> {
             kind => {
                 let bytes = std::fs::read(&spec.path).map_err(|e| {
                     (
-                        Step::Load,
-                        Failure::Input {
-                            detail: format!("cannot read {}: {e}", spec.path.display()),
+                        Phase::Load,
+                        Failure::InvalidInput {
+                            message: format!("cannot read {}: {e}", spec.path.display()),
                         },
                     )
                 })?;
                 (bytes, kind)
             }
         };
-        self.enter(Step::Load);
+        self.enter(Phase::Load, "load");
         let started = std::time::Instant::now();
-        let (module, info_log) = driver.load(&image, kind).map_err(at(Step::Load))?;
-        self.log.emit(&Event::Loaded {
-            load_ms: started.elapsed().as_secs_f64() * 1e3,
-            info_log,
+        let (module, info_log) = driver.load(&image, kind).map_err(at(Phase::Load))?;
+        self.log.emit(&Event::Timing {
+            span: Span::Load,
+            ms: started.elapsed().as_secs_f64() * 1e3,
         });
+        self.log.emit(&Event::Loaded { info_log });
         for launch in &request.launches {
             self.launch(&driver, &module, launch)?;
         }
         Ok(())
     }
 
+    /// A device-list request: the driver's version (asked before `cuInit`,
+    /// so that it is known even when `cuInit` fails), then every device in
+    /// ordinal order, with no context created on any of them.
+    fn list_devices(&mut self, request: &CudaRequest) -> Result<(), Failure> {
+        self.enter(Phase::Start, "devices");
+        driver::load_driver(request.libcuda.as_deref())?;
+        self.log.emit(&Event::Runtime(Runtime {
+            cuda_driver: Some(driver::version()?),
+            ..Runtime::default()
+        }));
+        let (_, count) = driver::init()?;
+        self.log.emit(&Event::Runtime(Runtime {
+            devices: Some(count),
+            ..Runtime::default()
+        }));
+        let devices = (0..count)
+            .map(driver::describe)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.log.emit(&Event::Devices { devices });
+        Ok(())
+    }
+
     fn open_driver(
         &mut self,
         request: &CudaRequest,
-    ) -> Result<(Driver, super::DeviceInfo), Failure> {
-        driver::load_library(request.libcuda.as_deref(), "libcuda.so.1")?;
+    ) -> Result<(Driver, crate::protocol::DeviceInfo), Failure> {
+        driver::load_driver(request.libcuda.as_deref())?;
         let (version, devices) = driver::init()?;
-        self.log.emit(&Event::Driver { version, devices });
+        self.log.emit(&Event::Runtime(Runtime {
+            cuda_driver: Some(version),
+            devices: Some(devices),
+            ..Runtime::default()
+        }));
         if request.device >= devices {
             return Err(Failure::NoSuchDevice {
                 ordinal: request.device,
@@ -188,12 +235,12 @@ impl Child<'_> {
         spec: &ModuleSpec,
         device_sm: Option<&str>,
     ) -> Result<nvrtc::Compiled, Failed> {
-        self.enter(Step::Compile);
+        self.enter(Phase::Load, "compile");
         let source = std::fs::read_to_string(&spec.path).map_err(|e| {
             (
-                Step::Compile,
-                Failure::Input {
-                    detail: format!("cannot read {}: {e}", spec.path.display()),
+                Phase::Load,
+                Failure::InvalidInput {
+                    message: format!("cannot read {}: {e}", spec.path.display()),
                 },
             )
         })?;
@@ -203,11 +250,11 @@ impl Child<'_> {
             .map_or_else(|| "module.cu".into(), |n| n.to_string_lossy().into_owned());
         let target = spec.target.as_deref().or(device_sm);
         let compiled = nvrtc::compile(&source, &name, target, &spec.nvrtc_options)
-            .map_err(|f| (Step::Compile, f))?;
+            .map_err(|f| (Phase::Load, f))?;
         self.log.emit(&Event::Compiled(CompileInfo {
             target: compiled.target.clone(),
             image: compiled.kind.as_str().to_owned(),
-            bytes: compiled.image.len(),
+            bytes: compiled.image.len() as u64,
             nvrtc_version: compiled.version.clone(),
             log: compiled.log.clone(),
         }));
@@ -215,11 +262,10 @@ impl Child<'_> {
     }
 
     fn launch(&mut self, driver: &Driver, module: &Module, launch: &Launch) -> Result<(), Failed> {
-        self.enter(Step::Launch);
-        let at = |step| move |f| (step, f);
-        let function = module
-            .function(&launch.function)
-            .map_err(at(Step::Launch))?;
+        let name = &launch.function;
+        self.enter(Phase::Launch, name);
+        let at = |phase| move |f| (phase, f);
+        let function = module.function(name).map_err(at(Phase::Launch))?;
         // Each parameter lives in its own 8-byte-aligned slot that stays put
         // until the launches are done: the driver reads them through `params`.
         let mut slots: Vec<Box<[u64; 1]>> = Vec::with_capacity(launch.args.len());
@@ -239,7 +285,7 @@ impl Child<'_> {
                     for v in init {
                         ty.encode(*v, &mut bytes);
                     }
-                    let buffer = driver.upload(&bytes).map_err(at(Step::Launch))?;
+                    let buffer = driver.upload(&bytes).map_err(at(Phase::Launch))?;
                     slot[0] = buffer.ptr();
                     buffers.push((index, buffer));
                 }
@@ -259,13 +305,14 @@ impl Child<'_> {
                 params,
             )
         };
-        run(&mut params).map_err(at(Step::Launch))?;
-        driver.synchronize().map_err(at(Step::Launch))?;
+        run(&mut params).map_err(at(Phase::Launch))?;
+        driver.synchronize().map_err(at(Phase::Launch))?;
         self.log.emit(&Event::Launched {
-            function: launch.function.clone(),
+            function: name.clone(),
         });
+        self.depth = self.depth.max(Depth::Smoke);
 
-        self.enter(Step::Verify);
+        self.enter(Phase::Verify, name);
         let mut compared = 0;
         for (index, buffer) in &buffers {
             let Some(Arg::Buffer {
@@ -277,7 +324,7 @@ impl Child<'_> {
             else {
                 continue;
             };
-            let bytes = driver.download(buffer).map_err(at(Step::Verify))?;
+            let bytes = driver.download(buffer).map_err(at(Phase::Verify))?;
             let got: Vec<f64> = bytes
                 .chunks_exact(ty.size())
                 .map(|c| ty.decode(c))
@@ -286,49 +333,50 @@ impl Child<'_> {
                 .filter(|&i| !got.get(i).is_some_and(|g| tolerance.accepts(*g, expect[i])))
                 .collect();
             if let Some(&first) = bad.first() {
+                let value = got.get(first).copied().unwrap_or(f64::NAN);
                 return Err((
-                    Step::Verify,
+                    Phase::Verify,
                     Failure::Mismatch {
-                        function: launch.function.clone(),
-                        arg: *index,
-                        mismatched: bad.len(),
-                        compared: expect.len(),
-                        first: (
-                            first,
-                            got.get(first).copied().unwrap_or(f64::NAN),
-                            expect[first],
+                        label: Some(name.clone()),
+                        message: format!(
+                            "argument {index} has {} of {} values outside the tolerance; first at [{first}]: got {value}, expected {}",
+                            bad.len(),
+                            expect.len(),
+                            expect[first]
                         ),
                     },
                 ));
             }
-            compared += expect.len();
+            compared += expect.len() as u64;
         }
-        self.log.emit(&Event::Verified {
-            function: launch.function.clone(),
-            compared,
-        });
+        if compared > 0 {
+            self.log.emit(&Event::Verified {
+                label: name.clone(),
+                compared,
+            });
+            self.depth = Depth::Verified;
+        }
 
-        self.enter(Step::Time);
+        self.enter(Phase::Launch, &format!("time {name}"));
         for _ in 0..launch.warmup {
-            run(&mut params).map_err(at(Step::Time))?;
+            run(&mut params).map_err(at(Phase::Launch))?;
         }
-        driver.synchronize().map_err(at(Step::Time))?;
+        driver.synchronize().map_err(at(Phase::Launch))?;
         let (start, end) = (
-            driver.event().map_err(at(Step::Time))?,
-            driver.event().map_err(at(Step::Time))?,
+            driver.event().map_err(at(Phase::Launch))?,
+            driver.event().map_err(at(Phase::Launch))?,
         );
-        let mut samples_ms = Vec::with_capacity(launch.iterations as usize);
-        for _ in 0..launch.iterations {
-            start.record().map_err(at(Step::Time))?;
-            run(&mut params).map_err(at(Step::Time))?;
-            end.record().map_err(at(Step::Time))?;
-            samples_ms.push(end.since(&start).map_err(at(Step::Time))?);
+        for round in 0..launch.iterations {
+            start.record().map_err(at(Phase::Launch))?;
+            run(&mut params).map_err(at(Phase::Launch))?;
+            end.record().map_err(at(Phase::Launch))?;
+            let ms = end.since(&start).map_err(at(Phase::Launch))?;
+            self.log.emit(&Event::Sample(Sample {
+                label: name.clone(),
+                round,
+                ms,
+            }));
         }
-        self.log.emit(&Event::Timed(LaunchTiming {
-            function: launch.function.clone(),
-            warmup: launch.warmup,
-            samples_ms,
-        }));
         Ok(())
     }
 }

@@ -1,59 +1,35 @@
 //! Child side: the CUDA driver API calls the executor needs, each returning
 //! the `CUresult` as a [`Failure`] fact instead of a Rust error type.
 //!
+//! Entry points are looked up by name in the loaded driver library and
+//! declared to return a plain `int`: a driver newer than this build may
+//! return codes no Rust enum of ours lists, and those must stay integers.
 //! Only the primary context and entry points that every driver since CUDA
-//! 11 exports are used, so that an older driver than the bindings' 13.0
-//! still answers (a missing entry point becomes [`Failure::SymbolMissing`]
-//! through the child's panic guard).
+//! 11 exports are used; a missing one is [`Failure::SymbolMissing`].
 
-use super::event::{DeviceInfo, Failure};
 use super::request::ModuleKind;
-use cudarc::driver::sys::{self, CUresult};
-use std::ffi::{CStr, c_void};
+use crate::protocol::{CudaError, DeviceInfo, Failure};
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::path::Path;
+use std::sync::OnceLock;
 
-/// A failed driver call as a [`Failure`].
-fn fail(call: &str, code: CUresult, log: Option<String>) -> Failure {
-    Failure::Driver {
-        call: call.to_owned(),
-        code: code as u32,
-        name: error_text(code, sys::cuGetErrorName),
-        message: error_text(code, sys::cuGetErrorString),
-        log: log.filter(|l| !l.trim().is_empty()),
-    }
-}
+/// `CUresult`, as the driver returns it.
+type CuResult = c_int;
+const SUCCESS: CuResult = 0;
 
-type ErrorTextFn = unsafe fn(CUresult, *mut *const std::ffi::c_char) -> CUresult;
+type Ptr = *mut c_void;
+/// `CUdeviceptr`.
+type DevicePtr = u64;
 
-fn error_text(code: CUresult, f: ErrorTextFn) -> String {
-    let mut text: *const std::ffi::c_char = std::ptr::null();
-    // SAFETY: the driver writes a pointer to a static string, or fails.
-    let ok = unsafe { f(code, &mut text) } == CUresult::CUDA_SUCCESS;
-    if ok && !text.is_null() {
-        // SAFETY: a NUL-terminated string owned by the driver.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
-    } else {
-        format!("CUresult {}", code as u32)
-    }
-}
+/// The driver library's handle (a `dlopen` handle, kept for the process).
+static LIBCUDA: OnceLock<usize> = OnceLock::new();
 
-fn check(call: &str, code: CUresult) -> Result<(), Failure> {
-    match code {
-        CUresult::CUDA_SUCCESS => Ok(()),
-        _ => Err(fail(call, code, None)),
-    }
-}
-
-/// Loads the driver library (`libcuda.so.1`, or `path` when given) and
-/// keeps it loaded for the process; cudarc's own loader then finds it by
-/// its soname instead of panicking.
-pub fn load_library(path: Option<&Path>, soname: &str) -> Result<(), Failure> {
+/// `dlopen`s `path` (else `soname`) for the life of the process.
+pub fn load_library(path: Option<&Path>, soname: &str) -> Result<Ptr, Failure> {
     let name = path.map_or_else(|| soname.to_owned(), |p| p.display().to_string());
-    let Ok(cname) = std::ffi::CString::new(name.clone()) else {
-        return Err(Failure::Input {
-            detail: format!("library path {name:?} contains a NUL byte"),
+    let Ok(cname) = CString::new(name.clone()) else {
+        return Err(Failure::InvalidInput {
+            message: format!("library path {name:?} contains a NUL byte"),
         });
     };
     // SAFETY: dlopen with a valid C string; the handle is deliberately kept
@@ -75,7 +51,141 @@ pub fn load_library(path: Option<&Path>, soname: &str) -> Result<(), Failure> {
             detail,
         });
     }
+    Ok(handle)
+}
+
+/// Loads the driver library (`libcuda.so.1`, or `path` when given).
+pub fn load_driver(path: Option<&Path>) -> Result<(), Failure> {
+    let handle = load_library(path, "libcuda.so.1")?;
+    LIBCUDA.get_or_init(|| handle as usize);
     Ok(())
+}
+
+/// The address of a driver entry point.
+fn entry(name: &CStr) -> Result<Ptr, Failure> {
+    let missing = || Failure::SymbolMissing {
+        detail: format!("libcuda exports no {}", name.to_string_lossy()),
+    };
+    let handle = *LIBCUDA.get().ok_or_else(missing)? as Ptr;
+    // SAFETY: a live dlopen handle and a C string.
+    let f = unsafe { libc::dlsym(handle, name.as_ptr()) };
+    if f.is_null() { Err(missing()) } else { Ok(f) }
+}
+
+/// Calls driver entry point `$name` with the C signature `($ty, …)`, whose
+/// result is a `CUresult`; `?`s a [`Failure`] when it is not `CUDA_SUCCESS`.
+macro_rules! cu {
+    ($name:ident ( $($arg:expr => $ty:ty),* $(,)? )) => {{
+        let f = entry(
+            // SAFETY: the literal has no interior NUL and ends in one.
+            unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+        )?;
+        // SAFETY: the entry point has this signature in cuda.h.
+        let f = unsafe {
+            std::mem::transmute::<Ptr, unsafe extern "C" fn($($ty),*) -> CuResult>(f)
+        };
+        // SAFETY: the caller passes arguments valid for the call.
+        check(stringify!($name), unsafe { f($($arg),*) })
+    }};
+}
+
+fn error_text(code: CuResult, getter: &CStr) -> Option<String> {
+    let f = entry(getter).ok()?;
+    // SAFETY: `cuGetErrorName` / `cuGetErrorString` take (CUresult, const char**).
+    let f = unsafe {
+        std::mem::transmute::<Ptr, unsafe extern "C" fn(CuResult, *mut *const c_char) -> CuResult>(
+            f,
+        )
+    };
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: the driver writes a pointer to a static string, or fails
+    // (for a code it does not know).
+    let ok = unsafe { f(code, &mut text) } == SUCCESS;
+    // SAFETY: a NUL-terminated string owned by the driver.
+    (ok && !text.is_null()).then(|| {
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    })
+}
+
+/// A failed driver call as a [`Failure`]; the code is kept as it came.
+fn fail(call: &str, code: CuResult, log: Option<String>) -> Failure {
+    Failure::Cuda(CudaError {
+        call: call.to_owned(),
+        code: code.into(),
+        name: error_text(code, c"cuGetErrorName").unwrap_or_default(),
+        message: error_text(code, c"cuGetErrorString")
+            .unwrap_or_else(|| format!("CUresult {code}")),
+        log: log.filter(|l| !l.trim().is_empty()),
+    })
+}
+
+fn check(call: &str, code: CuResult) -> Result<(), Failure> {
+    match code {
+        SUCCESS => Ok(()),
+        _ => Err(fail(call, code, None)),
+    }
+}
+
+/// `cuDriverGetVersion` (`13000` for 13.0), which needs no `cuInit`: the
+/// driver's version is known even when initialisation then fails.
+pub fn version() -> Result<u32, Failure> {
+    let mut version: c_int = 0;
+    cu!(cuDriverGetVersion(&mut version => *mut c_int))?;
+    Ok(version.max(0) as u32)
+}
+
+/// The driver's version and device count, before a device is chosen.
+pub fn init() -> Result<(u32, u32), Failure> {
+    cu!(cuInit(0 => c_uint))?;
+    let version = version()?;
+    let mut count: c_int = 0;
+    cu!(cuDeviceGetCount(&mut count => *mut c_int))?;
+    Ok((version, count.max(0) as u32))
+}
+
+/// The device at `ordinal` (after [`init`]) and what it says about itself;
+/// no context is created on it.
+pub fn describe(ordinal: u32) -> Result<DeviceInfo, Failure> {
+    query(ordinal).map(|(_, info)| info)
+}
+
+/// The driver's handle of device `ordinal`, and its description.
+fn query(ordinal: u32) -> Result<(c_int, DeviceInfo), Failure> {
+    let mut device: c_int = 0;
+    cu!(cuDeviceGet(&mut device => *mut c_int, ordinal as c_int => c_int))?;
+    let mut name = [0 as c_char; 256];
+    cu!(cuDeviceGetName(name.as_mut_ptr() => *mut c_char, name.len() as c_int => c_int, device => c_int))?;
+    let attr = |a: c_int| -> Result<u32, Failure> {
+        let mut v: c_int = 0;
+        cu!(cuDeviceGetAttribute(&mut v => *mut c_int, a => c_int, device => c_int))?;
+        Ok(v.max(0) as u32)
+    };
+    let major = attr(ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attr(ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let sm_count = attr(ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let mut total: usize = 0;
+    cu!(cuDeviceTotalMem_v2(&mut total => *mut usize, device => c_int))?;
+    let mut bus = [0 as c_char; 32];
+    let bus_id = (|| cu!(cuDeviceGetPCIBusId(bus.as_mut_ptr() => *mut c_char, 32 => c_int, device => c_int)))(
+    );
+    let text = |buf: &[c_char]| {
+        // SAFETY: the driver wrote a NUL-terminated string into the buffer.
+        unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let info = DeviceInfo {
+        ordinal,
+        name: text(&name),
+        major,
+        minor,
+        sm_count,
+        total_memory: total as u64,
+        pci_bus_id: bus_id.ok().map(|()| text(&bus)),
+    };
+    Ok((device, info))
 }
 
 /// An initialised driver with the primary context of one device current;
@@ -83,73 +193,23 @@ pub fn load_library(path: Option<&Path>, soname: &str) -> Result<(), Failure> {
 #[derive(Debug)]
 pub struct Driver(());
 
-/// The driver's version and device count, before a device is chosen.
-pub fn init() -> Result<(u32, u32), Failure> {
-    // SAFETY: plain driver calls with out-pointers to locals.
-    unsafe {
-        check("cuInit", sys::cuInit(0))?;
-        let mut version = 0;
-        check("cuDriverGetVersion", sys::cuDriverGetVersion(&mut version))?;
-        let mut count = 0;
-        check("cuDeviceGetCount", sys::cuDeviceGetCount(&mut count))?;
-        Ok((version.max(0) as u32, count.max(0) as u32))
-    }
-}
+const ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
+const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+const ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+
+const JIT_INFO_LOG_BUFFER: c_int = 3;
+const JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
+const JIT_ERROR_LOG_BUFFER: c_int = 5;
+const JIT_ERROR_LOG_BUFFER_SIZE_BYTES: c_int = 6;
 
 impl Driver {
     /// Describes device `ordinal` and makes its primary context current.
     pub fn open(ordinal: u32) -> Result<(Driver, DeviceInfo), Failure> {
-        // SAFETY: driver calls with out-pointers to locals and buffers of
-        // the sizes passed.
-        unsafe {
-            let mut device = 0;
-            check(
-                "cuDeviceGet",
-                sys::cuDeviceGet(&mut device, ordinal as std::ffi::c_int),
-            )?;
-            let mut name = [0 as std::ffi::c_char; 256];
-            check(
-                "cuDeviceGetName",
-                sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device),
-            )?;
-            let attr = |a: sys::CUdevice_attribute| -> Result<u32, Failure> {
-                let mut v = 0;
-                check(
-                    "cuDeviceGetAttribute",
-                    sys::cuDeviceGetAttribute(&mut v, a, device),
-                )?;
-                Ok(v.max(0) as u32)
-            };
-            use sys::CUdevice_attribute::*;
-            let major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-            let minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-            let sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-            let mut total = 0usize;
-            check(
-                "cuDeviceTotalMem",
-                sys::cuDeviceTotalMem_v2(&mut total, device),
-            )?;
-            let mut bus = [0 as std::ffi::c_char; 32];
-            let pci_bus_id = (sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 32, device)
-                == CUresult::CUDA_SUCCESS)
-                .then(|| CStr::from_ptr(bus.as_ptr()).to_string_lossy().into_owned());
-            let info = DeviceInfo {
-                ordinal,
-                name: CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned(),
-                major,
-                minor,
-                sm_count,
-                total_memory: total as u64,
-                pci_bus_id,
-            };
-            let mut ctx = std::ptr::null_mut();
-            check(
-                "cuDevicePrimaryCtxRetain",
-                sys::cuDevicePrimaryCtxRetain(&mut ctx, device),
-            )?;
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-            Ok((Driver(()), info))
-        }
+        let (device, info) = query(ordinal)?;
+        let mut ctx: Ptr = std::ptr::null_mut();
+        cu!(cuDevicePrimaryCtxRetain(&mut ctx => *mut Ptr, device => c_int))?;
+        cu!(cuCtxSetCurrent(ctx => Ptr))?;
+        Ok((Driver(()), info))
     }
 
     /// Loads a module image (cubin, fatbin, or PTX) with the JIT's error
@@ -166,196 +226,153 @@ impl Driver {
         const LOG: usize = 64 * 1024;
         let mut error_log = vec![0u8; LOG];
         let mut info_log = vec![0u8; LOG];
-        use sys::CUjit_option::*;
         let mut options = [
-            CU_JIT_ERROR_LOG_BUFFER,
-            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-            CU_JIT_INFO_LOG_BUFFER,
-            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            JIT_ERROR_LOG_BUFFER,
+            JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            JIT_INFO_LOG_BUFFER,
+            JIT_INFO_LOG_BUFFER_SIZE_BYTES,
         ];
-        let mut values: [*mut c_void; 4] = [
+        let mut values: [Ptr; 4] = [
             error_log.as_mut_ptr().cast(),
-            LOG as *mut c_void,
+            LOG as Ptr,
             info_log.as_mut_ptr().cast(),
-            LOG as *mut c_void,
+            LOG as Ptr,
         ];
-        let mut module = std::ptr::null_mut();
-        // SAFETY: the image outlives the call; the option values are a
-        // buffer pointer and its size, as the driver API documents.
-        let code = unsafe {
-            sys::cuModuleLoadDataEx(
-                &mut module,
-                image.as_ptr().cast(),
-                options.len() as u32,
-                options.as_mut_ptr(),
-                values.as_mut_ptr(),
-            )
-        };
+        let mut module: Ptr = std::ptr::null_mut();
+        // The image outlives the call; the option values are a buffer
+        // pointer and its size, as the driver API documents.
+        let loaded = cu!(cuModuleLoadDataEx(
+            &mut module => *mut Ptr,
+            image.as_ptr().cast() => *const c_void,
+            options.len() as c_uint => c_uint,
+            options.as_mut_ptr() => *mut c_int,
+            values.as_mut_ptr() => *mut Ptr,
+        ));
         let text = |buf: &[u8]| {
             let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
             String::from_utf8_lossy(&buf[..end]).trim().to_owned()
         };
-        if code != CUresult::CUDA_SUCCESS {
-            return Err(fail("cuModuleLoadDataEx", code, Some(text(&error_log))));
+        if let Err(Failure::Cuda(mut error)) = loaded {
+            let log = text(&error_log);
+            error.log = (!log.is_empty()).then_some(log);
+            return Err(Failure::Cuda(error));
         }
+        loaded?;
         Ok((Module(module), text(&info_log)))
     }
 
-    /// Allocates `bytes` of device memory and copies `init` into it.
+    /// Allocates device memory and copies `init` into it.
     pub fn upload(&self, init: &[u8]) -> Result<DeviceBuffer, Failure> {
-        let mut ptr = 0;
-        // SAFETY: allocation of at least one byte; copy of `init.len()`
-        // bytes into an allocation of that size.
-        unsafe {
-            check(
-                "cuMemAlloc",
-                sys::cuMemAlloc_v2(&mut ptr, init.len().max(1)),
-            )?;
-            let buffer = DeviceBuffer {
-                ptr,
-                len: init.len(),
-            };
-            if !init.is_empty() {
-                check(
-                    "cuMemcpyHtoD",
-                    sys::cuMemcpyHtoD_v2(ptr, init.as_ptr().cast(), init.len()),
-                )?;
-            }
-            Ok(buffer)
+        let mut ptr: DevicePtr = 0;
+        cu!(cuMemAlloc_v2(&mut ptr => *mut DevicePtr, init.len().max(1) => usize))?;
+        if !init.is_empty() {
+            cu!(cuMemcpyHtoD_v2(ptr => DevicePtr, init.as_ptr().cast() => *const c_void, init.len() => usize))?;
         }
+        Ok(DeviceBuffer {
+            ptr,
+            len: init.len(),
+        })
     }
 
     /// Copies a device buffer back to the host.
     pub fn download(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>, Failure> {
         let mut out = vec![0u8; buffer.len];
         if buffer.len > 0 {
-            // SAFETY: `out` has exactly the buffer's size.
-            check("cuMemcpyDtoH", unsafe {
-                sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), buffer.ptr, buffer.len)
-            })?;
+            cu!(cuMemcpyDtoH_v2(out.as_mut_ptr().cast() => *mut c_void, buffer.ptr => DevicePtr, buffer.len => usize))?;
         }
         Ok(out)
     }
 
     /// Launches `function` on the default stream; `params` point at each
-    /// argument's value.
+    /// argument's value, each valid until synchronisation.
     pub fn launch(
         &self,
-        function: sys::CUfunction,
+        function: Function,
         grid: [u32; 3],
         block: [u32; 3],
         shared_mem_bytes: u32,
-        params: &mut [*mut c_void],
+        params: &mut [Ptr],
     ) -> Result<(), Failure> {
-        // SAFETY: the caller passes a function of a loaded module and one
-        // pointer per kernel parameter, each valid until synchronisation.
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
-                function,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                shared_mem_bytes,
-                std::ptr::null_mut(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
+        cu!(cuLaunchKernel(
+            function.0 => Ptr,
+            grid[0] => c_uint, grid[1] => c_uint, grid[2] => c_uint,
+            block[0] => c_uint, block[1] => c_uint, block[2] => c_uint,
+            shared_mem_bytes => c_uint,
+            std::ptr::null_mut() => Ptr,
+            params.as_mut_ptr() => *mut Ptr,
+            std::ptr::null_mut() => *mut Ptr,
+        ))
     }
 
     /// Waits for all work on the context.
     pub fn synchronize(&self) -> Result<(), Failure> {
-        // SAFETY: no arguments.
-        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+        cu!(cuCtxSynchronize())
     }
 
     /// Creates a CUDA event.
     pub fn event(&self) -> Result<Event, Failure> {
-        let mut e = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local.
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
+        let mut e: Ptr = std::ptr::null_mut();
+        cu!(cuEventCreate(&mut e => *mut Ptr, 0 => c_uint))?;
         Ok(Event(e))
     }
 }
 
 /// A loaded module (unloaded when the process exits).
 #[derive(Debug)]
-pub struct Module(sys::CUmodule);
+pub struct Module(Ptr);
+
+/// A kernel of a loaded module.
+#[derive(Debug, Clone, Copy)]
+pub struct Function(Ptr);
 
 impl Module {
     /// Looks up a kernel by name.
-    pub fn function(&self, name: &str) -> Result<sys::CUfunction, Failure> {
-        let cname = std::ffi::CString::new(name).map_err(|_| Failure::Input {
-            detail: format!("function name {name:?} contains a NUL byte"),
+    pub fn function(&self, name: &str) -> Result<Function, Failure> {
+        let cname = CString::new(name).map_err(|_| Failure::InvalidInput {
+            message: format!("function name {name:?} contains a NUL byte"),
         })?;
-        let mut f = std::ptr::null_mut();
-        // SAFETY: a loaded module and a valid C string.
-        check("cuModuleGetFunction", unsafe {
-            sys::cuModuleGetFunction(&mut f, self.0, cname.as_ptr())
-        })?;
-        Ok(f)
+        let mut f: Ptr = std::ptr::null_mut();
+        cu!(cuModuleGetFunction(&mut f => *mut Ptr, self.0 => Ptr, cname.as_ptr() => *const c_char))?;
+        Ok(Function(f))
     }
 }
 
 /// A device allocation (freed when the process exits).
 #[derive(Debug)]
 pub struct DeviceBuffer {
-    ptr: sys::CUdeviceptr,
+    ptr: DevicePtr,
     len: usize,
 }
 
 impl DeviceBuffer {
     /// The device address, as a kernel parameter takes it.
-    pub fn ptr(&self) -> sys::CUdeviceptr {
+    pub fn ptr(&self) -> DevicePtr {
         self.ptr
     }
 }
 
 /// A CUDA event for timing.
 #[derive(Debug)]
-pub struct Event(sys::CUevent);
+pub struct Event(Ptr);
 
 impl Event {
     /// Records the event on the default stream.
     pub fn record(&self) -> Result<(), Failure> {
-        // SAFETY: a live event.
-        check("cuEventRecord", unsafe {
-            sys::cuEventRecord(self.0, std::ptr::null_mut())
-        })
+        cu!(cuEventRecord(self.0 => Ptr, std::ptr::null_mut() => Ptr))
     }
 
     /// Milliseconds from `start` to this event (both recorded, this one
-    /// synchronised).
+    /// synchronised). `cuEventElapsedTime_v2` (CUDA 12.8+) first, else the
+    /// original entry point, which older drivers export alone.
     pub fn since(&self, start: &Event) -> Result<f64, Failure> {
+        cu!(cuEventSynchronize(self.0 => Ptr))?;
         let mut ms = 0f32;
-        let elapsed = elapsed_time_fn().ok_or_else(|| Failure::SymbolMissing {
-            detail: "libcuda exports neither cuEventElapsedTime_v2 nor cuEventElapsedTime".into(),
-        })?;
-        // SAFETY: live events; out-pointer to a local; the function has
-        // the documented signature of both symbol versions.
-        unsafe {
-            check("cuEventSynchronize", sys::cuEventSynchronize(self.0))?;
-            check("cuEventElapsedTime", elapsed(&mut ms, start.0, self.0))?;
+        match cu!(cuEventElapsedTime_v2(&mut ms => *mut f32, start.0 => Ptr, self.0 => Ptr)) {
+            Err(Failure::SymbolMissing { .. }) => {
+                cu!(cuEventElapsedTime(&mut ms => *mut f32, start.0 => Ptr, self.0 => Ptr))?
+            }
+            other => other?,
         }
-        Ok(ms as f64)
+        Ok(f64::from(ms))
     }
-}
-
-type ElapsedTimeFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> CUresult;
-
-/// `cuEventElapsedTime_v2` (CUDA 12.8+), else the original entry point:
-/// the bindings only know the version their CUDA release made the default.
-fn elapsed_time_fn() -> Option<ElapsedTimeFn> {
-    for name in [c"cuEventElapsedTime_v2", c"cuEventElapsedTime"] {
-        // SAFETY: libcuda was loaded RTLD_GLOBAL by `load_library`.
-        let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-        if !f.is_null() {
-            // SAFETY: both symbols have this signature.
-            return Some(unsafe { std::mem::transmute::<*mut c_void, ElapsedTimeFn>(f) });
-        }
-    }
-    None
 }

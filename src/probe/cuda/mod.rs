@@ -4,27 +4,23 @@
 //! binary runs on machines without CUDA).
 //!
 //! The parent side ([`CudaExecutor`]) writes a [`CudaRequest`] into the
-//! sandbox directory, runs the child, reads its [`Event`]s back from a
-//! result file there and classifies them ([`classify`]). The child side
-//! ([`child::main`]) initialises the driver, queries the device, loads a
-//! cubin / PTX / fatbin or compiles CUDA C with NVRTC, launches smoke
-//! kernels, verifies their buffers and times them with CUDA events —
-//! writing each step before it takes it, so a death is attributed to it.
+//! sandbox directory, runs the child and reads its [`crate::protocol`]
+//! events back from a channel file there. The child side ([`child::main`])
+//! initialises the driver, queries the device, loads a cubin / PTX / fatbin
+//! or compiles CUDA C with NVRTC, launches smoke kernels, verifies their
+//! buffers and times them with CUDA events — writing each phase before it
+//! enters it, so a death is attributed to it.
 
 pub mod child;
-pub mod classify;
 mod driver;
-pub mod event;
 mod nvrtc;
 pub mod request;
 
-pub use event::{CompileInfo, DeviceInfo, Event, Failure, LaunchTiming, Step};
 pub use request::{Arg, CudaRequest, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
 
-use crate::classify::{Outcome, Timings};
-use crate::probe::ProbeError;
-use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox};
-use classify::Facts;
+use super::{Executor, Job, ProbeError, Subject};
+use crate::protocol::{Depth, Evidence, ExecutorKind};
+use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -39,12 +35,13 @@ pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
 
 /// Environment variable naming the driver library to load instead of
 /// `libcuda.so.1` (an unusual install, or a test that needs none).
-pub const LIBCUDA_ENV: &str = "PREFLIGHT_LIBCUDA";
+pub const LIBCUDA_ENV: &str = crate::fingerprint::full::LIBCUDA_VAR;
 
 const REQUEST_NAME: &str = "cuda_request.json";
 const EVENTS_NAME: &str = "cuda_events.jsonl";
 
-/// Runs cuda requests, each in its own sandboxed child.
+/// Runs native modules (and device queries) in the `preflight` binary's
+/// cuda child mode, each in its own sandboxed child.
 #[derive(Debug, Clone)]
 pub struct CudaExecutor {
     /// The `preflight` binary to re-execute.
@@ -54,23 +51,8 @@ pub struct CudaExecutor {
     /// `libnvrtc.so.N` by full path, for CUDA C modules; `None`: the
     /// loader's search path.
     pub nvrtc: Option<PathBuf>,
-    /// Time and output limits of each child.
-    pub limits: Limits,
     /// Extra environment for the child.
     pub env: Vec<(OsString, OsString)>,
-}
-
-/// What one cuda executor child did, and what it means.
-#[derive(Debug, Clone)]
-pub struct CudaRun {
-    /// The verdict.
-    pub outcome: Outcome,
-    /// Wall time, module load and launch time.
-    pub timings: Timings,
-    /// What its events said.
-    pub facts: Facts,
-    /// The sandbox's account of the process.
-    pub run: RunReport,
 }
 
 impl CudaExecutor {
@@ -83,7 +65,6 @@ impl CudaExecutor {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             nvrtc: None,
-            limits: Limits::default(),
             env: Vec::new(),
         }
     }
@@ -100,57 +81,44 @@ impl CudaExecutor {
         self
     }
 
-    /// Runs one request in a fresh sandbox: device `device`, `module` (if
-    /// any, relative paths from this process's working directory) and
-    /// `launches`.
-    pub fn run(
-        &self,
-        device: u32,
-        module: Option<&ModuleSpec>,
-        launches: &[Launch],
-        cancel: &Cancel,
-    ) -> Result<CudaRun, ProbeError> {
-        let sandbox = Sandbox::new()?;
-        let module = module
-            .map(|m| {
-                let path = std::path::absolute(&m.path).map_err(|source| ProbeError::Path {
-                    path: m.path.clone(),
+    /// The request for `job`, its module path made absolute (relative paths
+    /// are from this process's working directory).
+    fn request(&self, job: &Job, events: PathBuf) -> Result<CudaRequest, ProbeError> {
+        let (module, launches) = match &job.subject {
+            Subject::Module { spec, launches } => {
+                let path = std::path::absolute(&spec.path).map_err(|source| ProbeError::Path {
+                    path: spec.path.clone(),
                     source,
                 })?;
-                Ok::<_, ProbeError>(ModuleSpec { path, ..m.clone() })
-            })
-            .transpose()?;
-        let events = sandbox.dir().join(EVENTS_NAME);
-        let request = CudaRequest {
-            device,
+                let launches = if job.depth >= Depth::Smoke {
+                    launches.clone()
+                } else {
+                    Vec::new()
+                };
+                (
+                    Some(ModuleSpec {
+                        path,
+                        ..spec.clone()
+                    }),
+                    launches,
+                )
+            }
+            Subject::Device | Subject::Devices => (None, Vec::new()),
+            Subject::Variant { .. } => {
+                return Err(ProbeError::Unsupported {
+                    executor: ExecutorKind::Cuda,
+                    subject: job.subject.describe(),
+                });
+            }
+        };
+        Ok(CudaRequest {
+            device: job.device.ordinal(),
             module,
-            launches: launches.to_vec(),
+            launches,
             nvrtc_library: self.nvrtc.clone(),
             libcuda: self.libcuda.clone(),
-            events: events.clone(),
-        };
-        let request_path = sandbox.dir().join(REQUEST_NAME);
-        let setup = |source| ProbeError::Setup {
-            path: request_path.clone(),
-            source,
-        };
-        let json = serde_json::to_vec_pretty(&request).map_err(|e| setup(e.into()))?;
-        std::fs::write(&request_path, json).map_err(setup)?;
-        let command = ChildCommand {
-            program: self.program.clone(),
-            args: vec![CHILD_SUBCOMMAND.into(), request_path.clone().into()],
-            env: self.child_env(),
-        };
-        let run = sandbox.run(&command, &self.limits, cancel)?;
-        let (events, _unparsed) = event::read_events(&events);
-        let facts = Facts::from_events(&events);
-        let outcome = classify::classify(&facts, &run);
-        let timings = facts.timings(run.wall.as_secs_f64() * 1e3);
-        Ok(CudaRun {
-            outcome,
-            timings,
-            facts,
-            run,
+            events,
+            list_devices: job.subject == Subject::Devices,
         })
     }
 
@@ -168,5 +136,31 @@ impl CudaExecutor {
             }
         }
         env
+    }
+}
+
+impl Executor for CudaExecutor {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Cuda
+    }
+
+    fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
+        let sandbox = Sandbox::new()?;
+        let events = sandbox.dir().join(EVENTS_NAME);
+        let request = self.request(job, events.clone())?;
+        let request_path = sandbox.dir().join(REQUEST_NAME);
+        let setup = |source| ProbeError::Setup {
+            path: request_path.clone(),
+            source,
+        };
+        let json = serde_json::to_vec_pretty(&request).map_err(|e| setup(e.into()))?;
+        std::fs::write(&request_path, json).map_err(setup)?;
+        let command = ChildCommand {
+            program: self.program.clone(),
+            args: vec![CHILD_SUBCOMMAND.into(), request_path.clone().into()],
+            env: self.child_env(),
+        };
+        let run = sandbox.run(&command, &job.limits, cancel)?;
+        Ok(super::evidence(self.kind(), run, &events))
     }
 }

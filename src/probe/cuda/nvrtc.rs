@@ -3,8 +3,8 @@
 //! NVRTC needs no GPU, so this also runs on machines without one; the
 //! compiler log travels with any failure.
 
-use super::event::Failure;
 use super::request::ModuleKind;
+use crate::protocol::{Failure, NvrtcError};
 use cudarc::nvrtc::sys::{self, nvrtcResult};
 use std::ffi::{CStr, CString, c_char};
 
@@ -29,12 +29,12 @@ fn fail(call: &str, code: nvrtcResult, log: String) -> Failure {
     let message = unsafe { CStr::from_ptr(sys::nvrtcGetErrorString(code)) }
         .to_string_lossy()
         .into_owned();
-    Failure::Nvrtc {
+    Failure::Nvrtc(NvrtcError {
         call: call.to_owned(),
-        code: code as u32,
+        code: code as i64,
         message,
         log,
-    }
+    })
 }
 
 fn check(call: &str, code: nvrtcResult) -> Result<(), Failure> {
@@ -68,8 +68,8 @@ pub fn compile(
     } else {
         ModuleKind::Ptx
     };
-    let input = |what: &str| Failure::Input {
-        detail: format!("{what} contains a NUL byte"),
+    let input = |what: &str| Failure::InvalidInput {
+        message: format!("{what} contains a NUL byte"),
     };
     let csource = CString::new(source).map_err(|_| input("the source"))?;
     let cname = CString::new(name).map_err(|_| input("the source name"))?;

@@ -1,0 +1,215 @@
+"""The commands of `preflight`, called with `--json` and read as dataclasses.
+
+Nothing here decides anything: which variants the hub accepts, which work,
+which to prefer are the binary's answers. Probes run in the calling
+interpreter (`sys.executable`) unless `python=` names another.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Iterable, Optional, Sequence, Union
+
+from ._binary import PreflightError, run_json
+from ._types import (
+    CheckReport,
+    Decision,
+    Fingerprint,
+    KernelSummary,
+    Selection,
+    VariantResult,
+)
+
+PathOrRepo = Union[str, "os.PathLike[str]"]
+
+_REPO_ID = re.compile(r"[^/\s]+/[^/\s]+")
+
+
+class NoWorkingVariant(PreflightError):
+    """`select` answered "no": no variant works here. `text` is the table of
+    why, `selection` every variant with its outcome."""
+
+    def __init__(self, selection: Selection, what: str) -> None:
+        super().__init__(f"no variant of {what} works here\n{why_table(selection)}", 1)
+        self.selection = selection
+
+
+def why_table(selection: Selection) -> str:
+    """One line per variant: its outcome and message, and the fix hint."""
+    rows = ([selection.chosen] if selection.chosen else []) + selection.alternatives
+    width = max((len(c.variant) for c in rows), default=0)
+    lines = []
+    for c in rows:
+        lines.append(f"  {c.variant:<{width}}  {c.outcome.kind}: {c.outcome.message}".rstrip())
+        if c.outcome.hint:
+            lines.append(f"  {'':<{width}}    hint: {c.outcome.hint}")
+    return "\n".join(lines)
+
+
+def _python(python: Optional[PathOrRepo]) -> list[str]:
+    return ["--python", os.fspath(python) if python is not None else sys.executable]
+
+
+def _pin(revision: Optional[str], version: Optional[int]) -> list[str]:
+    if revision is not None and version is not None:
+        raise ValueError("Only one of `revision` or `version` must be specified.")
+    if revision is not None:
+        return ["--revision", revision]
+    if version is not None:
+        return ["--version", str(int(version))]
+    return []
+
+
+def _target(target: PathOrRepo) -> list[str]:
+    """A path that exists (or any `os.PathLike`) is a directory target; an
+    `ORG/NAME` that is not a path is a kernel in the hub cache."""
+    if not isinstance(target, str) or os.path.exists(target) or not _REPO_ID.fullmatch(target):
+        return [os.fspath(target)]
+    return ["--repo", target]
+
+
+def _probing(
+    jobs: Optional[int], timeout: Optional[float], smoke: Optional[PathOrRepo], no_cache: bool
+) -> list[str]:
+    args = []
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    if timeout is not None:
+        args += ["--timeout", str(timeout)]
+    if smoke is not None:
+        args += ["--smoke", os.fspath(smoke)]
+    if no_cache:
+        args.append("--no-cache")
+    return args
+
+
+def fingerprint(*, full: bool = False, python: Optional[PathOrRepo] = None) -> Fingerprint:
+    """This machine's description and the hash that keys cached outcomes."""
+    doc, _ = run_json(["fingerprint", *(["--full"] if full else []), *_python(python)])
+    return Fingerprint.from_json(doc)
+
+
+def resolve(
+    target: Optional[PathOrRepo] = None,
+    *,
+    variants: Optional[Iterable[str]] = None,
+    revision: Optional[str] = None,
+    version: Optional[int] = None,
+    system: Optional[str] = None,
+    python: Optional[PathOrRepo] = None,
+) -> list[Decision]:
+    """The hub loader's name-level decisions, in its preference order
+    (accepted first), for a target or a list of variant names."""
+    args = ["resolve"]
+    if variants is not None:
+        names = list(variants)
+        if not names:
+            return []
+        args += ["--variants", ",".join(names)]
+    elif target is not None:
+        args += _target(target) + _pin(revision, version)
+    else:
+        raise ValueError("resolve needs a target or variants=")
+    if system is not None:
+        args += ["--system", system]
+    doc, _ = run_json([*args, *_python(python)], answers=(0, 1))
+    return [Decision.from_json(d) for d in doc["decisions"]]
+
+
+def check(
+    target: PathOrRepo,
+    *more: PathOrRepo,
+    revision: Optional[str] = None,
+    version: Optional[int] = None,
+    all_variants: bool = False,
+    jobs: Optional[int] = None,
+    timeout: Optional[float] = None,
+    smoke: Optional[PathOrRepo] = None,
+    no_cache: bool = False,
+    python: Optional[PathOrRepo] = None,
+) -> CheckReport:
+    """Probe every variant of each target in an isolated child (also those
+    for another OS or CPU with `all_variants`); a target without a working
+    variant is data (`ok` is False), not an error."""
+    args = ["check"]
+    for t in (target, *more):
+        args += _target(t)
+    args += _pin(revision, version) + _probing(jobs, timeout, smoke, no_cache)
+    if all_variants:
+        args.append("--all")
+    doc, code = run_json([*args, *_python(python)], answers=(0, 1))
+    return CheckReport(
+        ok=code == 0,
+        fingerprint=Fingerprint.from_json(doc["fingerprint"]),
+        results=[VariantResult.from_json(r) for r in doc["results"]],
+        raw=doc,
+    )
+
+
+def select(
+    repo_id_or_path: PathOrRepo,
+    *,
+    revision: Optional[str] = None,
+    version: Optional[int] = None,
+    fastest: bool = False,
+    timeout: Optional[float] = None,
+    smoke: Optional[PathOrRepo] = None,
+    no_cache: bool = False,
+    python: Optional[PathOrRepo] = None,
+) -> Selection:
+    """The best variant that works here (instant when its outcomes are
+    cached); raises `NoWorkingVariant`, with the table of why, when none does."""
+    args = ["select", *_target(repo_id_or_path), *_pin(revision, version)]
+    args += _probing(None, timeout, smoke, no_cache)
+    if fastest:
+        args.append("--fastest")
+    doc, code = run_json([*args, *_python(python)], answers=(0, 1))
+    selection = Selection.from_json(doc)
+    if code == 1 or selection.chosen is None:
+        raise NoWorkingVariant(selection, os.fspath(repo_id_or_path))
+    return selection
+
+
+def warmup(
+    targets: Sequence[PathOrRepo] = (),
+    *,
+    revision: Optional[str] = None,
+    version: Optional[int] = None,
+    download: bool = False,
+    trust_remote_code: Union[bool, list[str]] = False,
+    jobs: Optional[int] = None,
+    timeout: Optional[float] = None,
+    python: Optional[PathOrRepo] = None,
+) -> list[KernelSummary]:
+    """Probe every variant without a cached outcome: of `targets` (kernel
+    repo ids or directories), or of every ref of every kernel in the hub
+    cache when there are none. With `download=True`, each repo id's
+    candidates are fetched first (see `download`): the first run of a new
+    machine for the kernels a project uses."""
+    if isinstance(targets, (str, os.PathLike)):
+        targets = [targets]
+    args = ["warmup"]
+    for t in targets:
+        target = _target(t)
+        if download and target[0] == "--repo":
+            from ._hub import download as fetch
+
+            fetch(target[1], revision=revision, version=version, trust_remote_code=trust_remote_code, python=python)
+        args += target
+    args += _pin(revision, version) + _probing(jobs, timeout, None, False)
+    doc, _ = run_json([*args, *_python(python)])
+    return [KernelSummary.from_json(k) for k in doc]
+
+
+__all__ = [
+    "NoWorkingVariant",
+    "check",
+    "fingerprint",
+    "resolve",
+    "select",
+    "warmup",
+    "why_table",
+]
+

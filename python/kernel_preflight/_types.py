@@ -1,0 +1,194 @@
+"""What `preflight … --json` prints, as dataclasses.
+
+Each type reads the fields it knows and ignores the others, so that a newer
+binary that adds fields does not break an older package; `raw` keeps the
+whole document.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+
+def _known(cls: type, doc: Mapping[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in doc.items() if k in names}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What probing one variant showed (`kind` is `pass` or the failure's
+    name: `exited`, `crashed`, `import_error`, …)."""
+
+    kind: str
+    phase: Optional[str] = None
+    depth: Optional[str] = None
+    message: str = ""
+    hint: str = ""
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    stderr_tail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the variant works here."""
+        return self.kind == "pass"
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Outcome":
+        return cls(**_known(cls, doc))
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Where a probe's time went, in milliseconds."""
+
+    total_ms: Optional[float] = None
+    import_ms: Optional[float] = None
+    smoke_ms: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    """One variant's row of `check`: declared by name vs observed."""
+
+    target: str
+    variant: str
+    path: str
+    accepted: bool
+    reason: Optional[str]
+    outcome: Outcome
+    timings: Timings
+    cached: bool
+    leaked: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "VariantResult":
+        declared = doc.get("declared") or {}
+        return cls(
+            target=doc["target"],
+            variant=doc["variant"],
+            path=doc["path"],
+            accepted=bool(declared.get("accepted")),
+            reason=declared.get("reason"),
+            outcome=Outcome.from_json(doc["outcome"]),
+            timings=Timings(**_known(Timings, doc.get("timings") or {})),
+            cached=bool(doc.get("cached")),
+            leaked=doc.get("leaked"),
+        )
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """This machine as outcomes are keyed: its hash, and every fact."""
+
+    hash: str
+    depth: str
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Fingerprint":
+        return cls(hash=doc["hash"], depth=doc.get("depth", ""), raw=doc)
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """`check`'s answer: every variant of every target; `ok` when each
+    target has a variant that works here (exit code 0)."""
+
+    ok: bool
+    fingerprint: Fingerprint
+    results: list[VariantResult]
+    raw: Mapping[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A variant as `select` shows it."""
+
+    variant: str
+    path: str
+    outcome: Outcome
+    cached: bool = False
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Candidate":
+        return cls(
+            variant=doc["variant"],
+            path=doc["path"],
+            outcome=Outcome.from_json(doc["outcome"]),
+            cached=bool(doc.get("cached")),
+        )
+
+
+@dataclass(frozen=True)
+class Selection:
+    """`select`'s answer: the variant to load (`None` when none works here)
+    and every alternative, in the hub loader's preference order."""
+
+    chosen: Optional[Candidate]
+    alternatives: list[Candidate]
+    cached: bool
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def variant(self) -> Optional[str]:
+        """The chosen variant's name."""
+        return self.chosen.variant if self.chosen else None
+
+    @property
+    def path(self) -> Optional[str]:
+        """The chosen variant's directory, for `kernels.get_local_kernel`."""
+        return self.chosen.path if self.chosen else None
+
+    @property
+    def passing(self) -> list[Candidate]:
+        """The variants seen to work here: the choice first, then the
+        passing alternatives in the order `select` gave them."""
+        rest = [c for c in self.alternatives if c.outcome.passed]
+        return ([self.chosen] if self.chosen else []) + rest
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Selection":
+        chosen = None
+        if doc.get("variant") is not None:
+            chosen = Candidate.from_json(doc)
+        return cls(
+            chosen=chosen,
+            alternatives=[Candidate.from_json(a) for a in doc.get("alternatives", [])],
+            cached=bool(doc.get("cached")),
+            raw=doc,
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The hub loader's name-level verdict on one variant (`resolve`)."""
+
+    variant: str
+    accepted: bool
+    reason: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "Decision":
+        return cls(**_known(cls, doc))
+
+
+@dataclass(frozen=True)
+class KernelSummary:
+    """One kernel's line of `warmup`."""
+
+    target: str
+    kernel: str
+    variants: int = 0
+    probed: int = 0
+    cached: int = 0
+    skipped: int = 0
+    passed: int = 0
+    best: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "KernelSummary":
+        return cls(**_known(cls, doc))

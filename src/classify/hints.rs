@@ -1,0 +1,113 @@
+//! What to do about each cause, defined once: every outcome, whichever
+//! executor's evidence it came from, and every `doctor` check take their
+//! hint from here.
+
+/// No SASS for this GPU and no PTX it can JIT.
+pub const ARCH: &str = "no SASS for this GPU and no PTX it can JIT: use a variant built for this compute capability (see `preflight inspect`), or rebuild with this arch or +PTX";
+/// PTX newer than the driver's JIT.
+pub const PTX_TOO_NEW: &str = "the PTX is newer than this driver can JIT: upgrade the NVIDIA driver, or use a build made with an older CUDA toolkit";
+/// The driver is older than the code needs.
+pub const DRIVER_TOO_OLD: &str =
+    "upgrade the NVIDIA driver, or use a variant built for an older CUDA version";
+/// No usable GPU.
+pub const NO_DEVICE: &str = "no usable GPU here: check nvidia-smi, the driver, CUDA_VISIBLE_DEVICES and a CUDA build of torch, or use a CPU variant";
+/// No NVIDIA driver library at all.
+pub const NO_DRIVER: &str = "install the NVIDIA driver (nvidia-smi must list the GPU); in a container, run with --gpus all (NVIDIA Container Toolkit); set PREFLIGHT_LIBCUDA for an unusual location";
+/// A driver that answers but no device is usable.
+pub const DEVICE_UNUSABLE: &str = "the driver is installed but no device is usable: check nvidia-smi, the driver and the compute mode";
+/// A device ordinal the driver does not have.
+pub const NO_SUCH_DEVICE: &str = "check CUDA_VISIBLE_DEVICES and nvidia-smi";
+/// nvcc is absent.
+pub const NVCC_MISSING: &str = "this kernel compiles at run time: install nvcc (a CUDA toolkit, or pip install nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt) and put it on PATH or set CUDA_HOME";
+/// nvcc is too old.
+pub const NVCC_TOO_OLD: &str = "this kernel compiles at run time with a newer nvcc: install a newer CUDA toolkit and point CUDA_HOME at it";
+/// Run-time compilation failed.
+pub const JIT: &str = "run-time compilation failed here: use the compiler and dependency versions the kernel supports (triton, nvidia-cutlass-dsl, CUDA toolkit)";
+/// The PTX JIT is switched off.
+pub const JIT_DISABLED: &str =
+    "PTX JIT is disabled (CUDA_DISABLE_PTX_JIT?): enable it, or use a build with SASS for this GPU";
+/// NVRTC cannot be loaded.
+pub const NVRTC_MISSING: &str = "install NVRTC: pip install nvidia-cuda-nvrtc (CUDA 13) or nvidia-cuda-nvrtc-cu12, or a CUDA toolkit with CUDA_HOME pointing at it";
+/// CUDA C source that NVRTC rejects.
+pub const NVRTC_SOURCE: &str = "fix the CUDA source (see the compiler log in the stderr tail), or the NVRTC options in preflight.toml";
+/// Memory ran out.
+pub const OUT_OF_MEMORY: &str =
+    "free device memory (other processes, CUDA_VISIBLE_DEVICES) or use a smaller smoke workload";
+/// The kernel lacks what is called.
+pub const MISSING_SYMBOL: &str =
+    "the kernel lacks what is called: check the kernel version the caller expects";
+/// A module file the driver cannot load.
+pub const BAD_IMAGE: &str = "the module is not an image this driver can load: rebuild it, and check it with `preflight inspect`";
+/// A function the driver could not load (lazy loading).
+pub const FUNCTION_NOT_LOADED: &str = "the kernel's function could not be loaded on the device: rebuild the module, or load it eagerly (CUDA_MODULE_LOADING=EAGER)";
+/// The kernel faulted on the device.
+pub const DEVICE_FAULT: &str = "the kernel faulted on the device: run it alone under compute-sanitizer; if it is a released kernel, report it to its authors";
+/// The driver refused the launch configuration.
+pub const LAUNCH_REFUSED: &str = "the launch was refused: check grid, block, shared_mem_bytes and the argument list in preflight.toml against the kernel";
+/// The display watchdog killed the kernel.
+pub const WATCHDOG: &str = "the kernel ran into the display watchdog: use a GPU without a display";
+/// A CUDA error with no known cause.
+pub const UNEXPECTED_CUDA: &str =
+    "an unexpected CUDA error: see the message; report it if the kernel should run here";
+/// The result differs from the reference.
+pub const WRONG_RESULT: &str = "the kernel runs but computes wrong values here: check the reference (smoke file, expected values in preflight.toml); otherwise do not use this build, and report it to the kernel's authors";
+/// The deadline passed.
+pub const TIMEOUT: &str = "the kernel hangs here, or its first run compiles (JIT) or downloads for longer than the timeout: raise --timeout";
+/// A signal killed the child.
+pub const CRASHED: &str = "the process died without an error report: run it alone (CUDA_LAUNCH_BLOCKING=1, a debugger) and report it to the kernel's authors";
+/// A nonzero exit without a report.
+pub const EXITED: &str = "the process exited without an error report; see the stderr tail";
+/// The variant cannot be imported.
+pub const IMPORT: &str =
+    "the variant cannot be imported here; see the traceback in the stderr tail";
+/// The workload raised something unrecognised.
+pub const RAISED: &str =
+    "the kernel raised while running its smoke workload; see the traceback in the stderr tail";
+/// metadata.json the hub loader refuses too.
+pub const METADATA: &str =
+    "the hub loader refuses this variant too: fix or re-download its metadata.json";
+/// The variant's own module is missing.
+pub const INCOMPLETE_VARIANT: &str =
+    "the variant directory is incomplete: re-download or rebuild it";
+/// Built against another ABI.
+pub const ABI: &str = "the variant was built against another ABI (torch, CUDA or C++ library version): use the variant built for this environment";
+/// A fault of preflight.
+pub const PROBE_ERROR: &str = "a fault of preflight, not of the kernel: please report it";
+/// The probe was interrupted.
+pub const CANCELLED: &str = "run it again to finish this probe";
+/// The smoke source is unusable.
+pub const SMOKE: &str =
+    "fix the smoke file: def smoke(kernel, device) returning None, (actual, expected) or a dict";
+/// The job's input is unusable.
+pub const INPUT: &str = "the job's input cannot be used: check the files preflight.toml names";
+/// Another protocol version.
+pub const PROTOCOL: &str =
+    "the child comes from another preflight version: reinstall preflight so that its parts match";
+/// Not probed: another OS or CPU.
+pub const SKIPPED: &str = "it cannot load on this OS / CPU; probe it anyway with --all";
+
+/// A Python module is missing.
+pub fn missing_module(top: &str) -> String {
+    format!(
+        "install the package that provides `{top}` (often: pip install {top}) into the probed Python environment"
+    )
+}
+
+/// A shared library is missing.
+pub fn shared_library(library: &str) -> String {
+    format!("install the package that provides {library}, or add its directory to LD_LIBRARY_PATH")
+}
+
+/// A system library (glibc, libstdc++) is too old.
+pub fn library_version(version: &str) -> String {
+    format!(
+        "the variant needs {version}, newer than this system's library: use a variant built for an older toolchain, or a newer OS image"
+    )
+}
+
+/// A dependency of another version than the kernel supports.
+pub fn dependency_version(package: &str) -> String {
+    format!(
+        "the installed `{package}` is a version this kernel does not support: install the version it was built for"
+    )
+}

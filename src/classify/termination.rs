@@ -1,0 +1,140 @@
+//! How a child ended, when it reported no failure: one set of rules for
+//! every executor (pass, deadline, cancel, signal, exit code), with the
+//! child's stderr error lines consulted only here.
+
+use super::stderr::{decisive_lines, last_said};
+use super::text::from_text;
+use super::{Cause, Depth, Outcome, OutcomeKind, Phase, STDERR_TAIL_LINES, hints, strip_ansi};
+use crate::protocol::{CHANNEL_LIMIT, Evidence, Report};
+use crate::sandbox::Termination;
+
+/// The outcome of a child that reported no failure.
+pub(super) fn decide(evidence: &Evidence, report: &Report) -> Outcome {
+    let phase = report.last_phase.unwrap_or(Phase::Start);
+    let from = |cause: Cause| Outcome::from_cause(cause, phase);
+    match &evidence.termination {
+        Termination::Exited { code: 0 } if report.done() => pass(report),
+        Termination::TimedOut { after, .. } => from(Cause::new(
+            OutcomeKind::Timeout,
+            format!(
+                "no result within {:.1} s (still in phase {})",
+                after.as_secs_f64(),
+                phase.as_str()
+            ),
+            hints::TIMEOUT,
+        )),
+        Termination::Cancelled => {
+            let mut outcome = Outcome::probe_error(phase, "probe cancelled (interrupted)");
+            outcome.hint = hints::CANCELLED.into();
+            outcome.transient = true;
+            outcome
+        }
+        Termination::Signaled { name, .. } => {
+            from(stderr_cause(evidence, phase).unwrap_or_else(|| {
+                Cause::new(
+                    OutcomeKind::Crashed,
+                    format!("killed by {name} in phase {}", phase.as_str()),
+                    hints::CRASHED,
+                )
+            }))
+        }
+        Termination::Exited { code: 0 } => Outcome::probe_error(
+            phase,
+            &match &evidence.channel.unreadable {
+                Some(why) => format!("child exited 0 but its result channel is unreadable: {why}"),
+                None if evidence.channel.truncated => format!(
+                    "child exited 0 but its result channel passed {CHANNEL_LIMIT} bytes and was cut (last phase read: {})",
+                    phase.as_str()
+                ),
+                None => format!(
+                    "child exited 0 without reporting a result (last phase: {})",
+                    phase.as_str()
+                ),
+            },
+        ),
+        Termination::Exited { code } if report.last_phase.is_none() => Outcome::probe_error(
+            Phase::Start,
+            &format!(
+                "the {} child did not start (exit {code}): {}",
+                evidence.executor,
+                last_line(&evidence.stderr).unwrap_or("no output")
+            ),
+        ),
+        Termination::Exited { code } => from(stderr_cause(evidence, phase).unwrap_or_else(|| {
+            let said = decisive_lines(&evidence.stderr)
+                .pop()
+                .or_else(|| last_said(&evidence.stderr));
+            Cause::new(
+                OutcomeKind::Exited,
+                match said {
+                    Some(line) => format!("exited with code {code}: {line}"),
+                    None => format!("exited with code {code} without a message"),
+                },
+                hints::EXITED,
+            )
+        })),
+    }
+}
+
+/// A known cause in the error lines of stderr, last line first: what a
+/// child that died without reporting said last is what killed it.
+fn stderr_cause(evidence: &Evidence, phase: Phase) -> Option<Cause> {
+    decisive_lines(&evidence.stderr)
+        .iter()
+        .rev()
+        .find_map(|line| from_text(line, phase))
+}
+
+fn pass(report: &Report) -> Outcome {
+    let depth = report.done.unwrap_or(Depth::Load);
+    let mut outcome = Outcome::new(OutcomeKind::Pass, Phase::Done, pass_message(report, depth));
+    outcome.depth = Some(depth);
+    outcome
+}
+
+/// What a pass did, from the facts the child reported.
+fn pass_message(report: &Report, depth: Depth) -> String {
+    let launches = report.launched.len();
+    let what = if launches > 0 && depth == Depth::Verified {
+        format!(
+            "{launches} launch(es) verified ({} values)",
+            report.compared
+        )
+    } else if launches > 0 {
+        format!("{launches} launch(es) ran (nothing to verify)")
+    } else if report.loaded {
+        "module loaded (no launches)".to_owned()
+    } else if report.module.is_none() && report.device.is_some() {
+        "driver and device answered".to_owned()
+    } else {
+        match depth {
+            Depth::Verified => "smoke workload verified against its reference",
+            Depth::Smoke => "smoke workload ran (no reference to verify against)",
+            Depth::Device => "imported; its device code loaded",
+            Depth::Load => "imported (no smoke workload)",
+        }
+        .to_owned()
+    };
+    match (&report.device, &report.runtime.device) {
+        (Some(d), _) => format!("{what} on {} ({})", d.name, d.sm()),
+        (None, Some(device)) => format!("{what} on {device}"),
+        (None, None) => what,
+    }
+}
+
+/// What every outcome records of how the child ended: its exit code or
+/// signal, and the tail of its stderr.
+pub(super) fn record(outcome: &mut Outcome, evidence: &Evidence) {
+    match &evidence.termination {
+        Termination::Exited { code } => outcome.exit_code = Some(*code),
+        Termination::Signaled { name, .. } => outcome.signal = Some(name.clone()),
+        Termination::TimedOut { .. } | Termination::Cancelled => {}
+    }
+    let stderr = strip_ansi(&evidence.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    outcome.stderr_tail = lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n");
+}
+
+fn last_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).rfind(|l| !l.is_empty())
+}

@@ -1,0 +1,104 @@
+//! `--repo ORG/NAME [--revision R | --version N]`: kernels in the hub cache,
+//! pinned the way `get_kernel(repo, revision=…, version=…)` pins them; one
+//! set of options for `resolve`, `check`, `select` and `warmup`.
+
+use super::{BadInput, Failure};
+use kernel_preflight::discover::hub_cache::{self, RevisionSpec};
+use kernel_preflight::discover::{self, Discovery, Targets};
+
+/// Kernels in the hub cache, and which snapshot of them.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct RepoArgs {
+    /// A kernel in the hub cache, as ORG/NAME.
+    #[arg(long, value_name = "ORG/NAME")]
+    pub repo: Vec<String>,
+    /// The branch, tag or commit of --repo, as get_kernel(revision=…) takes
+    /// it offline (default: refs/main, else the newest snapshot).
+    #[arg(long, value_name = "R", requires = "repo", conflicts_with = "version")]
+    pub revision: Option<String>,
+    /// The version of --repo, as get_kernel(version=N) takes it offline:
+    /// the snapshot refs/vN names.
+    #[arg(long, value_name = "N", requires = "repo")]
+    pub version: Option<u32>,
+}
+
+impl RepoArgs {
+    /// The snapshot asked for.
+    pub fn spec(&self) -> RevisionSpec {
+        match (&self.revision, self.version) {
+            (Some(revision), _) => RevisionSpec::Revision(revision.clone()),
+            (None, Some(version)) => RevisionSpec::Version(version),
+            (None, None) => RevisionSpec::Main,
+        }
+    }
+
+    /// Adds one target per `--repo`, named as given: the snapshot the
+    /// revision or version names.
+    pub fn add_to(&self, targets: &mut Targets) -> Result<(), Failure> {
+        let spec = self.spec();
+        for repo in &self.repo {
+            targets.add(repo.clone(), &snapshot(repo, &spec)?)?;
+        }
+        Ok(())
+    }
+
+    /// The `--repo` of a command that takes one kernel.
+    pub fn single(&self, command: &str) -> Result<Option<&str>, Failure> {
+        match self.repo.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            _ => Err(BadInput(format!("{command} takes one --repo"))),
+        }
+    }
+}
+
+impl From<hub_cache::RevisionError> for Failure {
+    fn from(e: hub_cache::RevisionError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+/// The folder to discover for `ORG/NAME` at `spec`: the cache folder itself
+/// for the default (discovery picks `refs/main`, else the newest snapshot),
+/// else the snapshot the revision or version names.
+fn snapshot(repo: &str, spec: &RevisionSpec) -> Result<std::path::PathBuf, Failure> {
+    let folder = hub_cache::repo_folder(&hub_cache::cache_root(), repo)?;
+    Ok(match spec {
+        RevisionSpec::Main => folder,
+        _ => hub_cache::snapshot_for(&folder, spec)?,
+    })
+}
+
+/// The variants of `ORG/NAME`'s snapshot that `spec` names.
+pub fn discover_repo(repo: &str, spec: &RevisionSpec) -> Result<Discovery, Failure> {
+    Ok(discover::discover_hub(&snapshot(repo, spec)?)?)
+}
+
+/// Adds the snapshot of every ref of every kernel in the hub cache, named
+/// `ORG/NAME (refs)`; returns what could not be read (one broken folder does
+/// not stop the others).
+pub fn add_every_cached_ref(targets: &mut Targets) -> Vec<String> {
+    let mut problems = Vec::new();
+    for folder in hub_cache::cached_kernels(&hub_cache::cache_root()) {
+        let snapshots = match hub_cache::ref_snapshots(&folder) {
+            Ok(s) => s,
+            Err(e) => {
+                problems.push(e.to_string());
+                continue;
+            }
+        };
+        let repo = folder
+            .file_name()
+            .and_then(|name| hub_cache::repo_id(&name.to_string_lossy()));
+        for (snapshot, refs) in snapshots {
+            let given = match &repo {
+                Some(repo) if !refs.is_empty() => format!("{repo} ({})", refs.join(", ")),
+                _ => snapshot.display().to_string(),
+            };
+            if let Err(e) = targets.add(given, &snapshot) {
+                problems.push(e.to_string());
+            }
+        }
+    }
+    problems
+}

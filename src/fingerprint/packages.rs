@@ -1,0 +1,105 @@
+//! What is installed in a Python environment, read from its import folders:
+//! distribution names and versions (`*.dist-info`, `*.egg-info`) and how
+//! torch was built (`torch/version.py`, its CMake config).
+
+use super::python::TorchBuild;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A distribution name as PEP 503 compares them: lower case, runs of
+/// `-`, `_`, `.` as one `-`.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// `name-version.dist-info` / `name-version[-pyX.Y].egg-info` → (normalized
+/// name, version).
+pub fn parse_dist_dir(dir_name: &str) -> Option<(String, String)> {
+    let stem = dir_name
+        .strip_suffix(".dist-info")
+        .or_else(|| dir_name.strip_suffix(".egg-info"))?;
+    let mut parts = stem.split('-');
+    let name = parts.next().filter(|n| !n.is_empty())?;
+    let version = parts.next().filter(|v| !v.is_empty())?;
+    Some((normalize(name), version.to_string()))
+}
+
+/// Installed distributions of the folders, the first folder winning.
+pub(crate) fn installed(site_packages: &[PathBuf]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for dir in site_packages {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if let Some((name, version)) = e.file_name().to_str().and_then(parse_dist_dir) {
+                out.entry(name).or_insert(version);
+            }
+        }
+    }
+    out
+}
+
+/// The version of distribution `name` in one site-packages folder.
+pub(crate) fn dist_version(site: &Path, name: &str) -> Option<String> {
+    let want = normalize(name);
+    std::fs::read_dir(site).ok()?.flatten().find_map(|e| {
+        let (n, v) = parse_dist_dir(e.file_name().to_str()?)?;
+        (n == want).then_some(v)
+    })
+}
+
+/// torch's build, from the first `torch/` in import order.
+pub(crate) fn torch_build(site_packages: &[PathBuf]) -> TorchBuild {
+    let torch = site_packages
+        .iter()
+        .map(|d| d.join("torch"))
+        .find(|t| t.join("version.py").is_file());
+    let text = torch
+        .as_ref()
+        .and_then(|t| std::fs::read_to_string(t.join("version.py")).ok())
+        .unwrap_or_default();
+    let cxx11_abi = torch.as_ref().and_then(|t| {
+        let cmake = std::fs::read_to_string(t.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
+        let (_, rest) = cmake.split_once("_GLIBCXX_USE_CXX11_ABI=")?;
+        match rest.as_bytes().first() {
+            Some(b'1') => Some(true),
+            Some(b'0') => Some(false),
+            _ => None,
+        }
+    });
+    TorchBuild {
+        cuda: version_py_field(&text, "cuda"),
+        hip: version_py_field(&text, "hip"),
+        xpu: version_py_field(&text, "xpu"),
+        cxx11_abi,
+    }
+}
+
+/// A string field of `torch/version.py` (`cuda: Optional[str] = '12.8'`,
+/// `cuda = None`).
+pub fn version_py_field(text: &str, field: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?;
+        if !rest.starts_with([' ', ':', '=']) {
+            return None;
+        }
+        let (_, value) = rest.split_once('=')?;
+        let value = value.trim();
+        let quoted = value
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))?;
+        Some(quoted.to_string())
+    })
+}

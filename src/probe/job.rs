@@ -1,0 +1,144 @@
+//! The one executor interface: a [`Job`] goes in, [`Evidence`] comes out.
+//! No executor classifies; `classify` reads the evidence.
+
+use super::SmokeSource;
+use super::cuda::{Launch, ModuleSpec};
+use crate::protocol::{Depth, Evidence, ExecutorKind};
+use crate::sandbox::{Cancel, Limits, SandboxError};
+use crate::variant::VariantName;
+use std::path::PathBuf;
+
+/// What a job probes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    /// One hub build variant: its directory, named as the hub names it.
+    Variant {
+        /// The variant's name (`torch28-cxx11-cu128-x86_64-linux`).
+        name: VariantName,
+        /// Its directory (`build/<name>`).
+        path: PathBuf,
+    },
+    /// One native module (cubin, PTX, fatbin or CUDA C) and the smoke
+    /// launches to run from it.
+    Module {
+        /// The module.
+        spec: ModuleSpec,
+        /// Its launches, in order.
+        launches: Vec<Launch>,
+    },
+    /// The device alone: is there a driver, and does the device answer.
+    Device,
+    /// Every device the driver enumerates, described without creating a
+    /// context on any (the full fingerprint's question).
+    Devices,
+}
+
+impl Subject {
+    /// A short description for messages (`variant torch-universal`).
+    pub fn describe(&self) -> String {
+        match self {
+            Subject::Variant { name, .. } => format!("variant {name}"),
+            Subject::Module { spec, .. } => format!("module {}", spec.path.display()),
+            Subject::Device => "the device".to_owned(),
+            Subject::Devices => "the device list".to_owned(),
+        }
+    }
+}
+
+/// Which device a job runs on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// The subject's own choice: a variant's backend device (`cuda`, `mps`,
+    /// `cpu`; the accelerator torch sees for universal variants), device 0
+    /// for native modules.
+    #[default]
+    Default,
+    /// The host CPU, whatever the subject is built for.
+    Cpu,
+    /// Device `n` as the driver counts them (after `CUDA_VISIBLE_DEVICES`).
+    Ordinal(u32),
+}
+
+impl Placement {
+    /// The driver's ordinal: `n` for [`Placement::Ordinal`], else 0.
+    pub fn ordinal(self) -> u32 {
+        match self {
+            Placement::Ordinal(n) => n,
+            Placement::Default | Placement::Cpu => 0,
+        }
+    }
+}
+
+/// One probe to run: a subject, where, with which workload, how deep, within
+/// which limits.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// What to probe.
+    pub subject: Subject,
+    /// Which device.
+    pub device: Placement,
+    /// The smoke workload of a variant (native modules carry their launches).
+    pub smoke: SmokeSource,
+    /// How deep to go: below [`Depth::Smoke`] no workload runs.
+    pub depth: Depth,
+    /// Time and output limits of the child.
+    pub limits: Limits,
+}
+
+impl Job {
+    /// A job for `subject` on its default device, as deep as its workload
+    /// allows, with default limits and no smoke source.
+    pub fn new(subject: Subject) -> Job {
+        Job {
+            subject,
+            device: Placement::Default,
+            smoke: SmokeSource::LoadOnly,
+            depth: Depth::Verified,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Runs jobs in sandboxed children and returns what it saw. A third kind
+/// of device (ROCm) is one more implementation of this trait.
+pub trait Executor: Send + Sync {
+    /// Which executor this is (recorded in evidence and cache keys).
+    fn kind(&self) -> ExecutorKind;
+
+    /// Run `job` in a fresh sandbox; `cancel` stops it (the evidence then
+    /// says `Cancelled`). An error means the child could not be run at all.
+    fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError>;
+}
+
+/// A probe that could not be run at all: always preflight's fault, or a
+/// job given to an executor that cannot run it.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The sandbox failed.
+    #[error("sandbox: {0}")]
+    Sandbox(#[from] SandboxError),
+    /// A file of the probe could not be written into the sandbox directory.
+    #[error("cannot write {}: {source}", path.display())]
+    Setup {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A path of the job has no absolute form.
+    #[error("cannot resolve {}: {source}", path.display())]
+    Path {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The executor does not run this kind of subject.
+    #[error("the {executor} executor cannot probe {subject}")]
+    Unsupported {
+        /// The executor.
+        executor: ExecutorKind,
+        /// The subject, described.
+        subject: String,
+    },
+}

@@ -1,0 +1,156 @@
+//! The python executor's parent side: it writes the embedded driver
+//! (`probes/python/driver.py` and its `compare.py`) into the sandbox's
+//! directory, starts the interpreter there, and reads the child's events
+//! back from the channel file.
+
+use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
+use crate::protocol::{CHANNEL_ENV, Depth, Evidence, ExecutorKind};
+use crate::sandbox::{Cancel, ChildCommand, Sandbox};
+use crate::variant::VariantName;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The child-side driver, embedded so that an installed binary needs no data files.
+pub const DRIVER: &str = include_str!("../../probes/python/driver.py");
+
+/// The driver's comparison of results with references, written next to it.
+pub const COMPARE: &str = include_str!("../../probes/python/compare.py");
+
+const DRIVER_NAME: &str = "preflight_driver.py";
+const COMPARE_NAME: &str = "compare.py";
+const CHANNEL_NAME: &str = "preflight_result.jsonl";
+const SMOKE_NAME: &str = "preflight_smoke.py";
+
+/// Runs hub variants in a Python interpreter, one sandboxed child each.
+#[derive(Debug, Clone)]
+pub struct PythonExecutor {
+    /// The Python interpreter (an absolute path, see [`super::find_python`]).
+    pub python: PathBuf,
+    /// Extra environment for the child, on top of the sandbox's scrubbed one.
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl PythonExecutor {
+    /// An executor running `python`, with no extra environment.
+    pub fn new(python: impl Into<PathBuf>) -> PythonExecutor {
+        PythonExecutor {
+            python: python.into(),
+            env: Vec::new(),
+        }
+    }
+
+    /// The child's command line, with the driver (and a library smoke) written into `dir`.
+    fn command(
+        &self,
+        dir: &Path,
+        variant: &Path,
+        device: &str,
+        smoke: &SmokeSource,
+    ) -> Result<ChildCommand, ProbeError> {
+        let write = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text)
+                .map(|()| path.clone())
+                .map_err(|source| ProbeError::Setup { path, source })
+        };
+        let absolute = |path: &Path| {
+            std::path::absolute(path).map_err(|source| ProbeError::Path {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let driver = write(DRIVER_NAME, DRIVER)?;
+        write(COMPARE_NAME, COMPARE)?;
+        let mut args: Vec<OsString> = vec![
+            "-B".into(),
+            driver.into(),
+            "--variant".into(),
+            absolute(variant)?.into(),
+            "--device".into(),
+            device.into(),
+        ];
+        match smoke {
+            SmokeSource::File(file) => {
+                args.extend(["--smoke".into(), absolute(file)?.into()]);
+            }
+            SmokeSource::Library { source, .. } => {
+                let file = write(SMOKE_NAME, source)?;
+                args.extend(["--smoke".into(), file.into()]);
+                args.extend(["--smoke-kind".into(), "library".into()]);
+            }
+            SmokeSource::Benchmarks { dir, repo } => {
+                args.extend(["--benchmarks".into(), absolute(dir)?.into()]);
+                args.extend(["--repo".into(), absolute(repo)?.into()]);
+            }
+            SmokeSource::LoadOnly => {}
+        }
+        let mut env: Vec<(OsString, OsString)> = vec![
+            (CHANNEL_ENV.into(), dir.join(CHANNEL_NAME).into()),
+            ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+            ("PYTHONUNBUFFERED".into(), "1".into()),
+        ];
+        env.extend(self.env.iter().cloned());
+        Ok(ChildCommand {
+            program: self.python.clone(),
+            args,
+            env,
+        })
+    }
+}
+
+/// The torch device string for a variant placed on `placement` (`cuda`,
+/// `cuda:1`, `cpu`, `auto`): what its child is told to run on.
+pub fn torch_device(name: &VariantName, placement: Placement) -> String {
+    let own = device_for(name);
+    match placement {
+        Placement::Default => own.to_owned(),
+        Placement::Cpu => "cpu".to_owned(),
+        Placement::Ordinal(_) if own == "cpu" || own == "auto" => own.to_owned(),
+        Placement::Ordinal(n) => format!("{own}:{n}"),
+    }
+}
+
+impl Executor for PythonExecutor {
+    fn kind(&self) -> ExecutorKind {
+        ExecutorKind::Python
+    }
+
+    fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
+        let Subject::Variant { name, path } = &job.subject else {
+            return Err(ProbeError::Unsupported {
+                executor: self.kind(),
+                subject: job.subject.describe(),
+            });
+        };
+        let smoke = if job.depth >= Depth::Smoke {
+            &job.smoke
+        } else {
+            &SmokeSource::LoadOnly
+        };
+        let sandbox = Sandbox::new()?;
+        let device = torch_device(name, job.device);
+        let command = self.command(sandbox.dir(), path, &device, smoke)?;
+        let run = sandbox.run(&command, &job.limits, cancel)?;
+        Ok(super::evidence(
+            self.kind(),
+            run,
+            &sandbox.dir().join(CHANNEL_NAME),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordinals_apply_to_devices_that_have_them() {
+        let name = |n: &str| VariantName::parse(n).unwrap();
+        let cu = name("torch28-cxx11-cu128-x86_64-linux");
+        assert_eq!(torch_device(&cu, Placement::Default), "cuda");
+        assert_eq!(torch_device(&cu, Placement::Ordinal(1)), "cuda:1");
+        assert_eq!(torch_device(&cu, Placement::Cpu), "cpu");
+        let universal = name("torch-universal");
+        assert_eq!(torch_device(&universal, Placement::Ordinal(1)), "auto");
+    }
+}

@@ -1,0 +1,390 @@
+//! The events: one JSON object per line, tagged by `"event"`.
+
+use super::{Depth, ExecutorKind, Phase};
+use crate::fingerprint::ComputeCapability;
+use serde::{Deserialize, Serialize};
+
+/// One line of a channel.
+///
+/// Facts are reported as the child learns them, never interpreted: a
+/// `CUresult` stays an integer, an exception stays its class, attributes and
+/// message. What they mean is decided by `classify`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The first line: who is speaking, in which version of the protocol.
+    Hello {
+        /// The child's [`super::PROTOCOL_VERSION`].
+        protocol: u32,
+        /// Which executor the child is.
+        executor: ExecutorKind,
+        /// The child's process id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pid: Option<u32>,
+        /// The child's process group (its own, in a sandbox).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pgid: Option<u32>,
+    },
+    /// A phase began; a death from here on is attributed to it.
+    Phase {
+        /// Which.
+        phase: Phase,
+        /// What exactly (a workload, a driver call, a file), for people.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        what: Option<String>,
+    },
+    /// Facts about the child's runtime; fields a child does not know are
+    /// absent, and later events add to earlier ones.
+    Runtime(Runtime),
+    /// The module id the variant is imported as (its own submodules are
+    /// part of it, not dependencies).
+    Module {
+        /// `sys.modules` key (`_activation_0c3eb4e`).
+        name: String,
+    },
+    /// The GPU probed, as its driver describes it.
+    Device(DeviceInfo),
+    /// Every device the driver enumerates, in its ordinal order (after
+    /// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`), none of them opened:
+    /// the answer to a device-list job.
+    Devices {
+        /// Each device, as [`Event::Device`] describes one.
+        devices: Vec<DeviceInfo>,
+    },
+    /// Run-time compilation produced an image.
+    Compiled(CompileInfo),
+    /// A module was loaded on the device.
+    Loaded {
+        /// The JIT's info log, if it wrote one.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        info_log: String,
+    },
+    /// How long a span of the probe took.
+    Timing {
+        /// Which span.
+        span: Span,
+        /// Milliseconds (device events where the child has them).
+        ms: f64,
+    },
+    /// A kernel launch ran and synchronised.
+    Launched {
+        /// The kernel's function.
+        function: String,
+    },
+    /// A result matched its reference.
+    Verified {
+        /// What was verified (a function, a workload).
+        label: String,
+        /// Elements compared.
+        compared: u64,
+    },
+    /// One timed run of a workload.
+    Sample(Sample),
+    /// The work failed; nothing follows.
+    Failed {
+        /// The phase it failed in.
+        phase: Phase,
+        /// What happened.
+        failure: Failure,
+    },
+    /// The work finished; nothing follows.
+    Done {
+        /// How far it got.
+        depth: Depth,
+    },
+    /// An event kind this parent does not know (a newer child): counted,
+    /// otherwise ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What a child knows of its runtime. Every field is optional: each child
+/// fills what it can.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// Python's version (`3.12.3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// The interpreter's path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// torch's version, when the kernel imported torch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<String>,
+    /// The framework device the workload runs on (`cuda`, `cpu`, `mps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// `cuDriverGetVersion` (`13000` for 13.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_driver: Option<u32>,
+    /// Devices the driver sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices: Option<u32>,
+}
+
+impl Runtime {
+    /// `other`'s known fields over this one's.
+    pub fn merge(&mut self, other: &Runtime) {
+        fn take<T: Clone>(mine: &mut Option<T>, theirs: &Option<T>) {
+            if theirs.is_some() {
+                mine.clone_from(theirs);
+            }
+        }
+        take(&mut self.python, &other.python);
+        take(&mut self.executable, &other.executable);
+        take(&mut self.torch, &other.torch);
+        take(&mut self.device, &other.device);
+        take(&mut self.cuda_driver, &other.cuda_driver);
+        take(&mut self.devices, &other.devices);
+    }
+}
+
+/// A timed span of a probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Span {
+    /// Importing the variant.
+    Import,
+    /// Loading a module on the device (including any PTX JIT).
+    Load,
+    /// Running the smoke workload once.
+    Smoke,
+}
+
+/// One timed run: a bench sample, or a timed smoke launch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// What ran: a kernel function, a `Benchmark.workload`, a variant.
+    pub label: String,
+    /// The round it belongs to (rounds interleave variants), from 0.
+    #[serde(default)]
+    pub round: u32,
+    /// Milliseconds, from device events where the child has them.
+    pub ms: f64,
+}
+
+/// What a device said about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Its ordinal, as the driver counts (after `CUDA_VISIBLE_DEVICES`).
+    pub ordinal: u32,
+    /// `cuDeviceGetName`.
+    pub name: String,
+    /// Compute capability major.
+    pub major: u32,
+    /// Compute capability minor.
+    pub minor: u32,
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Total memory in bytes.
+    pub total_memory: u64,
+    /// PCI bus id (`0000:3b:00.0`), when the driver gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+}
+
+impl DeviceInfo {
+    /// `sm_XY`: the SASS target of this device.
+    pub fn sm(&self) -> String {
+        format!("sm_{}{}", self.major, self.minor)
+    }
+
+    /// Its compute capability.
+    pub fn capability(&self) -> ComputeCapability {
+        ComputeCapability::new(self.major, self.minor)
+    }
+}
+
+/// What a run-time compiler produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompileInfo {
+    /// The target it compiled for (`sm_90`, `compute_90`, or the default).
+    pub target: String,
+    /// What was handed to the driver: `cubin` or `ptx`.
+    pub image: String,
+    /// Size of that image in bytes.
+    pub bytes: u64,
+    /// The compiler's version, `major.minor`.
+    pub nvrtc_version: String,
+    /// Warnings in the compiler log, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log: String,
+}
+
+/// Why the work failed, as facts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "error", rename_all = "snake_case")]
+pub enum Failure {
+    /// A Python exception escaped the import or the workload.
+    Exception(Box<ExceptionInfo>),
+    /// A CUDA driver call returned an error.
+    Cuda(CudaError),
+    /// NVRTC failed.
+    Nvrtc(NvrtcError),
+    /// A shared library could not be loaded (`libcuda.so.1`, `libnvrtc.so.N`).
+    LibraryMissing {
+        /// Which library.
+        library: String,
+        /// What the loader said.
+        detail: String,
+    },
+    /// An entry point is absent from a loaded library (the library is older
+    /// than the code that calls it).
+    SymbolMissing {
+        /// Which, and in what.
+        detail: String,
+    },
+    /// The driver has no device at the requested ordinal.
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: u32,
+        /// How many devices the driver sees.
+        count: u32,
+    },
+    /// A result differed from its reference.
+    Mismatch {
+        /// What was compared (a function, a workload), when the child knows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        /// How it differed.
+        message: String,
+    },
+    /// The smoke source cannot be used (no `smoke` function, a bad return value).
+    InvalidSmoke {
+        /// Why.
+        message: String,
+    },
+    /// The job's input cannot be used (an unreadable module file).
+    InvalidInput {
+        /// Why.
+        message: String,
+    },
+    /// The child itself failed (a bug, a panic): a fault of preflight.
+    Internal {
+        /// What failed.
+        message: String,
+        /// Where, when the child knows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        traceback: Option<String>,
+    },
+    /// A failure kind this parent does not know (a newer child).
+    #[serde(other)]
+    Unknown,
+}
+
+/// A failed CUDA driver API call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CudaError {
+    /// The call (`cuInit`, `cuModuleLoadDataEx`, …).
+    pub call: String,
+    /// The `CUresult`, as the driver returned it: codes this build has never
+    /// heard of stay integers.
+    pub code: i64,
+    /// `cuGetErrorName` (`CUDA_ERROR_NO_BINARY_FOR_GPU`), when the driver knows it.
+    #[serde(default)]
+    pub name: String,
+    /// `cuGetErrorString`.
+    #[serde(default)]
+    pub message: String,
+    /// The JIT error log of a module load, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}
+
+/// A failed NVRTC call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvrtcError {
+    /// The call (`nvrtcCompileProgram`, …).
+    pub call: String,
+    /// The `nvrtcResult`.
+    pub code: i64,
+    /// `nvrtcGetErrorString`.
+    pub message: String,
+    /// The compiler log.
+    #[serde(default)]
+    pub log: String,
+}
+
+/// A Python exception, as the driver describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExceptionInfo {
+    /// Class name (`ModuleNotFoundError`).
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Module of the class (`builtins`, `torch`, `triton.compiler.errors`).
+    #[serde(default)]
+    pub module: String,
+    /// Qualified names of the class and its bases, most derived first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mro: Vec<String>,
+    /// `str(exception)`.
+    #[serde(default)]
+    pub message: String,
+    /// `ImportError.name`: the module that could not be found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `OSError.filename`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// `OSError.errno`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i64>,
+    /// A CUDA error code carried by the exception (torch `AcceleratorError`,
+    /// CuTe-DSL `DSLCudaRuntimeError`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<i64>,
+    /// A CUDA error name carried by the exception (`CUDA_ERROR_NO_BINARY_FOR_GPU`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_name: Option<String>,
+    /// First word of `CalledProcessError.cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// `CalledProcessError.returncode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returncode: Option<i64>,
+    /// `CalledProcessError.stderr` (else `.output`), when it was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The chain of causes (`raise … from e`, or raised while handling), outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<ExceptionInfo>,
+    /// The last lines of the formatted traceback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceback: Option<String>,
+}
+
+impl ExceptionInfo {
+    /// Whether the class is, or derives from, a class named `name`
+    /// (compared on the unqualified name).
+    pub fn is_a(&self, name: &str) -> bool {
+        self.type_name == name || self.mro.iter().any(|q| q.rsplit('.').next() == Some(name))
+    }
+
+    /// `module.Type`.
+    pub fn qualified(&self) -> String {
+        if self.module.is_empty() || self.module == "builtins" {
+            self.type_name.clone()
+        } else {
+            format!("{}.{}", self.module, self.type_name)
+        }
+    }
+}
+
+impl Failure {
+    /// The snake_case name of the failure kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Exception(_) => "exception",
+            Failure::Cuda(_) => "cuda",
+            Failure::Nvrtc(_) => "nvrtc",
+            Failure::LibraryMissing { .. } => "library_missing",
+            Failure::SymbolMissing { .. } => "symbol_missing",
+            Failure::NoSuchDevice { .. } => "no_such_device",
+            Failure::Mismatch { .. } => "mismatch",
+            Failure::InvalidSmoke { .. } => "invalid_smoke",
+            Failure::InvalidInput { .. } => "invalid_input",
+            Failure::Internal { .. } => "internal",
+            Failure::Unknown => "unknown",
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The run's seam to the cache: a job's identity and key, one lookup, one
+//! store. Nothing else in `run` touches the cache, so that a new cache
+//! interface changes this file only.
+
+use super::plan::Job;
+use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
+use crate::cache::{Cache, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles};
+use crate::classify::{Outcome, Timings};
+use crate::discover::native::ModuleKind;
+use crate::discover::{FoundVariant, NativeModule};
+use crate::fingerprint::Fingerprint;
+use crate::probe::{self, ExecutorKind};
+use crate::protocol::PROTOCOL_VERSION;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The cache as one run uses it: every key and record names the machine
+/// the plan is for.
+#[derive(Debug)]
+pub(super) struct RunCache {
+    cache: Arc<Cache>,
+    /// The full fingerprint's hash, in every key.
+    fingerprint: String,
+    /// The machine in one line, in every record.
+    machine: String,
+}
+
+impl RunCache {
+    /// Outcomes of jobs on the machine `fingerprint` (full) describes.
+    pub(super) fn new(cache: Arc<Cache>, fingerprint: &Fingerprint) -> RunCache {
+        let hash = fingerprint.hash();
+        RunCache {
+            cache,
+            machine: machine_line(fingerprint, &hash),
+            fingerprint: hash,
+        }
+    }
+}
+
+/// Where a job's outcome is kept.
+#[derive(Debug, Clone)]
+pub struct JobKey {
+    key: OutcomeKey,
+    /// The smoke source, for people (kept in the record).
+    smoke: String,
+}
+
+/// The key of `job`, which probes the hub `variant`; `Err` says why its
+/// files could not be identified (the job is then probed and not kept).
+pub(super) fn variant_key(
+    cache: &RunCache,
+    variant: &FoundVariant,
+    job: &probe::Job,
+) -> Result<JobKey, String> {
+    let (files, _) = cache
+        .cache
+        .identities()
+        .identify(&variant.path, variant.metadata.metadata())
+        .map_err(|e| e.to_string())?;
+    let identity = JobIdentity {
+        executor: ExecutorKind::Python,
+        name: variant.name.to_string(),
+        device: probe::torch_device(&variant.name, job.device),
+        files,
+        smoke: smoke_identity(&job.smoke).map_err(|e| e.to_string())?,
+        depth: job.depth,
+        protocol: PROTOCOL_VERSION,
+    };
+    Ok(JobKey {
+        key: OutcomeKey::new(&cache.fingerprint, identity),
+        smoke: smoke_label(&job.smoke),
+    })
+}
+
+/// The key of `job`, which runs the native `module` in the cuda executor.
+pub(super) fn module_key(
+    cache: &RunCache,
+    module: &NativeModule,
+    job: &probe::Job,
+) -> Result<JobKey, String> {
+    let spec = &module.spec;
+    let bytes = std::fs::read(&spec.path)
+        .map_err(|e| format!("cannot read {}: {e}", spec.path.display()))?;
+    // How the file becomes code on the device is part of what it is.
+    #[derive(Serialize)]
+    struct Files<'a> {
+        sha256: String,
+        kind: ModuleKind,
+        nvrtc_options: &'a [String],
+        target: Option<&'a str>,
+    }
+    let files = Files {
+        sha256: crate::hash::hex(&Sha256::digest(bytes)),
+        kind: spec.kind,
+        nvrtc_options: &spec.nvrtc_options,
+        target: spec.target.as_deref(),
+    };
+    // The launches are the module's smoke workload; the cuda child is this
+    // binary, so its version stands where a variant's smoke identity holds
+    // the Python driver's code.
+    let smoke = (env!("CARGO_PKG_VERSION"), &module.launches);
+    let identity = JobIdentity {
+        executor: ExecutorKind::Cuda,
+        name: module.name(),
+        device: job.device.ordinal().to_string(),
+        files: VariantFiles {
+            content: format!("content:{}", digest(&files)),
+            metadata: None,
+        },
+        smoke: format!("launches:{}", digest(&smoke)),
+        depth: job.depth,
+        protocol: PROTOCOL_VERSION,
+    };
+    Ok(JobKey {
+        key: OutcomeKey::new(&cache.fingerprint, identity),
+        smoke: "launches".into(),
+    })
+}
+
+/// sha256 of a value's JSON form (plain structs of strings and numbers,
+/// which always serialize).
+fn digest<T: Serialize>(value: &T) -> String {
+    crate::hash::sha256_hex(&serde_json::to_vec(value).unwrap_or_default())
+}
+
+/// The cached outcome of `key`; `Err` says why an entry was ignored (it is
+/// removed, and the job probed again).
+pub(super) fn lookup(cache: &RunCache, key: &JobKey) -> Result<Option<(Outcome, Timings)>, String> {
+    match cache.cache.outcomes().get(&key.key) {
+        Lookup::Hit(record) => Ok(Some((record.outcome, record.timings))),
+        Lookup::Miss => Ok(None),
+        Lookup::Corrupt(why) => Err(format!("ignored a corrupt cache entry: {why}")),
+    }
+}
+
+/// Keep `job`'s outcome; the cache refuses a transient one
+/// ([`crate::cache::outcomes::cacheable`]). `Err` says why the cache could
+/// not be written.
+pub(super) fn store(
+    cache: &RunCache,
+    key: &JobKey,
+    job: &Job,
+    outcome: &Outcome,
+    timings: &Timings,
+) -> Result<(), String> {
+    let record = OutcomeRecord {
+        path: std::path::absolute(&job.path).unwrap_or_else(|_| job.path.clone()),
+        smoke: key.smoke.clone(),
+        outcome: outcome.clone(),
+        timings: *timings,
+        machine: cache.machine.clone(),
+    };
+    cache
+        .cache
+        .outcomes()
+        .put(&key.key, record)
+        .map(drop)
+        .map_err(|e| format!("outcomes are not cached: {e}"))
+}

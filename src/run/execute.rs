@@ -1,0 +1,92 @@
+//! Where a planned job meets an executor: the executors of this machine,
+//! and the one function that runs a job in a sandboxed child and turns what
+//! the child did into an outcome.
+
+use super::plan::Job;
+use crate::classify::{self, Outcome, Phase, Timings};
+use crate::fingerprint::Toolkits;
+use crate::probe::cuda::{self, CudaExecutor};
+use crate::probe::{Executor, PythonExecutor, Subject};
+use crate::sandbox::Cancel;
+use std::time::Instant;
+
+/// The executors a run (or `doctor`) uses.
+#[derive(Debug, Clone)]
+pub struct Executors {
+    /// Imports hub variants; `None` when no interpreter is known (a plan
+    /// with hub jobs then cannot run: see [`super::Plan::needs_python`]).
+    pub python: Option<PythonExecutor>,
+    /// Loads and launches native modules; `None` when the plan has none.
+    pub cuda: Option<CudaExecutor>,
+}
+
+impl Executors {
+    /// The cuda executor of this machine: the running binary re-executed in
+    /// its child mode, with the NVRTC library a kernel would use (found
+    /// among `toolkits`). `check`, `warmup` and `doctor` all get theirs
+    /// here.
+    pub fn cuda_for(toolkits: &Toolkits) -> std::io::Result<CudaExecutor> {
+        Ok(CudaExecutor::current()?.with_nvrtc(cuda::nvrtc_library(toolkits)))
+    }
+
+    /// The executor that runs `subject`.
+    fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
+        match subject {
+            Subject::Variant { .. } => self.python.as_ref().map(|e| e as &dyn Executor),
+            Subject::Module { .. } | Subject::Device | Subject::Devices => {
+                self.cuda.as_ref().map(|e| e as &dyn Executor)
+            }
+        }
+    }
+}
+
+/// What running one job showed.
+pub(super) struct Executed {
+    pub outcome: Outcome,
+    pub timings: Timings,
+    pub leaked: Option<String>,
+    /// Why no child could be run at all, when none could: a fault of
+    /// preflight or of the machine, not an answer about the job.
+    pub fault: Option<String>,
+}
+
+/// Runs one job in a fresh sandboxed child of its executor and classifies
+/// the evidence. A fault of preflight (no executor for the job, a sandbox
+/// that fails) is a `probe_error` outcome and a fault, never an abandoned
+/// run.
+pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Executed {
+    let start = Instant::now();
+    let result = match executors.for_subject(&job.probe.subject) {
+        Some(executor) => executor.run(&job.probe, cancel).map_err(|e| e.to_string()),
+        None => Err(format!(
+            "no executor to run {} in",
+            job.probe.subject.describe()
+        )),
+    };
+    let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
+    match result {
+        Ok(evidence) => Executed {
+            outcome: classify::classify(&evidence),
+            timings: Timings {
+                total_ms,
+                ..evidence.timings()
+            },
+            leaked: evidence.leaked,
+            fault: None,
+        },
+        Err(message) => Executed {
+            outcome: Outcome::probe_error(Phase::Start, &message),
+            timings: Timings {
+                total_ms,
+                ..Timings::default()
+            },
+            leaked: None,
+            fault: Some(message),
+        },
+    }
+}
+
+/// Milliseconds, rounded to the microsecond.
+fn round_ms(value: f64) -> f64 {
+    (value * 1e3).round() / 1e3
+}

@@ -1,0 +1,298 @@
+//! The plan: every job a run will answer, listed before anything runs (as
+//! cargo-nextest lists tests before it runs them). For every target, each
+//! variant (hub) or module (native) becomes one job with its declared
+//! verdict, its skip reason, what it runs and its cache key. `check`,
+//! `select` and `warmup` differ only in the options they plan with and in
+//! what they do with the rows.
+
+use super::cached::{self, JobKey, RunCache};
+use super::result::Declared;
+use crate::cache::Cache;
+use crate::declared::embedded::{self, Judge};
+use crate::declared::{self, Decision, Rejection, System};
+use crate::discover::native::ModuleKind;
+use crate::discover::{Discovery, FoundVariant, Named, NativeModule, NativeTarget, Target};
+use crate::fingerprint::Fingerprint;
+use crate::probe::{self, SmokeSource, Subject};
+use crate::sandbox::Limits;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A target's place in its plan. Rows refer to their target by it, so two
+/// targets given alike (or one given in two spellings) never mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TargetId(pub usize);
+
+/// A job's place in its plan; also its row's place in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub usize);
+
+/// How to plan.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// A smoke file that overrides every other smoke source of hub variants.
+    pub smoke: Option<PathBuf>,
+    /// Probe variants for another OS or CPU too.
+    pub all: bool,
+    /// When set, declared verdicts include whether each job's embedded CUDA
+    /// images can run on this GPU (`check`; `select` and `warmup` leave it
+    /// out for hub variants, since it reads every shared object).
+    pub judge: Option<Judge>,
+    /// Time and output limits of each child.
+    pub limits: Limits,
+}
+
+/// One planned job.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Its place in the plan.
+    pub id: JobId,
+    /// Its target.
+    pub target: TargetId,
+    /// The variant's name or the module's file name.
+    pub name: String,
+    /// The variant's directory or the module's file.
+    pub path: PathBuf,
+    /// What it declares, judged without running it.
+    pub declared: Declared,
+    /// Why it is not probed (another OS or CPU), if it is not.
+    pub skip: Option<String>,
+    /// What its executor runs: the subject, the device, the smoke, the
+    /// depth and the child's limits.
+    pub probe: probe::Job,
+    /// Where its outcome is kept; `None`: not cached (`--no-cache`, or its
+    /// files could not be identified).
+    pub key: Option<JobKey>,
+}
+
+/// Every job of some targets, in report order.
+#[derive(Debug)]
+pub struct Plan {
+    /// The machine the plan is for.
+    pub fingerprint: Fingerprint,
+    /// The targets, indexed by [`TargetId`].
+    pub targets: Vec<Named>,
+    /// The jobs, indexed by [`JobId`]: targets in the order given, a hub
+    /// kernel's variants in the hub's preference order, a native target's
+    /// modules in file order.
+    pub jobs: Vec<Job>,
+    /// Findings that change no job (entries that are not variants, jobs
+    /// that cannot be cached).
+    pub warnings: Vec<String>,
+    pub(super) cache: Option<RunCache>,
+}
+
+impl Plan {
+    /// Plan `targets` on the machine `fingerprint` describes; with a
+    /// `cache`, each job gets its key there (reading the identity of its
+    /// files, which a stat record makes cheap after the first time).
+    pub fn new(
+        targets: Vec<Named>,
+        fingerprint: &Fingerprint,
+        options: &PlanOptions,
+        cache: Option<Arc<Cache>>,
+    ) -> Plan {
+        let mut plan = Plan {
+            fingerprint: fingerprint.clone(),
+            targets: Vec::new(),
+            jobs: Vec::new(),
+            warnings: Vec::new(),
+            cache: cache.map(|c| RunCache::new(c, fingerprint)),
+        };
+        let system = System::from_fingerprint(fingerprint);
+        for (i, named) in targets.iter().enumerate() {
+            match &named.target {
+                Target::Hub(d) => plan.add_variants(TargetId(i), d, &system, options),
+                Target::Native(t) => plan.add_modules(TargetId(i), t, options),
+            }
+        }
+        plan.targets = targets;
+        plan
+    }
+
+    /// Jobs that will be probed or answered from the cache (not skipped).
+    pub fn probe_count(&self) -> usize {
+        self.jobs.iter().filter(|j| j.skip.is_none()).count()
+    }
+
+    /// Whether some job needs the python executor.
+    pub fn needs_python(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| j.skip.is_none() && matches!(j.probe.subject, Subject::Variant { .. }))
+    }
+
+    /// Add a job; `key` computes its cache key, for a job that is probed
+    /// at all.
+    fn push(
+        &mut self,
+        target: TargetId,
+        declared: Declared,
+        skip: Option<String>,
+        probe: probe::Job,
+        key: impl FnOnce(&RunCache, &probe::Job) -> Result<JobKey, String>,
+    ) {
+        let (name, path) = match &probe.subject {
+            Subject::Variant { name, path } => (name.to_string(), path.clone()),
+            Subject::Module { spec, .. } => (spec.name(), spec.path.clone()),
+            Subject::Device => ("device".to_owned(), PathBuf::new()),
+            Subject::Devices => ("devices".to_owned(), PathBuf::new()),
+        };
+        let key = match (&self.cache, &skip) {
+            (Some(cache), None) => key(cache, &probe)
+                .inspect_err(|e| {
+                    self.warnings
+                        .push(format!("{}: not cached: {e}", path.display()))
+                })
+                .ok(),
+            _ => None,
+        };
+        self.jobs.push(Job {
+            id: JobId(self.jobs.len()),
+            target,
+            name,
+            path,
+            declared,
+            skip,
+            probe,
+            key,
+        });
+    }
+
+    fn add_variants(
+        &mut self,
+        target: TargetId,
+        d: &Discovery,
+        system: &System,
+        options: &PlanOptions,
+    ) {
+        self.warnings.extend(d.warnings.iter().cloned());
+        // One smoke source per kernel name, so that the repo is looked at once.
+        let mut smokes: HashMap<Option<String>, SmokeSource> = HashMap::new();
+        for decision in declared::resolve(d.variants.iter().map(|v| &v.name), system) {
+            let Some(variant) = d.variants.iter().find(|v| v.name == decision.variant) else {
+                continue;
+            };
+            let skip = match &decision.rejection {
+                Some(r @ (Rejection::Cpu { .. } | Rejection::Os { .. })) if !options.all => {
+                    Some(r.to_string())
+                }
+                _ => None,
+            };
+            // What cannot load here is not worth reading for its images.
+            let judge = options.judge.filter(|_| skip.is_none());
+            let declared = variant_declared(&decision, variant, judge);
+            let kernel = variant
+                .metadata
+                .metadata()
+                .map(|m| m.name.clone())
+                .or_else(|| d.kernel.clone());
+            let smoke = smokes
+                .entry(kernel)
+                .or_insert_with_key(|kernel| {
+                    SmokeSource::choose(
+                        options.smoke.as_deref(),
+                        repo_dir(&d.root),
+                        kernel.as_deref(),
+                    )
+                })
+                .clone();
+            let job = probe::Job {
+                smoke,
+                limits: options.limits.clone(),
+                ..probe::Job::new(Subject::Variant {
+                    name: variant.name.clone(),
+                    path: variant.path.clone(),
+                })
+            };
+            self.push(target, declared, skip, job, |cache, job| {
+                cached::variant_key(cache, variant, job)
+            });
+        }
+    }
+
+    fn add_modules(&mut self, target: TargetId, t: &NativeTarget, options: &PlanOptions) {
+        for module in &t.modules {
+            let declared = options
+                .judge
+                .map_or(Declared::ACCEPTED, |j| module_declared(module, j));
+            let job = probe::Job {
+                limits: options.limits.clone(),
+                ..probe::Job::new(Subject::Module {
+                    spec: module.spec.clone(),
+                    launches: module.launches.clone(),
+                })
+            };
+            self.push(target, declared, None, job, |cache, job| {
+                cached::module_key(cache, module, job)
+            });
+        }
+    }
+}
+
+/// The hub's name-level decision, then (when a GPU is judged and the name
+/// is accepted) whether the variant's embedded CUDA images can run on it.
+fn variant_declared(decision: &Decision, variant: &FoundVariant, judge: Option<Judge>) -> Declared {
+    let by_name = Declared {
+        accepted: decision.accepted(),
+        reason: decision.rejection.as_ref().map(ToString::to_string),
+        short: decision.rejection.as_ref().map(short_reason),
+    };
+    if !by_name.accepted {
+        return by_name;
+    }
+    match judge.and_then(|j| embedded::variant_verdict(&variant.path, j)) {
+        Some((false, summary)) => Declared {
+            accepted: false,
+            reason: Some(summary),
+            short: Some("no image fits"),
+        },
+        _ => by_name,
+    }
+}
+
+/// What a module's embedded images declare about the judged GPU: accepted
+/// when some image can run, and when nothing can be judged (CUDA C source,
+/// no GPU known, a file inspect cannot read: the probe will tell).
+fn module_declared(module: &NativeModule, judge: Judge) -> Declared {
+    let Some(gpu) = judge.gpu else {
+        return Declared::ACCEPTED;
+    };
+    if module.spec.kind == ModuleKind::Cuda {
+        return Declared::ACCEPTED;
+    }
+    match embedded::inspect_file(&module.spec.path) {
+        Ok(file) if file.has_cuda() => {
+            let verdict = file.verdict(gpu, judge.driver_ptx);
+            Declared {
+                accepted: verdict.runnable,
+                reason: (!verdict.runnable).then_some(verdict.summary),
+                short: (!verdict.runnable).then_some("no image fits"),
+            }
+        }
+        _ => Declared::ACCEPTED,
+    }
+}
+
+fn short_reason(rejection: &Rejection) -> &'static str {
+    match rejection {
+        Rejection::Cpu { .. } => "other CPU",
+        Rejection::Os { .. } => "other OS",
+        Rejection::TorchVersion { .. } => "torch version",
+        Rejection::Cxx11Abi { .. } => "C++ ABI",
+        Rejection::StableAbiTooNew { .. } => "stable ABI too new",
+        Rejection::TvmFfiVersion { .. } => "tvm-ffi version",
+        Rejection::CudaVersion { .. } => "CUDA version",
+        Rejection::Backend { .. } | Rejection::NoarchBackend { .. } => "backend",
+        Rejection::MacosTooOld { .. } => "macOS too old",
+    }
+}
+
+/// The kernel repo above a directory of variants (`<repo>/build`), where
+/// `benchmarks/` lives.
+fn repo_dir(variants_root: &Path) -> Option<&Path> {
+    (variants_root.file_name()? == "build")
+        .then(|| variants_root.parent())
+        .flatten()
+}

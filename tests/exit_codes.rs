@@ -1,0 +1,169 @@
+//! The error boundary: what the user can fix exits 2, a fault of preflight
+//! or of the machine exits 3, each with one message.
+
+mod common;
+
+use common::{fresh_dir, kernel_repo, preflight_cmd, stderr, variant_names};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// One line on stderr, starting as the boundary says.
+fn assert_one_message(out: &Output, code: i32, start: &str) -> String {
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
+    let err = stderr(out);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one message: {err}");
+    assert!(lines[0].starts_with(start), "{err}");
+    lines[0].to_string()
+}
+
+/// A bundle of two valid outcome entries, exported from a real cache.
+fn bundle() -> PathBuf {
+    let tmp = fresh_dir("bundle");
+    let repo = kernel_repo(&tmp, "tiny", &variant_names(2), "X = 1\n");
+    let cache = tmp.join("cache");
+    let out = preflight_cmd()
+        .args(["check", repo.to_str().unwrap(), "--python"])
+        .arg(common::venv_python())
+        .env("PREFLIGHT_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = tmp.join("bundle.jsonl");
+    let out = preflight_cmd()
+        .args(["cache", "export"])
+        .arg(&file)
+        .env("PREFLIGHT_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    file
+}
+
+#[test]
+fn a_cache_root_that_cannot_be_a_directory_is_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let blocker = tmp.path().join("a-file");
+    std::fs::write(&blocker, "").unwrap();
+    let out = preflight_cmd()
+        .args(["cache", "import"])
+        .arg(bundle())
+        .env("PREFLIGHT_CACHE", blocker.join("cache"))
+        .output()
+        .unwrap();
+    let message = assert_one_message(&out, 2, "preflight: error: cache directory");
+    assert!(message.contains("PREFLIGHT_CACHE"), "{message}");
+}
+
+#[test]
+fn a_write_failing_inside_a_valid_cache_is_an_internal_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bundle = bundle();
+    // A valid cache made by preflight, whose outcomes folder then turned
+    // read-only under it.
+    let cache = tmp.path().join("cache");
+    let out = preflight_cmd()
+        .args(["cache", "import"])
+        .arg(&bundle)
+        .env("PREFLIGHT_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = preflight_cmd()
+        .args(["cache", "clear"])
+        .env("PREFLIGHT_CACHE", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let outcomes = cache.join("outcomes-v2");
+    std::fs::create_dir(&outcomes).unwrap();
+    std::fs::set_permissions(&outcomes, std::fs::Permissions::from_mode(0o500)).unwrap();
+    // root writes anywhere: take away the capabilities that let it.
+    let mut cmd = if is_root() {
+        let mut c = Command::new("setpriv");
+        c.arg("--bounding-set=-dac_override,-dac_read_search,-fowner")
+            .arg(env!("CARGO_BIN_EXE_preflight"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_preflight"))
+    };
+    let out = cmd
+        .args(["cache", "import"])
+        .arg(&bundle)
+        .env("PREFLIGHT_CACHE", &cache)
+        .output()
+        .unwrap();
+    std::fs::set_permissions(&outcomes, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let message = assert_one_message(&out, 3, "preflight: internal error: cache ");
+    assert!(message.contains("outcomes-v2"), "{message}");
+}
+
+/// A native target the cuda executor would probe (its cubin is never read:
+/// the child is never started).
+fn native_target(dir: &Path) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/axpy");
+    for f in ["axpy.cu", "preflight.toml"] {
+        std::fs::copy(fixture.join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(dir.join("axpy.cubin"), "not reached").unwrap();
+    for f in ["axpy.cu", "preflight.toml", "axpy.cubin"] {
+        std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+}
+
+#[test]
+fn a_failed_fork_is_an_internal_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    native_target(tmp.path());
+    // RLIMIT_NPROC = 0: no fork succeeds. The kernel never applies it to
+    // root, so as root the command runs as `nobody`, from a link to the
+    // binary that `nobody` can reach.
+    let mut binary = PathBuf::from(env!("CARGO_BIN_EXE_preflight"));
+    let mut cmd = if is_root() {
+        let reachable = tmp.path().join("preflight");
+        std::fs::hard_link(&binary, &reachable)
+            .or_else(|_| std::fs::copy(&binary, &reachable).map(drop))
+            .unwrap();
+        binary = reachable;
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "prlimit",
+        ]);
+        c
+    } else {
+        Command::new("prlimit")
+    };
+    let out = cmd
+        .arg("--nproc=0")
+        .arg(&binary)
+        .arg("check")
+        .arg(tmp.path())
+        .env("PREFLIGHT_CACHE", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    let message = assert_one_message(&out, 3, "preflight: internal error: ");
+    assert!(message.contains("fork failed"), "{message}");
+}
+
+#[test]
+fn bad_input_still_exits_2() {
+    for args in [
+        &["check", "/nonexistent/kernel"][..],
+        &["cache", "show", "zz"],
+        &["cache", "import", "/nonexistent/bundle.jsonl"],
+        &["resolve", "--variants", "not-a-variant"],
+    ] {
+        let out = preflight_cmd().args(args).output().unwrap();
+        assert_one_message(&out, 2, "preflight: error: ");
+    }
+}

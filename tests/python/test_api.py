@@ -1,0 +1,103 @@
+"""The package's thin layer over `preflight --json`, and the installed wheel."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from conftest import EXIT_1, ROOT, sha, variant_files
+
+import kernel_preflight as kp
+
+
+def crate_version() -> str:
+    text = (ROOT / "Cargo.toml").read_text()
+    match = re.search(r'^version = "([^"]+)"', text, re.MULTILINE)
+    assert match, "Cargo.toml has no version"
+    return match.group(1)
+
+
+def installed() -> bool:
+    try:
+        importlib.metadata.version("kernel-preflight")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_preflight_version_matches_the_crate():
+    done = kp._binary.run(["--version"])
+    assert done.stdout.strip() == f"preflight {crate_version()}"
+
+
+@pytest.mark.skipif(not installed(), reason="runs against the installed wheel (scripts/test-python.sh)")
+def test_the_wheel_puts_preflight_next_to_the_package(monkeypatch):
+    monkeypatch.delenv("PREFLIGHT_BIN", raising=False)
+    assert importlib.metadata.version("kernel-preflight") == crate_version()
+    binary = kp.find_preflight()
+    assert binary == Path(sysconfig.get_path("scripts")) / "preflight"
+    assert Path(sys.executable).parent == binary.parent  # on the venv's PATH
+
+
+def test_find_preflight_honours_PREFLIGHT_BIN(monkeypatch, tmp_path):
+    monkeypatch.setenv("PREFLIGHT_BIN", str(tmp_path / "nope"))
+    with pytest.raises(kp.PreflightError, match="PREFLIGHT_BIN"):
+        kp.find_preflight()
+
+
+def test_fingerprint_describes_the_calling_interpreter():
+    fp = kp.fingerprint()
+    assert re.fullmatch(r"[0-9a-f]{64}", fp.hash)
+    interpreter = fp.raw["python"]["interpreter"]
+    assert os.path.realpath(interpreter) == os.path.realpath(sys.executable)
+
+
+def test_check_select_and_warmup_of_a_cached_kernel(hub_cache):
+    files = {**variant_files("torch-cpu", body=EXIT_1), **variant_files("torch-universal", snapshot=sha(1))}
+    hub_cache.add("acme/api", sha(1), files, refs=("main", "v1"))
+
+    report = kp.check("acme/api", version=1)
+    assert report.ok
+    kinds = {r.variant: r.outcome.kind for r in report.results}
+    assert kinds["torch-universal"] == "pass"
+    assert kinds["torch-cpu"] in ("unsupported_arch", "exited")
+    assert all(r.accepted for r in report.results)
+
+    selection = kp.select("acme/api", version=1)
+    assert selection.variant == "torch-universal"
+    assert selection.path.endswith(f"snapshots/{sha(1)}/build/torch-universal")
+    assert selection.cached  # check probed it already
+    assert [c.variant for c in selection.passing] == ["torch-universal"]
+
+    [summary] = kp.warmup()
+    assert summary.kernel == "acme/api (main, v1)"
+    assert (summary.variants, summary.cached, summary.passed) == (2, 2, 1)
+
+
+def test_resolve_gives_the_hub_loaders_decisions():
+    decisions = kp.resolve(variants=["torch-universal", "torch-cpu", "torch29-cpu-aarch64-darwin"])
+    assert [(d.variant, d.accepted) for d in decisions] == [
+        ("torch-cpu", True),
+        ("torch-universal", True),
+        ("torch29-cpu-aarch64-darwin", False),
+    ]
+
+
+def test_bad_input_raises_with_the_message_and_exit_code(tmp_path):
+    with pytest.raises(kp.PreflightError) as e:
+        kp.select(tmp_path / "missing")
+    assert e.value.exit_code == 2
+    assert str(e.value) == f"{tmp_path / 'missing'}: no such file or directory"
+
+
+def test_select_without_a_working_variant_raises_the_table_of_why(hub_cache):
+    hub_cache.add("acme/none", sha(2), variant_files("torch-universal", body=EXIT_1), refs=("v1",))
+    with pytest.raises(kp.NoWorkingVariant) as e:
+        kp.select("acme/none", version=1)
+    assert e.value.exit_code == 1
+    assert "torch-universal  unsupported_arch: CUDA error" in str(e.value)

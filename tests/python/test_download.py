@@ -1,0 +1,141 @@
+"""Fetching candidates through the hub's own client, against a stand-in of
+the hub's HTTP API on 127.0.0.1. Each download runs in a child process
+started online (`HF_HUB_OFFLINE=0`, `HF_ENDPOINT` at the stand-in); the
+test itself stays offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import EXIT_1, load_in_child, run_python, sha, variant_files
+from standin_hub import Repo, StandInHub
+
+import kernel_preflight as kp
+
+ACCEPTED = ["torch-cpu", "torch-universal"]  # by name, without torch
+REJECTED = ["torch-cuda", "torch-xpu", "torch29-cpu-x86_64-windows"]
+
+BENCHMARK = b"""from kernels.benchmark import Benchmark
+
+
+class ToyBenchmark(Benchmark):
+    def setup_small(self):
+        self.x = [-1.0, 2.0]
+
+    def benchmark_small(self):
+        self.out = self.kernel.relu(self.x)
+
+    def verify_small(self):
+        return [0.0, 2.0]
+"""
+
+
+def repository(commit: str) -> dict[str, bytes]:
+    files = {"README.md": b"# toy relu\n", "benchmarks/benchmark.py": BENCHMARK}
+    for variant in ACCEPTED + REJECTED:
+        files.update(variant_files(variant, snapshot=commit))
+    # The hub's preferred variant dies on import.
+    files.update(variant_files("torch-cpu", body=EXIT_1))
+    return files
+
+
+@pytest.fixture
+def hub(hub_cache):
+    served = StandInHub(
+        repos={
+            "acme/relu": Repo(
+                commits={sha(1): repository(sha(1)), sha(2): repository(sha(2))},
+                branches={"main": sha(2), "v1": sha(1), "v2": sha(2)},
+            ),
+            "shady/relu": Repo(commits={sha(3): repository(sha(3))}, branches={"main": sha(3), "v1": sha(3)}),
+        },
+        trusted={"acme": True, "shady": False},
+    )
+    with served:
+        yield served
+    assert not served.unknown, f"requests the stand-in does not serve: {served.unknown}"
+
+
+def online(hub) -> dict[str, str]:
+    return {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.endpoint, "HF_HUB_DISABLE_XET": "1"}
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+
+
+def test_only_the_name_accepted_variants_and_benchmarks_are_fetched(hub, hub_cache):
+    done = run_python(
+        "import kernel_preflight as kp; print(kp.download('acme/relu', version=1))",
+        env=online(hub),
+    )
+    assert done.returncode == 0, done.stderr
+    snapshot = Path(done.stdout.strip().splitlines()[-1])
+    folder = hub_cache.folder("acme/relu")
+    assert snapshot == folder / "snapshots" / sha(1)
+    expected = ["benchmarks/benchmark.py"] + [
+        f"build/{v}/{f}" for v in ACCEPTED for f in ("__init__.py", "metadata.json")
+    ]
+    assert files_under(snapshot) == expected
+    assert hub.fetched() == expected
+    # The version's branch is recorded, so that offline calls find it.
+    assert (folder / "refs" / "v1").read_text() == sha(1)
+
+    # What kernels reads offline, preflight probes: the preferred variant
+    # exits, the other one passes, smoked by the repository's benchmarks.
+    selection = kp.select("acme/relu", version=1)
+    assert selection.variant == "torch-universal"
+    assert selection.chosen.outcome.depth == "verified"
+    code, [loaded], stderr = load_in_child(
+        [f"kernels.get_local_kernel(Path({selection.path!r}))"], imports="import kernels\nfrom pathlib import Path"
+    )
+    assert loaded["variant"] == "torch-universal", stderr
+    # Offline from now on, the pinned version loads from what was fetched
+    # (the hub loader's own offline get_kernel refuses this snapshot: its
+    # cached tree listing names the variants that were not fetched).
+    assert kp.get_kernel("acme/relu", version=1).VARIANT == "torch-universal"
+
+
+def test_get_kernel_online_fetches_probes_and_loads(hub, hub_cache):
+    code, [loaded], stderr = load_in_child(
+        ["kernel_preflight.get_kernel('acme/relu', version=2)"],
+        imports="import kernel_preflight",
+        env=online(hub),
+    )
+    assert code == 0 and loaded.get("variant") == "torch-universal", (loaded, stderr)
+    assert loaded["snapshot"] == sha(2)
+    assert not any(p.startswith("build/torch-cuda") for p in hub.fetched())
+
+
+def test_an_untrusted_publisher_is_refused_before_anything_is_fetched(hub, hub_cache):
+    code, [loaded], stderr = load_in_child(
+        ["kernel_preflight.get_kernel('shady/relu', version=1)"],
+        imports="import kernel_preflight",
+        env=online(hub),
+    )
+    assert loaded["error"] == "ValueError", (loaded, stderr)
+    assert "is not from a trusted publisher" in loaded["message"]
+    assert hub.fetched() == []
+    assert not hub_cache.folder("shady/relu").exists()
+    # The hub loader refuses it in the same words.
+    _, [hub_answer], _ = load_in_child(["kernels.get_kernel('shady/relu', version=1)"], env=online(hub))
+    assert hub_answer == loaded
+
+
+def test_offline_nothing_is_fetched(hub, hub_cache):
+    assert kp.download("acme/relu", version=1) is None
+    assert hub.log == []
+    assert not hub_cache.folder("acme/relu").exists()
+
+
+def test_warmup_with_download_is_a_new_machines_first_run(hub, hub_cache):
+    done = run_python(
+        "import json, kernel_preflight as kp\n"
+        "print(json.dumps([s.__dict__ for s in kp.warmup(['acme/relu'], version=1, download=True)]))",
+        env=online(hub),
+    )
+    assert done.returncode == 0, done.stderr
+    [summary] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (summary["variants"], summary["passed"], summary["best"]) == (2, 1, "torch-universal")
