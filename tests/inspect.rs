@@ -3,9 +3,9 @@
 
 mod inspect_support;
 
-use inspect_support::{cuda_fixture_names, cuda_tool, fixture};
+use inspect_support::{cuda_fixture_names, cuobjdump, fixture, in_cuobjdump_terms};
 use kernel_preflight::declared::arch::{ImageKind, PtxIsa};
-use kernel_preflight::declared::embedded::{self, FileImages, Format};
+use kernel_preflight::declared::embedded::{self, Depth, FileImages, Format};
 use kernel_preflight::declared::fatbin::Compression;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -17,51 +17,6 @@ fn inspect(name: &str) -> FileImages {
 
 fn targets(file: &FileImages) -> Vec<String> {
     file.images.iter().map(|i| i.target.to_string()).collect()
-}
-
-/// What cuobjdump lists, per kind, in its order: `sm_80`, `sm_90a`, …
-fn cuobjdump(path: &Path) -> (Vec<String>, Vec<String>) {
-    let out = Command::new(cuda_tool("cuobjdump"))
-        .args(["--list-elf", "--list-ptx"])
-        .arg(path)
-        .output()
-        .expect("run cuobjdump");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut elf = Vec::new();
-    let mut ptx = Vec::new();
-    for line in text.lines() {
-        let Some((head, name)) = line.split_once(':') else {
-            continue;
-        };
-        let mut parts = name.trim().rsplit('.');
-        let ext = parts.next().unwrap_or_default();
-        let arch = parts.next().unwrap_or_default().to_string();
-        match (
-            head.starts_with("ELF file"),
-            head.starts_with("PTX file"),
-            ext,
-        ) {
-            (true, _, "cubin") => elf.push(arch),
-            (_, true, "ptx") => ptx.push(arch),
-            _ => panic!("unexpected cuobjdump line {line:?}"),
-        }
-    }
-    (elf, ptx)
-}
-
-/// Our images in cuobjdump's spelling: PTX as `sm_…`, and SASS without the
-/// `f` suffix, which cuobjdump drops.
-fn in_cuobjdump_terms(file: &FileImages) -> (Vec<String>, Vec<String>) {
-    let mut elf = Vec::new();
-    let mut ptx = Vec::new();
-    for image in &file.images {
-        let t = image.target.to_string();
-        match image.kind {
-            ImageKind::Sass => elf.push(t.trim_end_matches('f').to_string()),
-            ImageKind::Ptx => ptx.push(t.replace("compute_", "sm_")),
-        }
-    }
-    (elf, ptx)
 }
 
 #[test]
@@ -77,6 +32,16 @@ fn agrees_with_cuobjdump_on_every_fixture() {
             cuobjdump(&path),
             "{name}: preflight vs cuobjdump (ELF, PTX)"
         );
+    }
+}
+
+#[test]
+fn every_fixture_lists_the_same_from_headers_as_from_whole_images() {
+    for name in cuda_fixture_names() {
+        let path = fixture(&name);
+        let data = std::fs::read(&path).unwrap();
+        let read = |depth| embedded::inspect_bytes_with(&path, &data, depth).unwrap();
+        assert_eq!(read(Depth::Headers), read(Depth::Images), "{name}");
     }
 }
 
@@ -308,6 +273,29 @@ fn cli_json_carries_images_and_verdict() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["files"][0]["verdict"]["outcome"], "ptx_jit");
     assert_eq!(json["files"][0]["verdict"]["target"], "compute_90");
+}
+
+#[test]
+fn cli_driver_without_patch_number_is_its_whole_release() {
+    // nvcc's PTX for compute_90 at ISA 9.0, the newest that driver 580.65.06
+    // (CUDA 13.0) JIT-compiles; the kernel uses nothing newer.
+    let ptx = std::fs::read_to_string(fixture("compute90a.ptx"))
+        .unwrap()
+        .replace(".version 9.5", ".version 9.0")
+        .replace(".target sm_90a", ".target sm_90");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("compute90.ptx");
+    std::fs::write(&path, ptx).unwrap();
+    let path = path.display().to_string();
+    for (driver, code) in [("580.65", 0), ("580.65.06", 0), ("575.51", 1)] {
+        let out = preflight(&[&path, "--gpu", "12.0", "--driver", driver]);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "--driver {driver}: {}",
+            text(&out.stdout)
+        );
+    }
 }
 
 #[test]

@@ -210,6 +210,9 @@ fn driver_versions_map_to_ptx_isa() {
         );
     }
     assert_eq!(driver_max_ptx_isa("515.65.01"), None);
+    // Written without its patch, a version is every patch of its release.
+    assert_eq!(driver_max_ptx_isa("580.65"), Some(PtxIsa::new(9, 0)));
+    assert_eq!(driver_max_ptx_isa("570.86"), Some(PtxIsa::new(8, 7)));
 }
 
 #[test]

@@ -71,20 +71,21 @@ const DRIVER_PTX: [((u32, u32, u32), PtxIsa); 14] = [
 /// The newest PTX ISA a Linux driver version (`550.54.15`, `580.65`) can
 /// JIT-compile, or `None` when the version does not parse or predates 520.
 ///
+/// A version written without its patch (`580.65`) or minor number stands
+/// for every driver it prefixes, as a user means it: it matches the release
+/// whose floor it names (580.65 is 580.65.06's release, ISA 9.0), where
+/// filling the missing parts with 0 would make it older than that floor.
 /// Drivers newer than the last published floor get that floor's ISA (9.3):
 /// the table only grows with confirmed releases.
 pub fn driver_max_ptx_isa(driver: &str) -> Option<PtxIsa> {
     let mut parts = driver.trim().split('.');
-    let mut next = || -> Option<u32> {
-        match parts.next() {
-            None => Some(0),
-            Some(p) => {
-                let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
-                digits.parse().ok()
-            }
-        }
+    let number = |p: &str| -> Option<u32> {
+        let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
     };
-    let version = (next()?, next()?, next()?);
+    let major = number(parts.next()?)?;
+    let mut next = || parts.next().map_or(Some(u32::MAX), number);
+    let version = (major, next()?, next()?);
     DRIVER_PTX
         .iter()
         .rev()
@@ -414,6 +415,13 @@ mod tests {
         assert_eq!(driver_max_ptx_isa("550.54.13"), Some(PtxIsa::new(8, 3)));
         assert_eq!(driver_max_ptx_isa("580.65.06"), Some(PtxIsa::new(9, 0)));
         assert_eq!(driver_max_ptx_isa("570.26"), Some(PtxIsa::new(8, 7)));
+        // Without a patch, every patch of the release: 580.65 is 580.65.06.
+        assert_eq!(driver_max_ptx_isa("580.65"), Some(PtxIsa::new(9, 0)));
+        assert_eq!(driver_max_ptx_isa("550.54"), Some(PtxIsa::new(8, 4)));
+        assert_eq!(driver_max_ptx_isa("580.64"), Some(PtxIsa::new(8, 8)));
+        assert_eq!(driver_max_ptx_isa("580"), Some(PtxIsa::new(9, 0)));
+        assert_eq!(driver_max_ptx_isa("520"), Some(PtxIsa::new(7, 8)));
+        assert_eq!(driver_max_ptx_isa("580.x"), None);
         assert_eq!(driver_max_ptx_isa("999.1"), Some(PtxIsa::new(9, 3)));
         assert_eq!(driver_max_ptx_isa("470.1"), None);
         assert_eq!(driver_max_ptx_isa("banana"), None);

@@ -3,26 +3,24 @@
 //! standalone `.fatbin`, `.cubin` and `.ptx` files.
 //!
 //! Files are memory-mapped and only the bytes of the fatbin and of the ELF
-//! headers are touched, so a 1 GB shared object is read in milliseconds.
+//! headers are touched, so a 1 GB shared object is read in milliseconds;
+//! compressed images are not decompressed beyond what their target needs
+//! ([`Depth`]).
 
-use crate::declared::arch::{self, ComputeCapability, ImageKind, PtxIsa, Suffix, Target, Verdict};
-use crate::declared::fatbin::{self, Compression, Entry, FatbinError};
-use object::read::elf::{ElfFile64, FileHeader};
+use crate::declared::arch::{self, ComputeCapability, ImageKind, PtxIsa, Target, Verdict};
+use crate::declared::fatbin::{self, Compression, FatbinError};
+use crate::declared::image::{
+    EM_CUDA, cubin_image, decompresses, entry_image, looks_like_ptx, ptx_target,
+};
 use object::{Object, ObjectSection};
+use rayon::prelude::*;
 use serde::Serialize;
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-/// `e_machine` of a cubin.
-const EM_CUDA: u16 = 190;
-/// `EI_ABIVERSION` of cubins with the V2 `e_flags` layout (CUDA 12.9 for
-/// sm_100 and later, CUDA 13 for every SM); V1 is 7.
-const ABI_V2: u8 = 8;
+pub use crate::declared::image::Depth;
+
 /// Sections that hold fatbins in host ELF files, most specific first.
 const FATBIN_SECTIONS: [&str; 2] = [".nv_fatbin", "__nv_relfatbin"];
-/// `.nv.compat` attribute whose value 1 marks an arch-specific (`a`) cubin
-/// (nvcc 13.5; what cuobjdump reads).
-const COMPAT_ARCH_SPECIFIC: u8 = 0x09;
 
 /// One embedded image.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -222,6 +220,12 @@ pub fn inspect_file(path: &Path) -> Result<FileImages, InspectError> {
 
 /// Inspect a file's bytes; `path` only names it in the result.
 pub fn inspect_bytes(path: &Path, data: &[u8]) -> Result<FileImages, Problem> {
+    inspect_bytes_with(path, data, Depth::Headers)
+}
+
+/// [`inspect_bytes`], reading the images inside fatbins as deep as `depth`
+/// asks.
+pub fn inspect_bytes_with(path: &Path, data: &[u8], depth: Depth) -> Result<FileImages, Problem> {
     let mut found = FileImages {
         path: path.to_path_buf(),
         format: Format::Elf,
@@ -234,7 +238,7 @@ pub fn inspect_bytes(path: &Path, data: &[u8]) -> Result<FileImages, Problem> {
             found.format = Format::Cubin;
             found.images.push(cubin_image(data, 0, None)?);
         } else {
-            host_elf(data, &mut found)?;
+            host_elf(data, depth, &mut found)?;
         }
     } else if data.starts_with(&fatbin::FATBIN_MAGIC.to_le_bytes()) {
         found.format = Format::Fatbin;
@@ -242,7 +246,7 @@ pub fn inspect_bytes(path: &Path, data: &[u8]) -> Result<FileImages, Problem> {
             section: None,
             source,
         })?;
-        add_fatbin(&parsed, None, &mut found)?;
+        add_fatbin(&parsed, None, depth, &mut found)?;
     } else if looks_like_ptx(data) {
         found.format = Format::Ptx;
         let (target, isa) = ptx_target(data).map_err(|why| Problem::Ptx { offset: 0, why })?;
@@ -270,7 +274,7 @@ fn elf_machine(data: &[u8]) -> Option<u16> {
     })
 }
 
-fn host_elf(data: &[u8], found: &mut FileImages) -> Result<(), Problem> {
+fn host_elf(data: &[u8], depth: Depth, found: &mut FileImages) -> Result<(), Problem> {
     let elf = object::File::parse(data).map_err(Problem::Elf)?;
     for name in FATBIN_SECTIONS {
         let Some(section) = elf.section_by_name(name) else {
@@ -282,7 +286,7 @@ fn host_elf(data: &[u8], found: &mut FileImages) -> Result<(), Problem> {
             section: Some(name.to_string()),
             source,
         })?;
-        add_fatbin(&parsed, Some(name), found)?;
+        add_fatbin(&parsed, Some(name), depth, found)?;
         // An executable fatbin makes the relocatable one redundant, as in cuobjdump.
         if found.fatbins > 0 {
             break;
@@ -294,187 +298,29 @@ fn host_elf(data: &[u8], found: &mut FileImages) -> Result<(), Problem> {
 fn add_fatbin(
     parsed: &fatbin::Fatbin<'_>,
     section: Option<&str>,
+    depth: Depth,
     found: &mut FileImages,
 ) -> Result<(), Problem> {
     found.fatbins += parsed.containers;
     found.other_entries += parsed.other_entries;
-    for entry in &parsed.entries {
-        let bytes = entry.bytes().map_err(|source| Problem::Fatbin {
-            section: section.map(str::to_string),
-            source,
-        })?;
-        found.images.push(entry_image(entry, &bytes)?);
+    let read = |entry| entry_image(entry, section, depth);
+    // Decompression is the only work worth spreading over threads; for one
+    // entry or none, starting rayon's pool would cost more than it saves.
+    let work = parsed
+        .entries
+        .iter()
+        .filter(|e| decompresses(e, depth))
+        .count();
+    let images: Vec<Result<Image, Problem>> = if work > 1 {
+        parsed.entries.par_iter().map(read).collect()
+    } else {
+        parsed.entries.iter().map(read).collect()
+    };
+    // The first fault in file order, whichever thread met it first.
+    for image in images {
+        found.images.push(image?);
     }
     Ok(())
-}
-
-fn entry_image(entry: &Entry<'_>, bytes: &[u8]) -> Result<Image, Problem> {
-    let mut image = match entry.kind {
-        ImageKind::Sass => cubin_image(bytes, entry.offset, Some(entry))?,
-        ImageKind::Ptx => {
-            let (target, isa) = ptx_target(bytes).map_err(|why| Problem::Ptx {
-                offset: entry.offset,
-                why,
-            })?;
-            Image {
-                kind: ImageKind::Ptx,
-                target,
-                ptx_isa: isa.or(entry.ptx_isa),
-                compressed: None,
-                stored_size: 0,
-                size: 0,
-                offset: entry.offset,
-            }
-        }
-    };
-    image.compressed = entry.compression;
-    image.stored_size = entry.stored_size;
-    image.size = entry.size;
-    Ok(image)
-}
-
-/// The target of a cubin: SM from `e_flags`, suffix from the toolkit note
-/// (`-arch sm_100f`), the `.nv.compat` attributes, the `e_flags` accelerator
-/// bit, or the fatbin entry's flags, whichever says it.
-fn cubin_image(data: &[u8], offset: u64, entry: Option<&Entry<'_>>) -> Result<Image, Problem> {
-    let bad = |why: String| Problem::Cubin { offset, why };
-    let elf = ElfFile64::<object::Endianness>::parse(data).map_err(|e| bad(e.to_string()))?;
-    let header = elf.elf_header();
-    let endian = elf.endian();
-    let machine = header.e_machine(endian).0;
-    if machine != EM_CUDA {
-        return Err(bad(format!("e_machine is {machine}, not {EM_CUDA} (CUDA)")));
-    }
-    let flags = header.e_flags(endian).0;
-    let (sm, accelerator) = if header.e_ident().abi_version >= ABI_V2 {
-        ((flags >> 8) & 0xff, flags & 0x8 != 0)
-    } else {
-        (flags & 0xff, flags & 0x800 != 0)
-    };
-    if sm < 10 {
-        return Err(bad(format!("e_flags {flags:#x} name no SM architecture")));
-    }
-    let section = |name: &str| elf.section_by_name(name).and_then(|s| s.data().ok());
-    let note_arch = section(".note.nv.tkinfo").and_then(tkinfo_arch);
-    let compat_a = section(".nv.compat").is_some_and(compat_arch_specific);
-    let suffix = match note_arch {
-        Some(t) if t.sm == sm && t.suffix != Suffix::None => t.suffix,
-        _ if accelerator || compat_a || entry.is_some_and(Entry::flags_arch_specific) => {
-            Suffix::ArchSpecific
-        }
-        _ if entry.is_some_and(Entry::flags_family) => Suffix::Family,
-        _ => Suffix::None,
-    };
-    Ok(Image {
-        kind: ImageKind::Sass,
-        target: Target {
-            kind: ImageKind::Sass,
-            sm,
-            suffix,
-        },
-        ptx_isa: None,
-        compressed: None,
-        stored_size: data.len() as u64,
-        size: data.len() as u64,
-        offset,
-    })
-}
-
-/// The `-arch sm_XY[a|f]` option recorded in a cubin's toolkit note.
-fn tkinfo_arch(note: &[u8]) -> Option<Target> {
-    let text = String::from_utf8_lossy(note);
-    let at = text.find("-arch")? + "-arch".len();
-    let rest = text[at..].trim_start_matches([' ', '=']);
-    let token: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    token.parse().ok()
-}
-
-/// Whether `.nv.compat` carries the arch-specific attribute. Records are
-/// `u8 format, u8 attribute, u16 value`; format 4 is followed by `value`
-/// bytes of data.
-fn compat_arch_specific(data: &[u8]) -> bool {
-    let mut at = 0usize;
-    while let Some(record) = data.get(at..at + 4) {
-        let value = u16::from_le_bytes([record[2], record[3]]);
-        if record[0] == 2 && record[1] == COMPAT_ARCH_SPECIFIC {
-            return value & 0xff == 1;
-        }
-        at += 4;
-        if record[0] == 4 {
-            at += usize::from(value);
-        }
-    }
-    false
-}
-
-fn looks_like_ptx(data: &[u8]) -> bool {
-    let head = &data[..data.len().min(64 * 1024)];
-    let text = String::from_utf8_lossy(head);
-    text.lines().any(|l| l.trim_start().starts_with(".version"))
-        && text.lines().any(|l| l.trim_start().starts_with(".target"))
-}
-
-/// The `.target` (as `compute_…`) and `.version` of PTX text.
-fn ptx_target(data: &[u8]) -> Result<(Target, Option<PtxIsa>), String> {
-    let text = std::str::from_utf8(data)
-        .map(Cow::Borrowed)
-        .unwrap_or_else(|_| String::from_utf8_lossy(data));
-    let directive = |name: &str| {
-        text.lines()
-            .map(str::trim_start)
-            .find_map(|l| l.strip_prefix(name))
-            .map(|rest| rest.trim().to_string())
-    };
-    let isa = directive(".version").and_then(|v| v.parse::<PtxIsa>().ok());
-    let target = directive(".target").ok_or("no .target directive")?;
-    let first = target
-        .split([',', ' ', '\t'])
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    let sm = first
-        .strip_prefix("sm_")
-        .ok_or_else(|| format!(".target {first:?} names no sm_ architecture"))?;
-    let target: Target = format!("compute_{sm}")
-        .parse()
-        .map_err(|e: arch::ParseArchError| e.to_string())?;
-    Ok((target, isa))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tkinfo_arch_reads_the_option() {
-        let note = b"\0\0Build cuda_13.5\0-arch sm_100f -m 64 \0";
-        assert_eq!(tkinfo_arch(note).unwrap().to_string(), "sm_100f");
-        assert!(tkinfo_arch(b"nothing here").is_none());
-    }
-
-    #[test]
-    fn compat_attribute_marks_arch_specific() {
-        let a = [
-            2, 9, 1, 0, 2, 0xc, 0, 0, 4, 0xb, 8, 0, 9, 0, 0, 0, 0, 0, 0, 0,
-        ];
-        let plain = [2, 9, 0, 0, 2, 0xc, 0, 0];
-        assert!(compat_arch_specific(&a));
-        assert!(!compat_arch_specific(&plain));
-        assert!(!compat_arch_specific(&[4, 9, 0xff, 0xff]));
-    }
-
-    #[test]
-    fn ptx_text_gives_target_and_isa() {
-        let ptx = b"//\n.version 9.5\n.target sm_90a\n.address_size 64\n";
-        let (t, isa) = ptx_target(ptx).unwrap();
-        assert_eq!(t.to_string(), "compute_90a");
-        assert_eq!(isa, Some(PtxIsa::new(9, 5)));
-        assert!(ptx_target(b".version 9.5\n").is_err());
-        assert!(ptx_target(b".target gfx90a\n").is_err());
-    }
 }
 
 /// What the embedded-architecture check is judged against: this machine's

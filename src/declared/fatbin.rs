@@ -8,8 +8,11 @@
 //! images, described by a table of sub-headers inside the group header.
 
 use crate::declared::arch::{ImageKind, PtxIsa};
+use crate::declared::inflate::{HEAD_STEP, decompress, zstd_head};
 use serde::Serialize;
 use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 /// Magic number that opens every fatbin container.
 pub const FATBIN_MAGIC: u32 = 0xBA55_ED50;
@@ -25,9 +28,6 @@ const FLAG_ZSTD: u64 = 0x8000;
 const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
 /// Seen in nvcc 13.5 entries built for `…f` targets.
 const FLAG_FAMILY: u64 = 0x20_0000;
-/// Refuse to inflate a single image beyond this (a corrupt size field must
-/// not allocate terabytes).
-const MAX_UNCOMPRESSED: u64 = 4 << 30;
 
 /// How an entry's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -125,8 +125,31 @@ pub struct Entry<'a> {
 enum Payload<'a> {
     Plain(&'a [u8]),
     Compressed(&'a [u8]),
-    /// A slice of a `--concat` group, already inflated and shared.
-    Shared(std::sync::Arc<Vec<u8>>, std::ops::Range<usize>),
+    /// A member of a compressed `--concat` group, which is inflated as a
+    /// whole, once, by the first member that needs its bytes.
+    Grouped(Arc<Group<'a>>, Range<usize>),
+}
+
+/// The compressed payload of a `--concat` group.
+#[derive(Debug)]
+struct Group<'a> {
+    stored: &'a [u8],
+    method: Compression,
+    size: u64,
+    offset: u64,
+    inflated: OnceLock<Result<Vec<u8>, FatbinError>>,
+}
+
+impl Group<'_> {
+    fn inflated(&self) -> Result<&[u8], FatbinError> {
+        let inflated = self
+            .inflated
+            .get_or_init(|| decompress(self.stored, self.method, self.size, self.offset));
+        match inflated {
+            Ok(bytes) => Ok(bytes),
+            Err(e) => Err(e.clone()),
+        }
+    }
 }
 
 impl<'a> Entry<'a> {
@@ -148,62 +171,37 @@ impl<'a> Entry<'a> {
                 let method = self.compression.unwrap_or(Compression::Zstd);
                 decompress(b, method, self.size, self.offset).map(Cow::Owned)
             }
-            Payload::Shared(all, range) => Ok(Cow::Owned(all[range.clone()].to_vec())),
-        }
-    }
-}
-
-fn decompress(
-    data: &[u8],
-    method: Compression,
-    size: u64,
-    offset: u64,
-) -> Result<Vec<u8>, FatbinError> {
-    let fail = |problem: String| FatbinError::Decompress {
-        offset,
-        method,
-        problem,
-    };
-    if size > MAX_UNCOMPRESSED {
-        return Err(fail(format!("declared size {size} is implausible")));
-    }
-    let size = size as usize;
-    let out = match method {
-        Compression::Lz4 => {
-            // LZ4 cannot expand more than 255-fold; a larger claim is corruption,
-            // and must not become a huge allocation.
-            if size > data.len().saturating_mul(255).saturating_add(16) {
-                return Err(fail(format!(
-                    "declared size {size} is impossible for {} compressed bytes",
-                    data.len()
-                )));
+            Payload::Grouped(group, range) => {
+                Ok(Cow::Owned(group.inflated()?[range.clone()].to_vec()))
             }
-            let mut out = vec![0u8; size];
-            let n = lz4_flex::block::decompress_into(data, &mut out)
-                .map_err(|e| fail(e.to_string()))?;
-            out.truncate(n);
-            out
         }
-        Compression::Zstd => {
-            use std::io::Read;
-            let decoder =
-                ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| fail(e.to_string()))?;
-            let mut out = Vec::with_capacity(size.min(64 << 20));
-            // One byte past the declared size reveals a frame that is too long.
-            decoder
-                .take(size as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| fail(e.to_string()))?;
-            out
-        }
-    };
-    if out.len() != size {
-        return Err(fail(format!(
-            "decompressed to {} bytes, header says {size}",
-            out.len()
-        )));
     }
-    Ok(out)
+
+    /// The image's first bytes: the shortest of the prefixes 4 KiB, 8 KiB,
+    /// 16 KiB, … that `enough` accepts, or the whole image. A zstd payload is
+    /// decoded only that far (in whole zstd blocks, at most 128 KiB each),
+    /// which for a PTX image's `.target` line is one block of a text that
+    /// can run to megabytes. Only a whole image is checked against its
+    /// declared size.
+    pub fn head(
+        &self,
+        mut enough: impl FnMut(&[u8]) -> bool,
+    ) -> Result<Cow<'a, [u8]>, FatbinError> {
+        match &self.payload {
+            Payload::Plain(b) => {
+                let mut n = HEAD_STEP.min(b.len());
+                while n < b.len() && !enough(&b[..n]) {
+                    n = n.saturating_mul(2).min(b.len());
+                }
+                Ok(Cow::Borrowed(&b[..n]))
+            }
+            Payload::Compressed(b) if self.compression == Some(Compression::Zstd) => {
+                zstd_head(b, self.size, self.offset, enough).map(Cow::Owned)
+            }
+            // An LZ4 block cannot be decoded in part; a group is shared.
+            _ => self.bytes(),
+        }
+    }
 }
 
 /// Little-endian reads that fail with the structure's name and offset.
@@ -384,12 +382,17 @@ fn parse_entries<'a>(body: &'a [u8], base: u64, out: &mut Fatbin<'a>) -> Result<
             None => payload,
         };
         if h.kind == KIND_GROUP {
-            let method = compression.unwrap_or(Compression::Zstd);
-            let inflated = match compression {
-                Some(_) => decompress(stored, method, h.uncompressed_size, offset)?,
-                None => stored.to_vec(),
+            let group = match compression {
+                Some(method) => Members::Compressed(Arc::new(Group {
+                    stored,
+                    method,
+                    size: h.uncompressed_size,
+                    offset,
+                    inflated: OnceLock::new(),
+                })),
+                None => Members::Plain(stored),
             };
-            parse_group(full_header, offset, inflated, compression, out)?;
+            parse_group(full_header, offset, group, compression, out)?;
         } else if let Some(kind) = image_kind(h.kind) {
             out.entries.push(Entry {
                 offset,
@@ -416,15 +419,24 @@ fn parse_entries<'a>(body: &'a [u8], base: u64, out: &mut Fatbin<'a>) -> Result<
     Ok(())
 }
 
+/// Where the images of a `--concat` group lie.
+enum Members<'a> {
+    /// In the file, stored as they are.
+    Plain(&'a [u8]),
+    /// In a payload compressed as a whole.
+    Compressed(Arc<Group<'a>>),
+}
+
 /// A `--concat` group: after the usual 64-byte header, `u32 count`, `u32
 /// table size`, then one sub-header per image, whose size field holds the
 /// image's offset in the inflated payload instead. A sub-header is 64 bytes,
 /// or longer when it carries an attribute block (`u32 0x48`, `u32 length`,
-/// the attributes, padded to 8).
+/// the attributes, padded to 8). Nothing is inflated here: each member
+/// points into the group's payload.
 fn parse_group<'a>(
     header_bytes: &[u8],
     offset: u64,
-    inflated: Vec<u8>,
+    members: Members<'a>,
     compression: Option<Compression>,
     out: &mut Fatbin<'a>,
 ) -> Result<(), FatbinError> {
@@ -453,7 +465,10 @@ fn parse_group<'a>(
         data: subs,
         base: offset + ENTRY_HEADER_MIN as u64 + 8,
     };
-    let inflated = std::sync::Arc::new(inflated);
+    let inflated_len = match &members {
+        Members::Plain(stored) => stored.len(),
+        Members::Compressed(group) => usize::try_from(group.size).unwrap_or(usize::MAX),
+    };
     let mut at = 0usize;
     for _ in 0..count {
         let h = header(sr.slice(at, ENTRY_HEADER_MIN, "concatenated sub-header")?);
@@ -465,11 +480,10 @@ fn parse_group<'a>(
         let start = h.size_or_offset as usize;
         let len = usize::try_from(h.payload_size).unwrap_or(usize::MAX);
         let range = match start.checked_add(len) {
-            Some(end) if end <= inflated.len() => start..end,
+            Some(end) if end <= inflated_len => start..end,
             _ => {
                 return Err(corrupt(format!(
-                    "image at {start}+{len} lies outside its {} inflated bytes",
-                    inflated.len()
+                    "image at {start}+{len} lies outside its {inflated_len} inflated bytes"
                 )));
             }
         };
@@ -483,7 +497,10 @@ fn parse_group<'a>(
                 compression,
                 stored_size: len as u64,
                 size: len as u64,
-                payload: Payload::Shared(inflated.clone(), range),
+                payload: match &members {
+                    Members::Plain(stored) => Payload::Plain(&stored[range]),
+                    Members::Compressed(group) => Payload::Grouped(group.clone(), range),
+                },
             }),
             None => out.other_entries += 1,
         }

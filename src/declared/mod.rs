@@ -3,6 +3,8 @@
 pub mod arch;
 pub mod embedded;
 pub mod fatbin;
+mod image;
+mod inflate;
 pub mod resolve;
 pub mod system;
 

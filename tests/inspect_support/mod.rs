@@ -7,6 +7,8 @@
 //! relative to itself, and gcc comes from PATH.
 #![allow(dead_code)]
 
+use kernel_preflight::declared::arch::ImageKind;
+use kernel_preflight::declared::embedded::FileImages;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -42,7 +44,8 @@ fn venv_tool(dir: &str, name: &str) -> PathBuf {
     })
 }
 
-fn run(cmd: &mut Command) {
+/// Run a tool that must succeed.
+pub fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
@@ -209,6 +212,18 @@ pub const SPECS: &[Spec] = &[
     },
 ];
 
+/// Build one fixture into `dir` with the wheel's nvcc.
+pub fn build(spec: &Spec, dir: &Path) -> PathBuf {
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda");
+    let out = dir.join(spec.name);
+    run(Command::new(cuda_tool("nvcc"))
+        .args(spec.args)
+        .arg(sources.join(spec.source))
+        .arg("-o")
+        .arg(&out));
+    out
+}
+
 /// The fixture directory, with every fixture built (once per process).
 pub fn fixtures() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
@@ -220,14 +235,8 @@ pub fn fixtures() -> &'static Path {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("inspect-fixtures-{stem}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create fixture dir");
-        let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda");
-        let nvcc = cuda_tool("nvcc");
         for spec in SPECS {
-            run(Command::new(&nvcc)
-                .args(spec.args)
-                .arg(sources.join(spec.source))
-                .arg("-o")
-                .arg(dir.join(spec.name)));
+            build(spec, &dir);
         }
         cuda12_fixtures(&dir);
         let c = Command::new("cc")
@@ -296,4 +305,49 @@ pub fn cuda_fixture_names() -> Vec<String> {
 /// Path of one fixture.
 pub fn fixture(name: &str) -> PathBuf {
     fixtures().join(name)
+}
+
+/// What cuobjdump lists, per kind, in its order: `sm_80`, `sm_90a`, …
+pub fn cuobjdump(path: &Path) -> (Vec<String>, Vec<String>) {
+    let out = Command::new(cuda_tool("cuobjdump"))
+        .args(["--list-elf", "--list-ptx"])
+        .arg(path)
+        .output()
+        .expect("run cuobjdump");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut elf = Vec::new();
+    let mut ptx = Vec::new();
+    for line in text.lines() {
+        let Some((head, name)) = line.split_once(':') else {
+            continue;
+        };
+        let mut parts = name.trim().rsplit('.');
+        let ext = parts.next().unwrap_or_default();
+        let arch = parts.next().unwrap_or_default().to_string();
+        match (
+            head.starts_with("ELF file"),
+            head.starts_with("PTX file"),
+            ext,
+        ) {
+            (true, _, "cubin") => elf.push(arch),
+            (_, true, "ptx") => ptx.push(arch),
+            _ => panic!("unexpected cuobjdump line {line:?}"),
+        }
+    }
+    (elf, ptx)
+}
+
+/// Our images in cuobjdump's spelling: PTX as `sm_…`, and SASS without the
+/// `f` suffix, which cuobjdump drops.
+pub fn in_cuobjdump_terms(file: &FileImages) -> (Vec<String>, Vec<String>) {
+    let mut elf = Vec::new();
+    let mut ptx = Vec::new();
+    for image in &file.images {
+        let t = image.target.to_string();
+        match image.kind {
+            ImageKind::Sass => elf.push(t.trim_end_matches('f').to_string()),
+            ImageKind::Ptx => ptx.push(t.replace("compute_", "sm_")),
+        }
+    }
+    (elf, ptx)
 }
