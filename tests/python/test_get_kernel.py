@@ -50,7 +50,6 @@ def test_loads_a_working_variant_where_the_hub_loader_fails(hub_cache, breakage)
     assert module.relu([-1.0, 2.0]) == [0.0, 2.0]
 
 
-@pytest.mark.xfail(strict=True, reason="issue #10 item 2: hub validators in the probe")
 def test_the_probe_refuses_a_variant_that_needs_a_newer_kernels(hub_cache):
     two_variants(hub_cache, "acme/minver", preferred=BROKEN_PREFERRED["needs_a_newer_kernels"])
     assert kp.select("acme/minver", version=1).variant == FALLBACK
@@ -150,8 +149,8 @@ def test_nothing_working_raises_with_each_reason(hub_cache):
 
 
 def test_a_variant_refused_by_the_hub_validators_is_skipped_for_the_next(hub_cache):
-    # Both pass their probes; the preferred one declares a dependency the
-    # hub's validator refuses, so the next one that works is loaded.
+    # The preferred one declares a dependency the hub's validator refuses:
+    # its probe runs that validator and fails, so the next one is loaded.
     two_variants(hub_cache, "acme/deps", preferred={"metadata": {"python-depends": ["no-such-dependency"]}})
     module = kp.get_kernel("acme/deps", version=1)
     assert module.VARIANT == FALLBACK
