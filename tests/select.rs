@@ -109,3 +109,43 @@ fn nothing_works_is_exit_1_with_the_reasons() {
     assert_eq!(doc["path"], Value::Null);
     assert_eq!(doc["alternatives"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_name_rejected_variant_is_chosen_only_when_asked_and_only_with_smoke_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The test environment has no torch, so the hub rejects every
+    // torch-versioned build by its name here; this one imports and runs.
+    let names = vec!["torch29-cxx11-cpu-x86_64-linux".to_string()];
+    let repo = kernel_repo(tmp.path(), "named", &names, "def work():\n    return 1\n");
+    let smoke = tmp.path().join("smoke.py");
+    std::fs::write(
+        &smoke,
+        "def smoke(kernel, device):\n    return (kernel.work(), 1)\n",
+    )
+    .unwrap();
+    let repo = repo.to_str().unwrap();
+    let smoke = smoke.to_str().unwrap();
+
+    // By default names decide: nothing the hub accepts works.
+    let out = select(&[repo, "--smoke", smoke, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["variant"].is_null(), "{doc}");
+    assert_eq!(doc["alternatives"][0]["outcome"]["kind"], "pass", "{doc}");
+    assert_eq!(doc["alternatives"][0]["accepted_by_name"], false);
+
+    // Asked to let evidence overrule names, with a smoke that ran: chosen,
+    // and said so.
+    let out = select(&[repo, "--smoke", smoke, "--json", "--overrule-names"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["variant"], names[0].as_str());
+    assert_eq!(doc["overrules_name"], true);
+    assert!(stderr(&out).contains("rejected by the hub by its name"));
+
+    // An import alone is not enough evidence to overrule a name.
+    let out = select(&[repo, "--json", "--overrule-names", "--no-cache"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["variant"].is_null(), "{doc}");
+}

@@ -4,7 +4,7 @@ use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::check;
-use kernel_preflight::run::select::{Rank, Selection};
+use kernel_preflight::run::select::{Names, Rank, Selection};
 use std::path::PathBuf;
 
 /// Arguments of `preflight select`.
@@ -19,6 +19,11 @@ pub struct Args {
     /// hub loader's preference.
     #[arg(long)]
     fastest: bool,
+    /// Let evidence overrule names: when no variant the hub accepts by name
+    /// works, choose one it rejects by name whose smoke workload ran here
+    /// (depth smoke or deeper). Said on stderr and in the JSON.
+    #[arg(long)]
+    overrule_names: bool,
     /// Print JSON: the choice, its outcome, and every alternative.
     #[arg(long)]
     json: bool,
@@ -61,7 +66,20 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     } else {
         Rank::Preference
     };
-    let selection = Selection::new(&report.results, rank);
+    let names = if args.overrule_names {
+        Names::Overruled
+    } else {
+        Names::Decide
+    };
+    let selection = Selection::new(&report.results, rank, names);
+    if selection.overrules_name
+        && let Some(variant) = selection.variant
+    {
+        eprintln!(
+            "preflight: {variant} is rejected by the hub by its name here; \
+             chosen because its smoke workload ran here and --overrule-names was given"
+        );
+    }
     let found = selection.path.is_some();
     if args.json {
         emit_json(&selection);
