@@ -219,3 +219,42 @@ fn cold_and_warm_select_agree_and_no_two_jobs_share_an_outcome() {
             .to_owned()
     });
 }
+
+#[test]
+fn a_rebuilt_metadata_json_alone_is_a_new_job_and_the_hubs_refusal_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let python = python();
+    let mut k = HubKernel::new(tmp.path(), "relicensed");
+    let m = k.metadata("cpu");
+    let variant = k.variant("torch-universal", &[("__init__.py", ADD)], m);
+    let repo = k.finish(&python);
+    let cache = tmp.path().join("cache");
+    let kernel = Kernel {
+        what: "relicensed",
+        repo,
+        args: vec![],
+    };
+    let (first, code) = select(&cache, &kernel);
+    assert_eq!(code, Some(0), "{first}");
+    assert_eq!(first["outcome"]["kind"], "pass", "{first}");
+    let judged = [(variant.clone(), first["outcome"].clone())];
+    assert_agrees_with_the_hub(&python, &judged, str::to_owned);
+    // The same files, rebuilt without a license: only metadata.json changes.
+    let path = variant.join("metadata.json");
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("license");
+    m.as_object_mut().unwrap().remove("digest");
+    std::fs::write(&path, m.to_string()).unwrap();
+    hub_build::hub_hash(&python, std::slice::from_ref(&variant));
+    let (second, code) = select(&cache, &kernel);
+    assert_eq!(code, Some(1), "{second}");
+    let alternative = &second["alternatives"][0];
+    assert_eq!(alternative["cached"], false, "a new job: {second}");
+    assert_ne!(alternative["outcome"]["kind"], "pass", "{second}");
+    let judged = [(variant, alternative["outcome"].clone())];
+    assert_agrees_with_the_hub(&python, &judged, |refusal| {
+        // "Cannot parse metadata from `…/metadata.json`: missing field `license` at line …"
+        let reason = refusal.split_once("`: ").map_or(refusal, |(_, r)| r);
+        reason.split(" at line ").next().unwrap().to_owned()
+    });
+}
