@@ -156,8 +156,8 @@ def test_tritons_interpreter_needs_numpy_and_says_so(preflight, tmp_path):
     but Triton's interpreter imports numpy, which this suite keeps out: a
     real missing numpy (Triton's own ModuleNotFoundError) is
     missing_dependency numpy, unlike torch's warning about it. Without the
-    interpreter the launch needs a GPU: no_device. (TRITON_INTERPRET is not
-    part of the cache key: --no-cache.)"""
+    interpreter the launch needs a GPU: no_device — probed anew, since
+    TRITON_INTERPRET is part of the machine's fingerprint."""
     import json
 
     import hubify
@@ -175,7 +175,7 @@ def test_tritons_interpreter_needs_numpy_and_says_so(preflight, tmp_path):
     hubify.hub_build.finish(variant)
     smoke = tmp_path / "smoke.py"
     smoke.write_text(SMOKE)
-    args = ["check", "--no-cache", "--timeout", "300", "--python", sys.executable, str(variant.parent.parent),
+    args = ["check", "--timeout", "300", "--python", sys.executable, str(variant.parent.parent),
             "--smoke", str(smoke)]
     doc, _ = run_json(preflight, args, tmp_path / "cache", env={"TRITON_INTERPRET": "1"})
     outcome = doc["results"][0]["outcome"]
@@ -186,6 +186,7 @@ def test_tritons_interpreter_needs_numpy_and_says_so(preflight, tmp_path):
     doc, _ = run_json(preflight, args, tmp_path / "cache")
     outcome = doc["results"][0]["outcome"]
     print(outcome)
+    assert doc["results"][0]["cached"] is False, "another fingerprint, another job"
     assert outcome["kind"] == "no_device", outcome
     assert outcome["phase"] == "smoke", outcome
     assert hub_loads(sys.executable, [variant]) == [None]
