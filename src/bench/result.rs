@@ -152,4 +152,4 @@ fn median(v: &VariantBench) -> f64 {
 
 #[cfg(test)]
 #[path = "result_tests.rs"]
-mod tests;
+pub(crate) mod tests;
