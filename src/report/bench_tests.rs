@@ -99,6 +99,8 @@ cu128-slow  ============================================[====|---------]  2.00 m
 not timed: cu126-bad: wrong_result: max abs error 0.5
 ";
     assert_eq!(table(&report(), 100), expected);
+    // Too narrow to fit is wrapped, not a failure.
+    assert!(table(&report(), 0).contains("not timed: cu126-bad"));
 }
 
 #[test]
