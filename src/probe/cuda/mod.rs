@@ -34,6 +34,12 @@ pub fn nvrtc_library(toolkits: &crate::fingerprint::Toolkits) -> Option<PathBuf>
     toolkits.nvrtc.first().map(|l| l.path.clone())
 }
 
+/// Whether a variant's directory holds shared objects (`.so`, `.so.N`),
+/// which may embed CUDA code for the device depth to load.
+pub fn has_shared_objects(dir: &Path) -> bool {
+    embedded::shared_objects(dir).is_ok_and(|files| !files.is_empty())
+}
+
 /// The hidden subcommand that runs [`child::main`].
 pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
 
