@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod check;
+pub mod device;
 pub mod doctor;
 pub mod inspect;
 pub mod native;
