@@ -322,8 +322,9 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
     let out = check(true);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = &json["results"][0];
-    // The stand-in loads anything; the rule says sm_80 SASS cannot run on
-    // its sm_90: declared and observed disagree, and both are shown.
+    // The rule says sm_80 SASS cannot run on the stand-in's sm_90, and the
+    // stand-in, reading the fatbin as the driver does, refuses it (209):
+    // declared and observed agree.
     assert_eq!(row["declared"]["accepted"], false, "{row}");
     assert!(
         row["declared"]["reason"]
@@ -332,7 +333,8 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
             .contains("SASS for sm_80, no PTX; this GPU is sm_90"),
         "{row}"
     );
-    assert_eq!(row["outcome"]["kind"], "pass");
+    assert_eq!(row["outcome"]["kind"], "unsupported_arch", "{row}");
+    assert_eq!(row["outcome"]["phase"], "load", "{row}");
     assert_eq!(row["cached"], false, "{row}");
     let again: serde_json::Value = serde_json::from_slice(&check(true).stdout).expect("JSON");
     let cached = &again["results"][0];
@@ -340,7 +342,23 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
     assert_eq!(cached["declared"], row["declared"], "{cached}");
     let text = String::from_utf8_lossy(&check(false).stdout).into_owned();
     assert!(text.contains("rejected (no image fits)"), "{text}");
-    assert!(text.contains("≠ pass"), "{text}");
+    assert!(text.contains("unsupported_arch"), "{text}");
+    assert!(!text.contains("≠"), "{text}");
+    // On an A100 (FAKE_CUDA_CC=8.0) the same module is declared runnable
+    // and loads.
+    let a100_cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["check", "--json"])
+        .arg(dir.path())
+        .env("PREFLIGHT_LIBCUDA", fake_libcuda())
+        .env("PREFLIGHT_CACHE", a100_cache.path())
+        .env("FAKE_CUDA_CC", "8.0")
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = &json["results"][0];
+    assert_eq!(row["declared"]["accepted"], true, "{row}");
+    assert_eq!(row["outcome"]["kind"], "pass", "{row}");
 }
 
 /// A native target whose modules are `names` (the stand-in loads anything),
