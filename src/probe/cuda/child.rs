@@ -308,14 +308,17 @@ impl Child<'_> {
             .file_name()
             .map_or_else(|| "module.cu".into(), |n| n.to_string_lossy().into_owned());
         let target = spec.target.as_deref().or(device_sm);
-        let compiled = nvrtc::compile(&source, &name, target, &spec.nvrtc_options)
-            .map_err(|f| (Phase::Load, f))?;
+        // Loading NVRTC (its version is the first call) binds the library
+        // whose answers the compile would report: it must be the chosen one.
+        nvrtc::version().map_err(|f| (Phase::Load, f))?;
         let nvrtc = bound::verify("libnvrtc", chosen, nvrtc::bound_library())
             .map_err(|f| (Phase::Load, f))?;
         self.log.emit(&Event::Runtime(Runtime {
             nvrtc,
             ..Runtime::default()
         }));
+        let compiled = nvrtc::compile(&source, &name, target, &spec.nvrtc_options)
+            .map_err(|f| (Phase::Load, f))?;
         self.log.emit(&Event::Compiled(CompileInfo {
             target: compiled.target.clone(),
             image: compiled.kind.as_str().to_owned(),

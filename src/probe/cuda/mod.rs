@@ -150,7 +150,14 @@ impl CudaExecutor {
         env.extend(self.env.iter().cloned());
         if let Some(dir) = self.nvrtc.as_deref().and_then(Path::parent) {
             let mut paths = vec![dir.to_path_buf()];
-            if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+            // The caller's own path, else this process's, follows.
+            let given = self
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "LD_LIBRARY_PATH")
+                .map(|(_, v)| v.clone());
+            if let Some(old) = given.or_else(|| std::env::var_os("LD_LIBRARY_PATH")) {
                 paths.extend(std::env::split_paths(&old));
             }
             if let Ok(joined) = std::env::join_paths(paths) {
