@@ -15,6 +15,8 @@
 mod cuda;
 #[cfg(test)]
 mod cuda_tests;
+#[cfg(test)]
+mod device_tests;
 pub mod hints;
 #[cfg(test)]
 mod hub_tests;
