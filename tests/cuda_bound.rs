@@ -64,7 +64,10 @@ fn axpy(shared_mem_bytes: u32) -> Launch {
 
 fn run(executor: &CudaExecutor, spec: ModuleSpec, launches: Vec<Launch>) -> (Report, Outcome) {
     let evidence = executor
-        .run(&Job::new(Subject::Module { spec, launches }), &Cancel::new())
+        .run(
+            &Job::new(Subject::Module { spec, launches }),
+            &Cancel::new(),
+        )
         .expect("run");
     (evidence.report(), classify::classify(&evidence))
 }
@@ -110,7 +113,11 @@ fn more_than_48_kib_of_shared_memory_is_opted_in_up_to_the_devices_maximum() {
 #[test]
 fn the_child_reports_the_libcuda_it_is_bound_to() {
     let dir = tempfile::tempdir().unwrap();
-    let (report, o) = run(&fake_executor(fake_libcuda()), cubin(dir.path()), Vec::new());
+    let (report, o) = run(
+        &fake_executor(fake_libcuda()),
+        cubin(dir.path()),
+        Vec::new(),
+    );
     assert_eq!(o.kind, OutcomeKind::Pass, "{o:?}");
     assert_eq!(
         report.runtime.libcuda.as_deref().map(Path::new),
@@ -148,7 +155,11 @@ fn a_libcuda_whose_calls_land_in_another_file_is_a_probe_error_naming_both() {
         .expect("a C compiler (cc)");
     assert!(status.success());
     let (_, o) = run(&fake_executor(&shim), cubin(dir.path()), Vec::new());
-    assert_eq!((o.kind, o.phase), (OutcomeKind::ProbeError, Phase::Start), "{o:?}");
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::ProbeError, Phase::Start),
+        "{o:?}"
+    );
     assert!(
         o.message.contains(&shim.display().to_string())
             && o.message.contains(&real.display().to_string()),
@@ -159,7 +170,11 @@ fn a_libcuda_whose_calls_land_in_another_file_is_a_probe_error_naming_both() {
 
 fn cuda_source(dir: &Path) -> ModuleSpec {
     let path = dir.join("k.cu");
-    std::fs::write(&path, "extern \"C\" __global__ void k(float *x) { x[0] = 1.0f; }\n").unwrap();
+    std::fs::write(
+        &path,
+        "extern \"C\" __global__ void k(float *x) { x[0] = 1.0f; }\n",
+    )
+    .unwrap();
     ModuleSpec {
         path,
         kind: ModuleKind::Cuda,
@@ -208,10 +223,15 @@ fn a_libnvrtc_found_first_on_the_loaders_path_is_a_probe_error_naming_both() {
         .env
         .push(("LD_LIBRARY_PATH".into(), other.clone().into_os_string()));
     let (_, o) = run(&executor, cuda_source(dir.path()), Vec::new());
-    assert_eq!((o.kind, o.phase), (OutcomeKind::ProbeError, Phase::Load), "{o:?}");
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::ProbeError, Phase::Load),
+        "{o:?}"
+    );
     assert!(
         o.message.contains(&chosen.display().to_string())
-            && o.message.contains(&other.join("libnvrtc.so").display().to_string()),
+            && o.message
+                .contains(&other.join("libnvrtc.so").display().to_string()),
         "{}",
         o.message
     );

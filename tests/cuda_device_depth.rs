@@ -270,7 +270,10 @@ fn check_plans_the_device_depth_of_a_compiled_cuda_variant() {
         text.contains(&format!("{VARIANT}/_ops.so: SASS for sm_80, no PTX")),
         "{text}"
     );
-    assert!(text.contains("CUDA_ERROR_NO_BINARY_FOR_GPU (209)"), "{text}");
+    assert!(
+        text.contains("CUDA_ERROR_NO_BINARY_FOR_GPU (209)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -280,7 +283,11 @@ fn relocatable_images_are_told_by_their_elf_type_and_jit_options() {
     let dir = tempfile::tempdir().unwrap();
     // (nvcc arguments, the image kind inside, relocatable)
     let cases: [(&[&str], ImageKind, bool); 4] = [
-        (&["-gencode", "arch=compute_80,code=sm_80"], ImageKind::Sass, false),
+        (
+            &["-gencode", "arch=compute_80,code=sm_80"],
+            ImageKind::Sass,
+            false,
+        ),
         (
             &["-rdc=true", "-gencode", "arch=compute_80,code=sm_80"],
             ImageKind::Sass,
@@ -313,7 +320,8 @@ fn relocatable_images_are_told_by_their_elf_type_and_jit_options() {
         assert!(status.success(), "nvcc {args:?}");
         let data = std::fs::read(&out).unwrap();
         let parsed = fatbin::parse(&data, 0).unwrap();
-        assert_eq!(parsed.spans, [0..data.len() as u64], "{args:?}");
+        let whole = 0..data.len() as u64;
+        assert_eq!(parsed.spans, vec![whole], "{args:?}");
         assert_eq!(parsed.entries.len(), 1, "{args:?}");
         let entry = &parsed.entries[0];
         assert_eq!(entry.kind, kind, "{args:?}");

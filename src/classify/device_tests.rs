@@ -44,7 +44,10 @@ fn a_refused_load_is_the_answer_once_the_import_reached_the_device() {
     let refused = || device(UnsupportedArch, Some(209));
     // Imported and the device confirmed: the load decides, before any smoke.
     let o = with_device_code(outcome(Pass, Phase::Done, Some(Depth::Device)), refused());
-    assert_eq!((o.kind, o.phase, o.depth), (UnsupportedArch, Phase::Load, None));
+    assert_eq!(
+        (o.kind, o.phase, o.depth),
+        (UnsupportedArch, Phase::Load, None)
+    );
     assert_eq!(o.embedded, [load(Some(209))]);
     // A smoke that died (the kernel's exit(1)) is explained by the load.
     let o = with_device_code(outcome(Exited, Phase::Smoke, None), refused());
@@ -70,14 +73,22 @@ fn a_pass_reaches_at_least_the_device_depth() {
         device(Pass, None),
     );
     assert_eq!((o.kind, o.depth), (Pass, Some(Depth::Device)));
-    assert!(o.message.ends_with("its embedded CUDA code loaded (1 fatbin(s))"), "{}", o.message);
+    assert!(
+        o.message
+            .ends_with("its embedded CUDA code loaded (1 fatbin(s))"),
+        "{}",
+        o.message
+    );
     let o = with_device_code(
         outcome(Pass, Phase::Done, Some(Depth::Verified)),
         device(Pass, None),
     );
     assert_eq!(o.depth, Some(Depth::Verified));
     // A smoke failure after a good load stays the smoke's.
-    let o = with_device_code(outcome(WrongResult, Phase::Verify, None), device(Pass, None));
+    let o = with_device_code(
+        outcome(WrongResult, Phase::Verify, None),
+        device(Pass, None),
+    );
     assert_eq!(o.kind, WrongResult);
     // A transient device failure keeps its transience (never cached).
     let mut busy = device(OutOfMemory, Some(2));

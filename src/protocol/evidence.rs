@@ -2,8 +2,8 @@
 //! executor returns it and as `classify` reads it.
 
 use super::{
-    ChannelProblems, CompileInfo, Depth, DeviceInfo, EmbeddedLoad, Event, ExecutorKind, Failure, Phase, Runtime,
-    Sample, Span,
+    ChannelProblems, CompileInfo, Depth, DeviceInfo, EmbeddedLoad, Event, ExecutorKind, Failure,
+    Phase, Runtime, Sample, Span,
 };
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};

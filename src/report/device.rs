@@ -20,7 +20,11 @@ pub fn describe(load: &EmbeddedLoad) -> String {
     let mut parts: Vec<String> = Vec::new();
     match &load.error {
         Some(e) => {
-            let name = if e.name.is_empty() { "CUresult" } else { &e.name };
+            let name = if e.name.is_empty() {
+                "CUresult"
+            } else {
+                &e.name
+            };
             parts.push(format!("refused: {name} ({})", e.code));
         }
         None if load.loaded > 0 => {

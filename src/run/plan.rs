@@ -15,8 +15,8 @@ use crate::discover::{Discovery, FoundVariant, Named, NativeModule, NativeTarget
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource, Subject};
 use crate::protocol::Depth;
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use crate::sandbox::Limits;
+use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -19,7 +19,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 /// The bound file of `library` as the runtime event reports it; an error
 /// when preflight chose another file (`chosen`) than the one bound.
-pub fn verify(library: &str, chosen: Option<&Path>, bound: Option<PathBuf>) -> Result<Option<String>, Failure> {
+pub fn verify(
+    library: &str,
+    chosen: Option<&Path>,
+    bound: Option<PathBuf>,
+) -> Result<Option<String>, Failure> {
     match (chosen, &bound) {
         (Some(chosen), Some(bound)) if !same_file(chosen, bound) => Err(Failure::Internal {
             message: format!(

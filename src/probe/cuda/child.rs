@@ -5,8 +5,8 @@
 //! into a [`Failure`] fact, never into a crash it could have avoided.
 
 use super::driver::{self, Driver, Module};
-use super::{bound, embedded, nvrtc};
 use super::request::{Arg, CudaRequest, Launch, ModuleKind, ModuleSpec};
+use super::{bound, embedded, nvrtc};
 use crate::protocol::{
     CompileInfo, Depth, Event, EventLog, ExecutorKind, Failure, Phase, Runtime, Sample, Span,
 };

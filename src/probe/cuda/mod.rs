@@ -145,7 +145,7 @@ impl CudaExecutor {
     /// use, and a missing image then fails at the first launch instead of
     /// at load: `EAGER` keeps the failure in phase `load`, where the
     /// device depth and a native module's load look for it.
-    pub fn child_env(&self) -> Vec<(OsString, OsString)> {
+    fn child_env(&self) -> Vec<(OsString, OsString)> {
         let mut env = vec![(MODULE_LOADING.0.into(), MODULE_LOADING.1.into())];
         env.extend(self.env.iter().cloned());
         if let Some(dir) = self.nvrtc.as_deref().and_then(Path::parent) {
