@@ -197,12 +197,7 @@ impl Child<'_> {
     /// ordinal order, with no context created on any of them.
     fn list_devices(&mut self, request: &CudaRequest) -> Result<(), Failure> {
         self.enter(Phase::Start, "devices");
-        driver::load_driver(request.libcuda.as_deref())?;
-        let libcuda = bound::verify(
-            "libcuda",
-            request.libcuda.as_deref(),
-            driver::bound_library(),
-        )?;
+        let libcuda = load_libcuda(request)?;
         self.log.emit(&Event::Runtime(Runtime {
             cuda_driver: Some(driver::version()?),
             libcuda,
@@ -224,12 +219,7 @@ impl Child<'_> {
         &mut self,
         request: &CudaRequest,
     ) -> Result<(Driver, crate::protocol::DeviceInfo), Failure> {
-        driver::load_driver(request.libcuda.as_deref())?;
-        let libcuda = bound::verify(
-            "libcuda",
-            request.libcuda.as_deref(),
-            driver::bound_library(),
-        )?;
+        let libcuda = load_libcuda(request)?;
         let (version, devices) = driver::init()?;
         self.log.emit(&Event::Runtime(Runtime {
             cuda_driver: Some(version),
@@ -448,6 +438,17 @@ impl Child<'_> {
         }
         Ok(())
     }
+}
+
+/// Loads the driver library the request names and says which file its
+/// calls are bound to; one bound elsewhere than chosen is refused.
+fn load_libcuda(request: &CudaRequest) -> Result<Option<String>, Failure> {
+    driver::load_driver(request.libcuda.as_deref())?;
+    bound::verify(
+        "libcuda",
+        request.libcuda.as_deref(),
+        driver::bound_library(),
+    )
 }
 
 /// The most dynamic shared memory a launch gets without asking.

@@ -86,14 +86,7 @@ fn containers(path: &Path, data: &[u8]) -> Result<Vec<Container>, Failure> {
                 .filter(|e| span.contains(&e.offset))
                 .collect();
             let relocatable = name == RELOCATABLE
-                || (!entries.is_empty()
-                    && entries
-                        .iter()
-                        .map(|e| e.relocatable())
-                        .collect::<Result<Vec<bool>, _>>()
-                        .map_err(|e| unreadable(path, e))?
-                        .into_iter()
-                        .all(|r| r));
+                || all_relocatable(&entries).map_err(|e| unreadable(path, e))?;
             let targets = images
                 .iter()
                 .filter(|i| span.contains(&i.offset))
@@ -107,6 +100,17 @@ fn containers(path: &Path, data: &[u8]) -> Result<Vec<Container>, Failure> {
         }
     }
     Ok(out)
+}
+
+/// Whether a container holds images and every one is relocatable device
+/// code: not loadable without a device link.
+fn all_relocatable(entries: &[&fatbin::Entry<'_>]) -> Result<bool, fatbin::FatbinError> {
+    for entry in entries {
+        if !entry.relocatable()? {
+            return Ok(false);
+        }
+    }
+    Ok(!entries.is_empty())
 }
 
 /// What the driver takes from `targets` on `gpu`, by its preference.
