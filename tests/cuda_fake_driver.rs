@@ -605,3 +605,43 @@ fn a_device_list_job_describes_every_device_in_the_drivers_order() {
         report.failure
     );
 }
+
+#[test]
+fn a_native_target_is_judged_against_cuda_device_0_not_the_first_on_the_bus() {
+    // The two-GPU machine: the B200 (10.0) is first on the PCI bus, the
+    // H100 (9.0) is CUDA's device 0, where the modules run. SASS for sm_90
+    // fits the H100 only.
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(cu13().join("bin/nvcc"))
+        .args(["-fatbin", "-gencode", "arch=compute_90,code=sm_90", "-o"])
+        .arg(dir.path().join("axpy.fatbin"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/axpy/axpy.cu"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(
+        dir.path().join("preflight.toml"),
+        "[[module]]\nfile = \"axpy.fatbin\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let run = |json: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
+        cmd.arg("check").arg(dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.env("PREFLIGHT_LIBCUDA", fake_libcuda())
+            .env("PREFLIGHT_CACHE", cache.path())
+            .env("FAKE_CUDA_MACHINE", "two_gpus")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .output()
+            .unwrap()
+    };
+    let doc: serde_json::Value = serde_json::from_slice(&run(true).stdout).expect("JSON");
+    let row = &doc["results"][0];
+    assert_eq!(row["declared"]["accepted"], true, "{row}");
+    assert_eq!(row["outcome"]["kind"], "pass", "{row}");
+    let text = String::from_utf8_lossy(&run(false).stdout).into_owned();
+    assert!(text.contains("on NVIDIA H100 80GB HBM3 (sm 9.0)"), "{text}");
+}
