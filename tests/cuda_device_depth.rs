@@ -328,3 +328,64 @@ fn relocatable_images_are_told_by_their_elf_type_and_jit_options() {
         assert_eq!(entry.relocatable().unwrap(), relocatable, "{args:?}");
     }
 }
+
+/// The device-depth job for the variant `name` on this machine's real
+/// driver (`libcuda.so.1`, or `PREFLIGHT_LIBCUDA`).
+fn on_the_gpu(name: &str) -> Run {
+    let executor = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
+    let job = Job {
+        depth: Depth::Device,
+        ..Job::new(Subject::Variant {
+            name: VARIANT.parse().unwrap(),
+            path: variant(name),
+        })
+    };
+    let evidence = executor.run(&job, &Cancel::new()).expect("run");
+    Run {
+        report: evidence.report(),
+        outcome: classify::classify(&evidence),
+    }
+}
+
+#[test]
+#[ignore = "needs a GPU: run scripts/gpu-check.sh"]
+fn on_a_gpu_the_driver_refuses_sass_for_another_major_and_jit_compiles_ptx() {
+    let run = on_the_gpu("sm80");
+    let device = run.report.device.clone().expect("a GPU");
+    if device.major != 8 {
+        assert_eq!(
+            (run.outcome.kind, run.outcome.phase),
+            (OutcomeKind::UnsupportedArch, Phase::Load),
+            "{:?}",
+            run.outcome
+        );
+        assert_eq!(only_file(&run).error.as_ref().map(|e| e.code), Some(209));
+    }
+    // nvcc 13.5's PTX (ISA 9.5) needs a CUDA 13.5 driver's JIT.
+    let run = on_the_gpu("ptx80");
+    let driver = run.report.runtime.cuda_driver.unwrap_or(0);
+    if device.major >= 8 && driver >= 13050 {
+        assert_eq!(
+            (run.outcome.kind, run.outcome.depth),
+            (OutcomeKind::Pass, Some(Depth::Device)),
+            "{:?}",
+            run.outcome
+        );
+        let file = only_file(&run);
+        assert_eq!(file.taken.as_deref(), Some("compute_80 PTX, JIT"));
+        assert!(file.jit_ms.is_some_and(|ms| ms >= 0.0), "{file:?}");
+    } else if device.major >= 8 {
+        assert_eq!(
+            run.outcome.kind,
+            OutcomeKind::PtxTooNew,
+            "{:?}",
+            run.outcome
+        );
+    }
+    // The bound driver is the one the loader found for libcuda.so.1.
+    assert!(
+        run.report.runtime.libcuda.is_some(),
+        "{:?}",
+        run.report.runtime
+    );
+}
