@@ -15,6 +15,7 @@ mod reaper;
 mod repo;
 mod resolve;
 mod select;
+mod startup;
 mod warmup;
 
 use clap::{Parser, Subcommand};
@@ -143,8 +144,8 @@ pub fn main() -> ExitCode {
     if let Some(code) = reaper::run_if_asked() {
         return code;
     }
-    let cli = Cli::parse();
-    if let Command::CudaChild(args) = &cli.command {
+    let command = startup::command().unwrap_or_else(|| Cli::parse().command);
+    if let Command::CudaChild(args) = &command {
         return cuda_child::run(args);
     }
     // Every probe's child runs under this binary as its reaper. Without a
@@ -152,7 +153,7 @@ pub fn main() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         kernel_preflight::sandbox::set_default_reaper(exe);
     }
-    let result = std::panic::catch_unwind(|| match cli.command {
+    let result = std::panic::catch_unwind(|| match command {
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Resolve(args) => resolve::run(args),
         Command::Inspect(args) => inspect::run(args),

@@ -100,7 +100,7 @@ impl Targets {
     /// Discover `path`, named `given`, unless it was already discovered.
     pub fn add(&mut self, given: impl Into<String>, path: &Path) -> Result<(), DiscoverError> {
         // A path that cannot be resolved is reported by discovery itself.
-        let identity = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let identity = crate::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         if self.seen.contains(&identity) {
             return Ok(());
         }
