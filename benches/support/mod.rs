@@ -34,8 +34,12 @@ pub fn preflight() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_preflight"))
 }
 
-/// Wall time of one run of `cmd`, which must succeed.
+/// Wall time of one run of `cmd`, which must succeed. Run without the
+/// `LD_LIBRARY_PATH` cargo gives a benchmark (its own and the toolchain's
+/// library folders), which a user's process does not have: the dynamic
+/// loader would search each of them for every library, in every process.
 pub fn time(cmd: &mut Command) -> Duration {
+    cmd.env_remove("LD_LIBRARY_PATH");
     let start = Instant::now();
     let status = cmd
         .stdin(Stdio::null())
@@ -239,6 +243,8 @@ pub fn syscalls(
         .arg("--")
         .arg(program)
         .args(args)
+        // As [`time`] runs it.
+        .env_remove("LD_LIBRARY_PATH")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());

@@ -5,6 +5,7 @@
 use super::bucket::{Entry, Lookup, Shelf};
 use super::job::{OutcomeKey, OutcomeParts};
 use super::key::Key;
+use super::warm::{Witness, read_witnessed};
 use super::{Cache, CacheError};
 use crate::classify::{Outcome, OutcomeKind, Timings};
 use crate::fingerprint::Fingerprint;
@@ -75,6 +76,13 @@ impl Outcomes<'_> {
         self.cache.record::<OutcomeParts, OutcomeRecord>(&key.key)
     }
 
+    /// The cached record of a job with the `stat` of the entry it was read
+    /// from (what a warm record keeps); `None`: no valid entry.
+    pub fn get_witnessed(&self, key: &OutcomeKey) -> Option<(OutcomeRecord, Witness)> {
+        read_witnessed::<OutcomeParts, OutcomeRecord>(self.cache, &key.key)
+            .map(|(entry, witness)| (entry.record, witness))
+    }
+
     /// Keep a record under its job's key, unless its outcome is transient.
     pub fn put(&self, key: &OutcomeKey, record: OutcomeRecord) -> Result<Kept, CacheError> {
         if !cacheable(&record.outcome) {
@@ -114,6 +122,12 @@ fn driver_hash() -> &'static [u8] {
         }
         h.finalize().to_vec()
     })
+}
+
+/// The probe driver's code, hashed: part of what a warm record is keyed by,
+/// as it is of every smoke identity.
+pub fn driver_digest() -> String {
+    crate::hash::hex(driver_hash())
 }
 
 /// The identity of a smoke source: its text, and the probe driver's own,

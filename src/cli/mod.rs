@@ -16,6 +16,7 @@ mod repo;
 mod resolve;
 mod select;
 mod startup;
+mod warm;
 mod warmup;
 
 use clap::{Parser, Subcommand};
