@@ -195,10 +195,13 @@ pub fn exit_if_interrupted(cancel: &kernel_preflight::sandbox::Cancel, what: &st
 /// Print to stdout; a closed pipe (`preflight … | head`) is not an error.
 pub fn emit(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    if !text.ends_with('\n') {
-        let _ = out.write_all(b"\n");
-    }
+    // One write: stdout is line-buffered, and the text and its newline
+    // apart would be two system calls.
+    let _ = if text.ends_with('\n') {
+        out.write_all(text.as_bytes())
+    } else {
+        out.write_all(format!("{text}\n").as_bytes())
+    };
     let _ = out.flush();
 }
 

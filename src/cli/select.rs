@@ -52,10 +52,14 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
     };
     // The plain question (the hub's preference, names decide, a path
-    // printed) is answered by the target's warm record when it holds.
+    // printed) is answered by the target's warm record when it holds. A
+    // single variant has its directory's folder as its root, which a record
+    // of the whole folder is keyed by: it is planned as usual.
     let warm = !args.json && !args.fastest && !args.overrule_names;
     let mut before = None;
-    if let (true, Ok(located)) = (warm, &located) {
+    if let (true, Ok(located)) = (warm, &located)
+        && located.kind != discover::TargetKind::Variant
+    {
         if let Some(answer) = super::warm::select(&probing, &located.root) {
             emit(&answer.display().to_string());
             return Ok(Answer::Yes);
