@@ -202,7 +202,13 @@ pub fn hello_world(dir: &Path) -> PathBuf {
         .status()
         .expect("run cargo to build hello world");
     assert!(status.success(), "building hello world failed: {status}");
-    let out = if profile == "test" { "debug" } else { profile };
+    // Cargo puts what the test profile builds in `debug/`, the bench
+    // profile's (which inherits release) in `release/`.
+    let out = if profile == "test" {
+        "debug"
+    } else {
+        "release"
+    };
     let exe = dir.join("target").join(out).join("hello");
     assert!(exe.is_file(), "no {}", exe.display());
     exe

@@ -124,12 +124,6 @@ fn driver_hash() -> &'static [u8] {
     })
 }
 
-/// The probe driver's code, hashed: part of what a warm record is keyed by,
-/// as it is of every smoke identity.
-pub fn driver_digest() -> String {
-    crate::hash::hex(driver_hash())
-}
-
 /// The identity of a smoke source: its text, and the probe driver's own,
 /// since a new driver may reach a different verdict.
 pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {

@@ -48,7 +48,7 @@ impl Seen {
     /// size out.
     pub fn of(meta: &std::fs::Metadata) -> Seen {
         Seen {
-            size: (!meta.is_dir()).then(|| meta.len()),
+            size: (!meta.is_dir()).then_some(meta.len()),
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
             ino: meta.ino(),
         }
@@ -259,13 +259,12 @@ pub(crate) fn read_witnessed<P: Parts, R: DeserializeOwned>(
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     let entry: Entry<P, R> = serde_json::from_slice(&bytes).ok()?;
-    entry.is_valid_for(key).then(|| {
-        (
-            entry,
-            Witness {
-                path,
-                seen: Some(seen),
-            },
-        )
-    })
+    if !entry.is_valid_for(key) {
+        return None;
+    }
+    let witness = Witness {
+        path,
+        seen: Some(seen),
+    };
+    Some((entry, witness))
 }

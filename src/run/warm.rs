@@ -16,8 +16,8 @@
 
 use super::{CheckReport, Plan, PlanOptions, cached};
 use crate::cache::Cache;
+use crate::cache::Lookup;
 use crate::cache::warm::{WarmJob, WarmParts, WarmRecord, Witness, now_ns};
-use crate::cache::{Lookup, outcomes};
 use crate::protocol::PROTOCOL_VERSION;
 use std::path::{Path, PathBuf};
 
@@ -89,16 +89,18 @@ fn smoke_witnesses(root: &Path) -> Vec<Witness> {
 }
 
 /// How `options` plan jobs, for the record's key; `None`: options the
-/// warm path does not answer for (`--smoke`, a judge).
+/// warm path does not answer for (`--smoke`, a judge). The probe driver,
+/// and every rule of planning and keying, are part of the binary, whose
+/// `stat` is in the key too ([`WarmParts::binary`]): hashing the driver's
+/// sources here would cost more than the rest of a warm `select`.
 fn plan_line(options: &PlanOptions) -> Option<String> {
     if options.smoke.is_some() || options.judge.is_some() {
         return None;
     }
     Some(format!(
-        "select all={} protocol={PROTOCOL_VERSION} outcomes=v{} driver={}",
+        "select all={} protocol={PROTOCOL_VERSION} outcomes=v{}",
         options.all,
         crate::cache::Bucket::Outcomes.version(),
-        outcomes::driver_digest()
     ))
 }
 
