@@ -26,6 +26,7 @@ fn job(name: &str) -> JobIdentity {
         smoke: "load-only:0".into(),
         depth: Depth::Verified,
         protocol: PROTOCOL_VERSION,
+        device_code: None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Report: the tables people read and the JSON machines read, built from
 //! the library's types.
 
+pub mod bench;
 pub mod cache;
 pub mod check;
+pub mod device;
 pub mod doctor;
 pub mod inspect;
 pub mod native;
