@@ -146,7 +146,7 @@ impl Report {
                     }
                 }
                 Event::Done { depth } => r.done = Some(*depth),
-                Event::Unknown => {}
+                Event::Bench(_) | Event::Unknown => {}
             }
         }
         r

@@ -23,7 +23,7 @@ mod tests;
 
 pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, VersionMismatch};
 pub use event::{
-    CompileInfo, CudaError, DeviceInfo, Event, ExceptionInfo, Failure, HubCheck, NvrtcError,
+    BenchSetup, CompileInfo, CudaError, DeviceInfo, Event, ExceptionInfo, Failure, HubCheck, NvrtcError,
     Provider, Runtime, Sample, Span,
 };
 pub use evidence::{Evidence, Report, Timings};
