@@ -8,6 +8,7 @@
 //! over this API.
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod cache;
 pub mod classify;
 pub mod declared;
@@ -21,4 +22,5 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod sandbox;
+pub mod stats;
 pub mod variant;

@@ -1,6 +1,7 @@
 //! Report: the tables people read and the JSON machines read, built from
 //! the library's types.
 
+pub mod bench;
 pub mod cache;
 pub mod check;
 pub mod doctor;

@@ -1,0 +1,3 @@
+//! Benchmark mode: the working variants of one kernel timed side by side.
+
+pub mod result;

@@ -1,0 +1,15 @@
+//! Statistics for benchmark mode: summaries of timing samples, the rule that
+//! decides when a variant has been timed enough, and bootstrap comparisons.
+//!
+//! A low utility (pure math, no I/O, no other crate module): `bench` feeds it
+//! samples and `report` prints what it returns.
+
+mod compare;
+mod rng;
+mod stop;
+mod summary;
+
+pub use compare::{Comparison, Verdict, compare};
+pub use rng::SplitMix64;
+pub use stop::{StopCriteria, StopRule, Stopper};
+pub use summary::Summary;
