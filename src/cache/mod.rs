@@ -11,13 +11,14 @@
 //! <root>/identities-v2/<ab>/<key>.json            stat records of a directory of variants
 //! <root>/fingerprints-v2/measured/<ab>/<key>.json full-fingerprint facts, by fast hash
 //! <root>/fingerprints-v2/tools/<ab>/<key>.json    tool versions, by the tool's path
-//! <root>/bench-v1/…                               bench results
+//! <root>/bench-v1/<ab>/<key>.json                 bench results
 //! ```
 //!
 //! A path is built from typed pieces (bucket → shard → entry, see
 //! [`bucket`]); a folder of another version is never read, and `prune`
 //! removes it. Directories are 0700, files 0600.
 
+pub mod bench;
 pub mod bucket;
 mod facts;
 pub mod identity;
@@ -26,6 +27,7 @@ pub mod key;
 pub mod ops;
 pub mod outcomes;
 
+pub use bench::{BenchKey, BenchParts, BenchRecord};
 pub use bucket::{Bucket, Entry, Lookup, Parts, Shelf};
 pub use identity::{Identities, IdentityStats};
 pub use job::{JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};

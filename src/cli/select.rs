@@ -2,7 +2,7 @@
 
 use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
-use kernel_preflight::discover::{self, Named, Target};
+use kernel_preflight::discover::Target;
 use kernel_preflight::report::check;
 use kernel_preflight::run::select::{Names, Rank, Selection};
 use std::path::PathBuf;
@@ -33,21 +33,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
-    let named = match (&args.target, args.repo.single("select")?) {
-        // Absolute, so that the printed path can be loaded from anywhere.
-        (Some(path), _) => Named {
-            given: path.display().to_string(),
-            target: discover::discover(
-                &std::path::absolute(path)
-                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?,
-            )?,
-        },
-        (None, Some(repo)) => Named {
-            given: repo.to_string(),
-            target: Target::Hub(super::repo::discover_repo(repo, &args.repo.spec())?),
-        },
-        (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
-    };
+    let named = super::repo::one_kernel(args.target.as_deref(), &args.repo, "select")?;
     if let Target::Native(_) = named.target {
         // A native target's modules are all needed, not alternatives to
         // pick one from.

@@ -4,7 +4,7 @@
 
 use super::plan::Job;
 use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
-use crate::cache::{Cache, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles};
+use crate::cache::{BenchKey, BenchRecord, Cache, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles};
 use crate::classify::{Outcome, Timings};
 use crate::discover::native::ModuleKind;
 use crate::discover::{FoundVariant, NativeModule};
@@ -36,6 +36,11 @@ impl RunCache {
             fingerprint: hash,
         }
     }
+
+    /// The cache itself.
+    pub(super) fn cache(&self) -> &Cache {
+        &self.cache
+    }
 }
 
 /// Where a job's outcome is kept.
@@ -44,6 +49,25 @@ pub struct JobKey {
     key: OutcomeKey,
     /// The smoke source, for people (kept in the record).
     smoke: String,
+}
+
+impl JobKey {
+    /// The outcome key: the machine's fingerprint hash and the job identity.
+    pub fn outcome(&self) -> &OutcomeKey {
+        &self.key
+    }
+
+    /// Where the bench results of this job's `workload` are kept.
+    pub fn bench(&self, workload: &str) -> BenchKey {
+        let parts = &self.key.parts;
+        BenchKey::new(&parts.fingerprint, parts.job.clone(), workload)
+    }
+}
+
+/// The bench result of `key` for `workload`, if one is kept (an invalid
+/// entry is removed and counts as none).
+pub(super) fn bench_lookup(cache: &RunCache, key: &JobKey, workload: &str) -> Option<BenchRecord> {
+    cache.cache.bench().get(&key.bench(workload)).hit()
 }
 
 /// The key of `job`, which probes the hub `variant`; `Err` says why its

@@ -1,0 +1,441 @@
+//! One bench session: the passing variants of one kernel, each in a bench
+//! child of its own, timed in interleaved rounds until each one's
+//! [`Stopper`] is satisfied.
+//!
+//! Children are started and warmed up one after another, and rounds run
+//! one child at a time (A B C A B C …), so that no two variants ever time
+//! — or autotune — on one device at once, whatever `--jobs` says: `--jobs`
+//! only applies to the probes that come first. Interleaving spreads the
+//! machine's drift (clocks, other load) over every variant alike.
+
+use super::BenchError;
+use super::result::{BenchReport, BenchStatus, Timed, Timer, VariantBench};
+use crate::cache::bench::{BenchRecord, DEFAULT_WORKLOAD};
+use crate::cache::outcomes::machine_line;
+use crate::classify::{Outcome, classify};
+use crate::probe::{
+    BenchChild, BenchRole, BenchSpec, Evidence, ProbeError, PythonExecutor, SmokeSource, Subject,
+};
+use crate::protocol::BenchSetup;
+use crate::run::{CheckReport, Job, Plan};
+use crate::sandbox::Cancel;
+use crate::stats::{StopCriteria, StopRule, Stopper, Summary};
+use std::time::{Duration, Instant};
+
+/// How long one round aims to take: short enough that drift hits every
+/// variant alike, long enough that the round trip is negligible.
+const ROUND_TARGET: Duration = Duration::from_millis(100);
+/// A round that takes this many times longer than expected is a hang.
+const HANG_FACTOR: u32 = 20;
+/// The shortest time a round is given before it is a hang.
+const HANG_FLOOR: Duration = Duration::from_secs(10);
+/// Time for a child's last verification and exit.
+const FINISH_WITHIN: Duration = Duration::from_secs(30);
+
+/// How to bench.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// The hub benchmark workload (`benchmark_<w>`); `None`: the smoke.
+    pub workload: Option<String>,
+    /// Only these variants (names); `None`: every one that passes.
+    pub variants: Option<Vec<String>>,
+    /// When each variant is done.
+    pub criteria: StopCriteria,
+    /// Flush the L2 cache before each sample on a GPU.
+    pub flush_l2: bool,
+    /// The seed of the bootstrap comparisons.
+    pub seed: u64,
+}
+
+/// What a session tells its caller as it goes (for a progress bar).
+#[derive(Debug, Clone, Copy)]
+pub enum BenchEvent<'a> {
+    /// Children are being started and warmed up, one after another.
+    WarmingUp {
+        /// The variant.
+        variant: &'a str,
+    },
+    /// Rounds begin for this many participants.
+    Timing {
+        /// Variants (and the reference) being timed.
+        participants: usize,
+    },
+    /// A participant finished a round.
+    Round {
+        /// The variant.
+        variant: &'a str,
+        /// The round.
+        round: u32,
+        /// Samples kept so far.
+        samples: usize,
+        /// Whether it needs no more rounds.
+        done: bool,
+    },
+    /// A participant stopped answering and is excluded.
+    Excluded {
+        /// The variant.
+        variant: &'a str,
+        /// Its outcome, in one line.
+        why: &'a str,
+    },
+}
+
+/// Hears a session's events.
+pub trait BenchReporter: Sync {
+    /// One event.
+    fn report(&self, event: BenchEvent<'_>);
+}
+
+/// One child being timed.
+struct Participant<'p> {
+    name: String,
+    job: &'p Job,
+    child: Option<BenchChild>,
+    setup: Option<BenchSetup>,
+    stopper: Stopper,
+    samples: Vec<f64>,
+    throttled: u32,
+    timed: Duration,
+    stop: Option<StopRule>,
+    /// Why it was excluded: an outcome, once known.
+    excluded: Option<Outcome>,
+}
+
+impl<'p> Participant<'p> {
+    fn new(job: &'p Job, name: String, criteria: StopCriteria) -> Participant<'p> {
+        Participant {
+            name,
+            job,
+            child: None,
+            setup: None,
+            stopper: Stopper::new(criteria),
+            samples: Vec::new(),
+            throttled: 0,
+            timed: Duration::ZERO,
+            stop: None,
+            excluded: None,
+        }
+    }
+
+    fn live(&self) -> bool {
+        self.stop.is_none() && self.excluded.is_none() && self.child.is_some()
+    }
+}
+
+/// Bench the passing variants of `plan`'s first target, after `check`
+/// answered every job. The caller's `interrupt` stops every child.
+pub fn bench(
+    plan: &Plan,
+    check: &CheckReport,
+    python: &PythonExecutor,
+    options: &BenchOptions,
+    interrupt: &Cancel,
+    reporter: &dyn BenchReporter,
+) -> Result<BenchReport, BenchError> {
+    let wanted = |name: &str| {
+        options
+            .variants
+            .as_ref()
+            .is_none_or(|v| v.iter().any(|w| w == name))
+    };
+    if let Some(names) = &options.variants
+        && let Some(unknown) = names
+            .iter()
+            .find(|n| !plan.jobs.iter().any(|j| &j.name == *n))
+    {
+        return Err(BenchError::UnknownVariant {
+            variant: unknown.clone(),
+            known: plan.jobs.iter().map(|j| j.name.clone()).collect(),
+        });
+    }
+    let mut variants = Vec::new();
+    let mut passing = Vec::new();
+    for row in &check.results {
+        let job = &plan.jobs[row.job.0];
+        if !wanted(&row.variant) || job.skip.is_some() {
+            continue;
+        }
+        if row.outcome.kind.passed() {
+            passing.push(job);
+        } else {
+            variants.push(excluded(job, &row.outcome));
+        }
+    }
+    let Some(first) = passing.first() else {
+        return Err(BenchError::NothingPasses);
+    };
+    match (&first.probe.smoke, &options.workload) {
+        (SmokeSource::LoadOnly, _) => return Err(BenchError::NoWorkload),
+        (SmokeSource::Benchmarks { .. }, _) | (_, None) => {}
+        (_, Some(w)) => return Err(BenchError::WorkloadWithoutBenchmarks(w.clone())),
+    }
+    if let Some(job) = passing
+        .iter()
+        .find(|j| !matches!(j.probe.subject, Subject::Variant { .. }))
+    {
+        return Err(BenchError::Native(job.name.clone()));
+    }
+    let participant = |job, name| Participant::new(job, name, options.criteria);
+    let mut timed: Vec<Participant> = passing
+        .iter()
+        .map(|job| participant(job, job.name.clone()))
+        .collect();
+    // The reference computation, in a child of its own, when the workload
+    // has one (`verify_<workload>` of the hub's convention).
+    if matches!(first.probe.smoke, SmokeSource::Benchmarks { .. }) {
+        timed.push(participant(first, "reference".into()));
+    }
+    let reference_at = (timed.len() > passing.len()).then(|| timed.len() - 1);
+
+    for (i, p) in timed.iter_mut().enumerate() {
+        reporter.report(BenchEvent::WarmingUp { variant: &p.name });
+        let spec = BenchSpec {
+            role: if Some(i) == reference_at {
+                BenchRole::Reference
+            } else {
+                BenchRole::Variant
+            },
+            workload: options.workload.clone(),
+            flush_l2: options.flush_l2,
+        };
+        let mut child = python.bench(&p.job.probe, &spec, interrupt)?;
+        match child.ready(p.job.probe.limits.timeout) {
+            Ok(setup) => {
+                p.setup = Some(setup);
+                p.child = Some(child);
+            }
+            Err(_) => p.excluded = Some(end(child, interrupt)?),
+        }
+        if interrupt.is_cancelled() {
+            return Err(BenchError::Interrupted);
+        }
+    }
+    reporter.report(BenchEvent::Timing {
+        participants: timed.iter().filter(|p| p.live()).count(),
+    });
+
+    let mut round = 0u32;
+    while timed.iter().any(Participant::live) {
+        for p in timed.iter_mut().filter(|p| p.live()) {
+            time_round(p, round, interrupt)?;
+            if let Some(outcome) = &p.excluded {
+                reporter.report(BenchEvent::Excluded {
+                    variant: &p.name,
+                    why: &outcome.message,
+                });
+            }
+            reporter.report(BenchEvent::Round {
+                variant: &p.name,
+                round,
+                samples: p.samples.len(),
+                done: !p.live(),
+            });
+        }
+        if interrupt.is_cancelled() {
+            return Err(BenchError::Interrupted);
+        }
+        round += 1;
+    }
+    for p in &mut timed {
+        if let Some(child) = p.child.take() {
+            let outcome = end(child, interrupt)?;
+            if !outcome.kind.passed() {
+                p.excluded = Some(outcome);
+            }
+        }
+    }
+    if interrupt.is_cancelled() {
+        return Err(BenchError::Interrupted);
+    }
+
+    let workload = timed
+        .iter()
+        .find_map(|p| p.setup.as_ref())
+        .map_or_else(|| "smoke".to_owned(), |s| s.label.clone());
+    let reference = reference_at.map(|i| timed.remove(i));
+    let mut report = BenchReport {
+        target: plan
+            .targets
+            .get(first.target.0)
+            .map_or_else(String::new, |t| t.given.clone()),
+        workload,
+        fingerprint: plan.fingerprint.hash(),
+        device: device(plan, &timed),
+        flush_l2: options.flush_l2,
+        criteria: options.criteria,
+        variants: timed.iter().map(result).collect(),
+        reference: reference.as_ref().map(result),
+    };
+    report.variants.append(&mut variants);
+    report.rank(options.seed);
+    Ok(report)
+}
+
+/// A variant that is not timed, with the outcome that excludes it.
+fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
+    VariantBench {
+        variant: job.name.clone(),
+        job: job_hex(job),
+        status: BenchStatus::Excluded {
+            outcome: outcome.kind.as_str().to_owned(),
+            reason: outcome.message.clone(),
+        },
+        vs_fastest: None,
+        vs_reference: None,
+    }
+}
+
+fn job_hex(job: &Job) -> String {
+    job.key
+        .as_ref()
+        .map_or_else(String::new, |k| k.outcome().key.to_string())
+}
+
+/// One round of one participant: as many samples as fill
+/// [`ROUND_TARGET`], each pushed to its stopper until it says stop.
+fn time_round(p: &mut Participant, round: u32, interrupt: &Cancel) -> Result<(), BenchError> {
+    let (Some(child), Some(setup)) = (p.child.as_mut(), p.setup.as_ref()) else {
+        return Ok(());
+    };
+    let estimate = Duration::from_secs_f64(setup.estimate_ms.max(1e-6) / 1e3);
+    let samples = (ROUND_TARGET.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 10_000.0) as u32;
+    let within = (estimate * samples * HANG_FACTOR).max(HANG_FLOOR);
+    let started = Instant::now();
+    let got = match child.round(round, samples, within) {
+        Ok(got) => got,
+        Err(_) => {
+            if let Some(child) = p.child.take() {
+                p.excluded = Some(end(child, interrupt)?);
+            }
+            return Ok(());
+        }
+    };
+    // The stopper's clock is the wall time this participant was timed,
+    // spread evenly over the round's samples.
+    let per_sample = started.elapsed() / samples.max(1);
+    for sample in got {
+        p.timed += per_sample;
+        if sample.throttled {
+            p.throttled += 1;
+            continue;
+        }
+        p.samples.push(sample.ms);
+        if let Some(rule) = p.stopper.push(sample.ms, p.timed) {
+            p.stop = Some(rule);
+            break;
+        }
+    }
+    if p.stop.is_none() && p.stopper.timed_out(p.timed) {
+        p.stop = Some(StopRule::Timeout);
+    }
+    Ok(())
+}
+
+/// Close a child and classify how it ended.
+fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
+    let evidence: Evidence = child.finish(FINISH_WITHIN)?;
+    if interrupt.is_cancelled() {
+        return Err(BenchError::Interrupted);
+    }
+    Ok(classify(&evidence))
+}
+
+/// A participant's row.
+fn result(p: &Participant) -> VariantBench {
+    let status = match (&p.excluded, Summary::of(&p.samples), p.stop) {
+        (Some(outcome), _, _) => BenchStatus::Excluded {
+            outcome: outcome.kind.as_str().to_owned(),
+            reason: outcome.message.clone(),
+        },
+        (None, Some(summary), Some(stop)) => BenchStatus::Timed(Timed {
+            summary,
+            stop,
+            samples_ms: p.samples.clone(),
+            dropped_throttled: p.throttled,
+            timer: match p.setup.as_ref().map(|s| s.timer.as_str()) {
+                Some("device_events") => Timer::DeviceEvents,
+                _ => Timer::HostClock,
+            },
+        }),
+        (None, _, _) => BenchStatus::Excluded {
+            outcome: "probe_error".into(),
+            reason: format!("no sample was kept ({} throttled)", p.throttled),
+        },
+    };
+    VariantBench {
+        variant: p.name.clone(),
+        job: job_hex(p.job),
+        status,
+        vs_fastest: None,
+        vs_reference: None,
+    }
+}
+
+/// The device timed on, for people: the framework device the children
+/// reported, with the GPU's model where there is one.
+fn device(plan: &Plan, timed: &[Participant]) -> String {
+    let torch = timed
+        .iter()
+        .find_map(|p| match &p.job.probe.subject {
+            Subject::Variant { name, .. } => {
+                Some(crate::probe::torch_device(name, p.job.probe.device))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "cpu".into());
+    match plan.fingerprint.gpus.devices.first().and_then(|g| g.model.clone()) {
+        Some(model) if torch.starts_with("cuda") || torch == "auto" => {
+            format!("{torch} ({model})")
+        }
+        _ => torch,
+    }
+}
+
+/// Keep each timed variant's result in the cache under its job and
+/// `workload` (as asked for: `None` is [`DEFAULT_WORKLOAD`]); `Err` says
+/// why the cache could not be written.
+pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Result<(), String> {
+    let Some(cache) = plan.cache() else {
+        return Ok(());
+    };
+    let machine = machine_line(&plan.fingerprint, &report.fingerprint);
+    for row in &report.variants {
+        let BenchStatus::Timed(t) = &row.status else {
+            continue;
+        };
+        let Some(key) = plan
+            .jobs
+            .iter()
+            .find(|j| j.name == row.variant)
+            .and_then(|j| j.key.as_ref())
+        else {
+            continue;
+        };
+        let record = BenchRecord {
+            variant: row.variant.clone(),
+            label: report.workload.clone(),
+            summary: t.summary.clone(),
+            samples_ms: t.samples_ms.clone(),
+            stop: t.stop,
+            dropped_throttled: t.dropped_throttled,
+            timer: match t.timer {
+                Timer::DeviceEvents => "device_events",
+                Timer::HostClock => "host_clock",
+            }
+            .into(),
+            flush_l2: report.flush_l2,
+            machine: machine.clone(),
+        };
+        cache
+            .bench()
+            .put(&key.bench(workload.unwrap_or(DEFAULT_WORKLOAD)), record)
+            .map_err(|e| format!("bench results are not cached: {e}"))?;
+    }
+    Ok(())
+}
+
+impl From<ProbeError> for BenchError {
+    fn from(e: ProbeError) -> BenchError {
+        BenchError::Probe(e)
+    }
+}
