@@ -9,7 +9,7 @@ mod rng;
 mod stop;
 mod summary;
 
-pub use compare::{Comparison, Verdict, compare};
+pub use compare::{Comparison, RESAMPLES, SAME_BAND, Verdict, compare, try_compare};
 pub use rng::SplitMix64;
-pub use stop::{StopCriteria, StopRule, Stopper};
+pub use stop::{MAX_SAMPLES, StopCriteria, StopRule, Stopper};
 pub use summary::Summary;
