@@ -15,7 +15,8 @@ Timer: a pair of `torch.cuda.Event`s around each call where torch drives a
 CUDA device, with no host synchronisation between them and, unless
 `--flush no`, a write of a buffer twice the size of the L2 cache before
 each sample so that no sample reads what the previous one left there;
-`time.perf_counter_ns` (after a device synchronise) everywhere else. Where
+`time.perf_counter_ns` (after a device synchronise) everywhere else, with
+the process's CPU time over the same call beside it. Where
 NVML can be loaded (`libnvidia-ml.so.1`, through ctypes) each sample
 carries the SM clock and the clock-event reasons, and is marked throttled
 when one of them is a slowdown.
@@ -50,8 +51,10 @@ def ev_bench(label, role, timer, flush_bytes, nvml, warmup_calls, estimate_ms):
             "warmup_calls": int(warmup_calls), "estimate_ms": float(estimate_ms)}
 
 
-def ev_sample(label, round_, ms, clock=None):
+def ev_sample(label, round_, ms, cpu_ms=None, clock=None):
     event = {"event": "sample", "label": label, "round": int(round_), "ms": float(ms)}
+    if cpu_ms is not None:
+        event["cpu_ms"] = float(cpu_ms)
     if clock is not None:
         mhz, reasons = clock
         event["sm_clock_mhz"] = int(mhz)
@@ -154,7 +157,9 @@ class Clock:
         return 0 if buffer is None else buffer.numel() * buffer.element_size()
 
     def sample(self, call):
-        """Milliseconds of one call."""
+        """Milliseconds of one call, and the CPU time this process spent
+        in it (host clock only: what other load on the machine cannot
+        lengthen, though it counts every thread's time)."""
         if self.events:
             start, end = self.events
             if self.flush_buffer is not None:
@@ -163,11 +168,13 @@ class Clock:
             call()
             end.record()
             end.synchronize()
-            return float(start.elapsed_time(end))
+            return float(start.elapsed_time(end)), None
+        cpu = time.process_time_ns()
         begin = time.perf_counter_ns()
         call()
         smoke.synchronize(self.device)
-        return (time.perf_counter_ns() - begin) / 1e6
+        end = time.perf_counter_ns()
+        return (end - begin) / 1e6, (time.process_time_ns() - cpu) / 1e6
 
 
 class Nvml:
@@ -220,7 +227,7 @@ def warm_up(clock, call):
     estimates one sample (the parent sizes its rounds by it)."""
     times, begin = [], time.perf_counter()
     while len(times) < WARMUP_CALLS or time.perf_counter() - begin < WARMUP_SECONDS:
-        times.append(clock.sample(call))
+        times.append(clock.sample(call)[0])
     tail = sorted(times[len(times) // 2:])
     return len(times), tail[len(tail) // 2]
 
@@ -262,8 +269,8 @@ def serve(chan, args, kernel, device):
             command = json.loads(line)
             round_, samples = int(command["round"]), int(command["samples"])
             for _ in range(samples):
-                ms = clock.sample(call)
-                chan.send(ev_sample(label, round_, ms, nvml.read() if nvml else None))
+                ms, cpu_ms = clock.sample(call)
+                chan.send(ev_sample(label, round_, ms, cpu_ms, nvml.read() if nvml else None))
             os.write(replies, b"%d\n" % round_)
     if verified and role == "variant":
         # A kernel whose result drifts under repetition is caught here.

@@ -12,6 +12,9 @@ pub enum Timer {
     DeviceEvents,
     /// The host's monotonic clock (CPU variants).
     HostClock,
+    /// The CPU time of the variant's process (CPU variants, `--cpu-time`):
+    /// other load cannot lengthen it, but it adds up every thread.
+    CpuTime,
 }
 
 /// A variant that was timed to the end.
@@ -84,7 +87,9 @@ impl BenchReport {
     /// Sorts timed variants fastest first by median (excluded ones last, in
     /// their original order) and fills in the comparisons.
     pub fn rank(&mut self, seed: u64) {
-        let _ = seed;
-        todo!()
+        let med = |v: &VariantBench| match &v.status { BenchStatus::Timed(t) => t.summary.median, _ => f64::INFINITY };
+        self.variants.sort_by(|a, b| med(a).total_cmp(&med(b)));
+        let first = match &self.variants[0].status { BenchStatus::Timed(t) => t.samples_ms.clone(), _ => vec![] };
+        for v in self.variants.iter_mut().skip(1) { if let BenchStatus::Timed(t) = &v.status { v.vs_fastest = Some(crate::stats::compare(&t.samples_ms, &first, seed)); } }
     }
 }

@@ -45,6 +45,9 @@ pub struct BenchOptions {
     pub flush_l2: bool,
     /// The seed of the bootstrap comparisons.
     pub seed: u64,
+    /// Time variants on the host by their process's CPU time instead of
+    /// the wall clock (device events are kept where a child has them).
+    pub cpu_time: bool,
 }
 
 /// What a session tells its caller as it goes (for a progress bar).
@@ -217,7 +220,7 @@ pub fn bench(
     let mut round = 0u32;
     while timed.iter().any(Participant::live) {
         for p in timed.iter_mut().filter(|p| p.live()) {
-            time_round(p, round, interrupt)?;
+            time_round(p, round, options.cpu_time, interrupt)?;
             if let Some(outcome) = &p.excluded {
                 reporter.report(BenchEvent::Excluded {
                     variant: &p.name,
@@ -263,8 +266,8 @@ pub fn bench(
         device: device(plan, &timed),
         flush_l2: options.flush_l2,
         criteria: options.criteria,
-        variants: timed.iter().map(result).collect(),
-        reference: reference.as_ref().map(result),
+        variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
+        reference: reference.as_ref().map(|p| result(p, options.cpu_time)),
     };
     report.variants.append(&mut variants);
     report.rank(options.seed);
@@ -293,7 +296,12 @@ fn job_hex(job: &Job) -> String {
 
 /// One round of one participant: as many samples as fill
 /// [`ROUND_TARGET`], each pushed to its stopper until it says stop.
-fn time_round(p: &mut Participant, round: u32, interrupt: &Cancel) -> Result<(), BenchError> {
+fn time_round(
+    p: &mut Participant,
+    round: u32,
+    cpu_time: bool,
+    interrupt: &Cancel,
+) -> Result<(), BenchError> {
     let (Some(child), Some(setup)) = (p.child.as_mut(), p.setup.as_ref()) else {
         return Ok(());
     };
@@ -319,8 +327,12 @@ fn time_round(p: &mut Participant, round: u32, interrupt: &Cancel) -> Result<(),
             p.throttled += 1;
             continue;
         }
-        p.samples.push(sample.ms);
-        if let Some(rule) = p.stopper.push(sample.ms, p.timed) {
+        let ms = match sample.cpu_ms {
+            Some(cpu) if cpu_time => cpu,
+            _ => sample.ms,
+        };
+        p.samples.push(ms);
+        if let Some(rule) = p.stopper.push(ms, p.timed) {
             p.stop = Some(rule);
             break;
         }
@@ -341,7 +353,7 @@ fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
 }
 
 /// A participant's row.
-fn result(p: &Participant) -> VariantBench {
+fn result(p: &Participant, cpu_time: bool) -> VariantBench {
     let status = match (&p.excluded, Summary::of(&p.samples), p.stop) {
         (Some(outcome), _, _) => BenchStatus::Excluded {
             outcome: outcome.kind.as_str().to_owned(),
@@ -354,6 +366,7 @@ fn result(p: &Participant) -> VariantBench {
             dropped_throttled: p.throttled,
             timer: match p.setup.as_ref().map(|s| s.timer.as_str()) {
                 Some("device_events") => Timer::DeviceEvents,
+                _ if cpu_time => Timer::CpuTime,
                 _ => Timer::HostClock,
             },
         }),
@@ -421,6 +434,7 @@ pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Resul
             timer: match t.timer {
                 Timer::DeviceEvents => "device_events",
                 Timer::HostClock => "host_clock",
+                Timer::CpuTime => "cpu_time",
             }
             .into(),
             flush_l2: report.flush_l2,

@@ -52,6 +52,12 @@ pub struct Args {
     /// Do not flush the L2 cache before each sample on a GPU.
     #[arg(long)]
     no_flush: bool,
+    /// Time variants that run on the host by their process's CPU time
+    /// instead of the wall clock: other load on the machine cannot lengthen
+    /// it, but it adds up every thread, so a multi-threaded kernel looks
+    /// slower than it is. Device events are kept on a GPU.
+    #[arg(long)]
+    cpu_time: bool,
     /// Print JSON (the same as --format json).
     #[arg(long, conflicts_with = "format")]
     json: bool,
@@ -145,6 +151,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         criteria,
         flush_l2: !args.no_flush,
         seed: 0x5eed,
+        cpu_time: args.cpu_time,
     };
     let cancel = sandbox::install_interrupt_handler();
     let bar = BenchProgress::default();

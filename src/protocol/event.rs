@@ -175,6 +175,10 @@ pub struct Sample {
     pub round: u32,
     /// Milliseconds, from device events where the child has them.
     pub ms: f64,
+    /// The CPU time the child's process spent in the sample (milliseconds),
+    /// where it was timed with the host clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<f64>,
     /// The SM clock just after the sample (MHz), where NVML can be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_mhz: Option<u32>,
