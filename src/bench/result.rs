@@ -1,7 +1,7 @@
 //! What a benchmark found: per variant its samples and summary, or why it
 //! was not timed, and how it compares with the fastest and the reference.
 
-use crate::stats::{Comparison, StopCriteria, StopRule, Summary};
+use crate::stats::{Comparison, StopCriteria, StopRule, Summary, Verdict, try_compare};
 use serde::{Deserialize, Serialize};
 
 /// The clock a variant's samples were taken with.
@@ -83,13 +83,76 @@ pub struct BenchReport {
     pub reference: Option<VariantBench>,
 }
 
-impl BenchReport {
-    /// Sorts timed variants fastest first by median (excluded ones last, in
-    /// their original order) and fills in the comparisons.
-    pub fn rank(&mut self, seed: u64) {
-        let med = |v: &VariantBench| match &v.status { BenchStatus::Timed(t) => t.summary.median, _ => f64::INFINITY };
-        self.variants.sort_by(|a, b| med(a).total_cmp(&med(b)));
-        let first = match &self.variants[0].status { BenchStatus::Timed(t) => t.samples_ms.clone(), _ => vec![] };
-        for v in self.variants.iter_mut().skip(1) { if let BenchStatus::Timed(t) = &v.status { v.vs_fastest = Some(crate::stats::compare(&t.samples_ms, &first, seed)); } }
+impl VariantBench {
+    /// Its timing, when it was timed to the end.
+    pub fn timed(&self) -> Option<&Timed> {
+        match &self.status {
+            BenchStatus::Timed(t) => Some(t),
+            BenchStatus::Excluded { .. } => None,
+        }
     }
 }
+
+impl BenchReport {
+    /// Sorts timed variants fastest first by median (excluded ones last, in
+    /// their original order) and fills in the comparisons: each timed
+    /// variant but the fastest against the fastest, each against the
+    /// reference when one was timed, and the reference against the fastest.
+    /// Comparisons of excluded variants are cleared.
+    pub fn rank(&mut self, seed: u64) {
+        let (mut timed, excluded): (Vec<_>, Vec<_>) =
+            self.variants.drain(..).partition(|v| v.timed().is_some());
+        // Stable, so equal medians keep the order they were given in.
+        timed.sort_by(|a, b| median(a).total_cmp(&median(b)));
+        let fastest = timed
+            .first()
+            .and_then(|v| v.timed())
+            .map(|t| t.samples_ms.clone());
+        let reference = self
+            .reference
+            .as_ref()
+            .and_then(|r| r.timed())
+            .map(|t| t.samples_ms.clone());
+        let vs = |v: &VariantBench, base: &Option<Vec<f64>>| {
+            let (v, base) = (v.timed()?, base.as_ref()?);
+            try_compare(&v.samples_ms, base, seed)
+        };
+        for (i, v) in timed.iter_mut().enumerate() {
+            v.vs_fastest = if i == 0 { None } else { vs(v, &fastest) };
+            v.vs_reference = vs(v, &reference);
+        }
+        if let Some(r) = self.reference.as_mut() {
+            r.vs_fastest = vs(r, &fastest);
+            r.vs_reference = None;
+        }
+        self.variants = timed;
+        for mut v in excluded {
+            v.vs_fastest = None;
+            v.vs_reference = None;
+            self.variants.push(v);
+        }
+    }
+
+    /// The fastest variant and every timed variant not clearly slower than
+    /// it (its verdict against the fastest is not `slower`), once ranked;
+    /// more than one means the ranking at the top is not settled.
+    pub fn contenders(&self) -> impl Iterator<Item = &VariantBench> {
+        self.variants
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| {
+                v.timed().is_some()
+                    && (*i == 0 || v.vs_fastest.is_some_and(|c| c.verdict != Verdict::Slower))
+            })
+            .map(|(_, v)| v)
+    }
+}
+
+/// The median a variant ranks by; excluded ones never reach the sort.
+fn median(v: &VariantBench) -> f64 {
+    v.timed().map_or(f64::INFINITY, |t| t.summary.median)
+}
+
+#[cfg(test)]
+#[path = "result_tests.rs"]
+mod tests;
