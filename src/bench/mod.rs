@@ -14,8 +14,8 @@ pub use session::{BenchEvent, BenchOptions, BenchReporter, bench, store};
 
 use crate::probe::ProbeError;
 
-/// Why a bench could not be run: bad input (the first five), or a fault
-/// of preflight or the machine.
+/// Why a bench could not be run: bad input (see [`BenchError::is_bad_input`]),
+/// or a fault of preflight or the machine.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     /// No variant of the target passes here: nothing to time.
@@ -34,6 +34,16 @@ pub enum BenchError {
         "no workload to time: give --smoke FILE (def smoke(kernel, device)) or a kernel repo with benchmarks/benchmark*.py"
     )]
     NoWorkload,
+    /// `--workload` names no `benchmark_<workload>` of the repo's scripts.
+    #[error("--workload {workload}: no benchmark_{workload} in {} (workloads: {})", dir.display(), if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    UnknownWorkload {
+        /// The workload given.
+        workload: String,
+        /// The `benchmarks/` folder.
+        dir: std::path::PathBuf,
+        /// The workloads its scripts define.
+        known: Vec<String>,
+    },
     /// `--workload` was given, but the workload is a smoke file.
     #[error(
         "--workload {0}: workloads are those of the repo's benchmarks/benchmark*.py, and the workload here is a smoke file"

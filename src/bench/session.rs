@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// How long one round aims to take: short enough that drift hits every
 /// variant alike, long enough that the round trip is negligible.
-const ROUND_TARGET: Duration = Duration::from_millis(100);
+const ROUND_TARGET: Duration = Duration::from_millis(10);
 /// A round that takes this many times longer than expected is a hang.
 const HANG_FACTOR: u32 = 20;
 /// The shortest time a round is given before it is a hang.
@@ -169,7 +169,17 @@ pub fn bench(
     };
     match (&first.probe.smoke, &options.workload) {
         (SmokeSource::LoadOnly, _) => return Err(BenchError::NoWorkload),
-        (SmokeSource::Benchmarks { .. }, _) | (_, None) => {}
+        (SmokeSource::Benchmarks { dir, .. }, Some(w)) => {
+            let known = workloads(dir);
+            if !known.contains(w) {
+                return Err(BenchError::UnknownWorkload {
+                    workload: w.clone(),
+                    dir: dir.clone(),
+                    known,
+                });
+            }
+        }
+        (SmokeSource::Benchmarks { .. }, None) | (_, None) => {}
         (_, Some(w)) => return Err(BenchError::WorkloadWithoutBenchmarks(w.clone())),
     }
     if let Some(job) = passing
@@ -272,6 +282,42 @@ pub fn bench(
     report.variants.append(&mut variants);
     report.rank(options.seed);
     Ok(report)
+}
+
+/// The workloads the scripts of a `benchmarks/` folder define, read from
+/// their text (`def benchmark_<w>(`), sorted: enough to refuse a misspelt
+/// `--workload` before any child starts.
+fn workloads(dir: &std::path::Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("benchmark") && n.ends_with(".py"))
+        })
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|text| {
+            text.split("def benchmark_")
+                .skip(1)
+                .filter_map(|rest| {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    rest[name.len()..]
+                        .trim_start()
+                        .starts_with('(')
+                        .then_some(name)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// A variant that is not timed, with the outcome that excludes it.
