@@ -126,12 +126,20 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     // listing can pass for the ranking.
     let repo = repo(
         tmp.path(),
-        &[(&names[0], 3.0, ""), (&names[1], 1.5, ""), (&names[2], 1.0, "")],
+        &[
+            (&names[0], 3.0, ""),
+            (&names[1], 1.5, ""),
+            (&names[2], 1.0, ""),
+        ],
     );
     let cache = tmp.path().join("cache");
     // CPU time: the loaded test machine's other work lengthens wall time
     // unevenly, and this test is about what the harness measures.
-    let (out, doc) = bench(&repo, &cache, &[&QUICK[..], &["--cpu-time", "--min-samples", "20"]].concat());
+    let (out, doc) = bench(
+        &repo,
+        &cache,
+        &[&QUICK[..], &["--cpu-time", "--min-samples", "20"]].concat(),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
     let order: Vec<&str> = doc["variants"]
@@ -165,7 +173,16 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
         assert_eq!(status["status"], "timed", "{r}");
         assert_eq!(status["timer"], "cpu_time");
         assert!(status["summary"]["samples"].as_u64().unwrap() >= 20, "{r}");
-        for field in ["median", "q1", "q3", "iqr", "min", "mean", "stdev", "rel_noise"] {
+        for field in [
+            "median",
+            "q1",
+            "q3",
+            "iqr",
+            "min",
+            "mean",
+            "stdev",
+            "rel_noise",
+        ] {
             assert!(status["summary"][field].is_number(), "{field}: {r}");
         }
         assert!(
@@ -220,8 +237,8 @@ fn two_equal_variants_are_never_called_faster() {
 fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_rest_finish() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let names = variant_names(6);
-    let (good, wrong, crash, drift) = (&names[0], &names[1], &names[3], &names[4]);
+    let names = variant_names(7);
+    let (good, wrong, crash, drift, hang) = (&names[0], &names[1], &names[3], &names[4], &names[5]);
     let repo = repo(
         tmp.path(),
         &[
@@ -236,9 +253,12 @@ fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_res
             ),
             // Goes wrong under repetition: caught by the last verification.
             (drift, 1.0, "    if late:\n        return -1\n"),
+            // Hangs in the middle of a round: stopped after --timeout.
+            (hang, 1.0, "    if late:\n        time.sleep(3600)\n"),
         ],
     );
-    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &QUICK);
+    let args = [&QUICK[..], &["--timeout", "3"]].concat();
+    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(row(&doc, good)["status"]["status"], "timed", "{doc}");
     let excluded = |name: &str, outcome: &str, reason: &str| {
@@ -251,6 +271,7 @@ fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_res
     excluded(wrong, "wrong_result", "differs from the reference");
     excluded(crash, "crashed", "SIGSEGV");
     excluded(drift, "wrong_result", "differs from the reference");
+    excluded(hang, "timeout", "no result within 3.0 s");
     // Excluded variants come last; the one timed variant is the fastest.
     assert_eq!(doc["variants"][0]["variant"], good.as_str());
 }
@@ -264,8 +285,14 @@ fn bad_input_is_exit_2_with_one_message() {
     let cache = tmp.path().join("cache");
     for (args, says) in [
         (vec!["--max-noise", "0"], "--max-noise 0"),
-        (vec!["--min-time", "5", "--timeout", "1"], "longer than --timeout"),
-        (vec!["--variants", "torch-nothing"], "no variant torch-nothing"),
+        (
+            vec!["--min-time", "5", "--timeout", "1"],
+            "longer than --timeout",
+        ),
+        (
+            vec!["--variants", "torch-nothing"],
+            "no variant torch-nothing",
+        ),
         (vec!["--workload", "nothing"], "no benchmark_nothing"),
     ] {
         let (out, _) = bench(&repo, &cache, &args);

@@ -25,9 +25,10 @@ use std::time::{Duration, Instant};
 /// How long one round aims to take: short enough that drift hits every
 /// variant alike, long enough that the round trip is negligible.
 const ROUND_TARGET: Duration = Duration::from_millis(10);
-/// A round that takes this many times longer than expected is a hang.
+/// A round that takes this many times longer than expected is a hang…
 const HANG_FACTOR: u32 = 20;
-/// The shortest time a round is given before it is a hang.
+/// …once it has also had this long, or the variant's whole `--timeout`
+/// if that is shorter.
 const HANG_FLOOR: Duration = Duration::from_secs(10);
 /// Time for a child's last verification and exit.
 const FINISH_WITHIN: Duration = Duration::from_secs(30);
@@ -230,7 +231,7 @@ pub fn bench(
     let mut round = 0u32;
     while timed.iter().any(Participant::live) {
         for p in timed.iter_mut().filter(|p| p.live()) {
-            time_round(p, round, options.cpu_time, interrupt)?;
+            time_round(p, round, options, interrupt)?;
             if let Some(outcome) = &p.excluded {
                 reporter.report(BenchEvent::Excluded {
                     variant: &p.name,
@@ -345,7 +346,7 @@ fn job_hex(job: &Job) -> String {
 fn time_round(
     p: &mut Participant,
     round: u32,
-    cpu_time: bool,
+    options: &BenchOptions,
     interrupt: &Cancel,
 ) -> Result<(), BenchError> {
     let (Some(child), Some(setup)) = (p.child.as_mut(), p.setup.as_ref()) else {
@@ -353,7 +354,7 @@ fn time_round(
     };
     let estimate = Duration::from_secs_f64(setup.estimate_ms.max(1e-6) / 1e3);
     let samples = (ROUND_TARGET.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 10_000.0) as u32;
-    let within = (estimate * samples * HANG_FACTOR).max(HANG_FLOOR);
+    let within = (estimate * samples * HANG_FACTOR).max(HANG_FLOOR.min(options.criteria.timeout));
     let started = Instant::now();
     let got = match child.round(round, samples, within) {
         Ok(got) => got,
@@ -374,7 +375,7 @@ fn time_round(
             continue;
         }
         let ms = match sample.cpu_ms {
-            Some(cpu) if cpu_time => cpu,
+            Some(cpu) if options.cpu_time => cpu,
             _ => sample.ms,
         };
         p.samples.push(ms);
@@ -442,7 +443,13 @@ fn device(plan: &Plan, timed: &[Participant]) -> String {
             _ => None,
         })
         .unwrap_or_else(|| "cpu".into());
-    match plan.fingerprint.gpus.devices.first().and_then(|g| g.model.clone()) {
+    match plan
+        .fingerprint
+        .gpus
+        .devices
+        .first()
+        .and_then(|g| g.model.clone())
+    {
         Some(model) if torch.starts_with("cuda") || torch == "auto" => {
             format!("{torch} ({model})")
         }

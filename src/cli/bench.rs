@@ -87,7 +87,11 @@ fn positive(name: &str, value: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
-        .ok_or_else(|| BadInput(format!("--{name} {value}: expected a positive number of seconds")))
+        .ok_or_else(|| {
+            BadInput(format!(
+                "--{name} {value}: expected a positive number of seconds"
+            ))
+        })
 }
 
 impl Args {

@@ -2,9 +2,9 @@
 
 use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
+use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
 use kernel_preflight::discover::Target;
 use kernel_preflight::report::check;
-use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
 use kernel_preflight::run::select::{Basis, Names, Rank, Selection, Speed};
 use std::path::PathBuf;
 

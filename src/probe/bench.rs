@@ -111,11 +111,14 @@ impl PythonExecutor {
         let dir = sandbox.dir().to_path_buf();
         let fifo = |name: &str| {
             let path = dir.join(name);
-            nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)
-                .map_err(|e| ProbeError::Setup {
-                    path: path.clone(),
-                    source: e.into(),
-                })?;
+            nix::unistd::mkfifo(
+                &path,
+                nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+            )
+            .map_err(|e| ProbeError::Setup {
+                path: path.clone(),
+                source: e.into(),
+            })?;
             Ok::<_, ProbeError>(path)
         };
         let (commands_path, replies_path) = (fifo(COMMANDS)?, fifo(REPLIES)?);
@@ -234,7 +237,11 @@ impl BenchChild {
             }
             if self.failed || self.exited() {
                 self.drain(samples);
-                return if done(self, samples) { Ok(()) } else { Err(Stopped) };
+                return if done(self, samples) {
+                    Ok(())
+                } else {
+                    Err(Stopped)
+                };
             }
             if self.interrupt.is_cancelled() {
                 self.own.cancel();

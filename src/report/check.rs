@@ -51,7 +51,14 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         rows.len(),
         discovery.root.display()
     );
-    let mut table = super::table(&["variant", "declared", "observed", "depth", "smoke call", "total"]);
+    let mut table = super::table(&[
+        "variant",
+        "declared",
+        "observed",
+        "depth",
+        "smoke call",
+        "total",
+    ]);
     for r in rows {
         table.add_row(vec![
             r.variant.clone(),

@@ -4,7 +4,9 @@
 
 use super::plan::Job;
 use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
-use crate::cache::{BenchKey, BenchRecord, Cache, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles};
+use crate::cache::{
+    BenchKey, BenchRecord, Cache, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles,
+};
 use crate::classify::{Outcome, Timings};
 use crate::discover::native::ModuleKind;
 use crate::discover::{FoundVariant, NativeModule};
