@@ -9,8 +9,10 @@
 
 pub mod result;
 pub mod session;
+mod store;
 
-pub use session::{BenchEvent, BenchOptions, BenchReporter, bench, store};
+pub use session::{BenchEvent, BenchOptions, BenchReporter, bench};
+pub use store::store;
 
 use crate::probe::ProbeError;
 

@@ -263,9 +263,9 @@ fn timings_take_the_first_launch_median_and_round() {
             span: Span::Load,
             ms: 1.23456789,
         },
-        Event::Sample(Sample::new("f".into(), 0, 3.0)),
-        Event::Sample(Sample::new("g".into(), 0, 9.0)),
-        Event::Sample(Sample::new("f".into(), 1, 1.0)),
+        Event::Sample(Sample::new("f", 0, 3.0)),
+        Event::Sample(Sample::new("g", 0, 9.0)),
+        Event::Sample(Sample::new("f", 1, 1.0)),
     ];
     let t = Report::fold(&events).timings(10.0004);
     assert_eq!(t.total_ms, 10.0);
