@@ -8,7 +8,9 @@ and allocations never land in a sample, announces itself with a `bench`
 event, then waits for commands on the FIFO named by `--commands`, one JSON
 line each: `{"round": N, "samples": K}` runs K timed samples and writes one
 `sample` event for each, then a line on the FIFO named by `--replies` (only
-to wake the parent; the facts are in the channel). End of file (the parent closed its end) ends the
+to wake the parent; the facts are in the channel); with `"bare": true` it
+makes the K calls in a bare loop instead, timed as one, and writes one
+sample of their mean (the baseline of the harness's own overhead). End of file (the parent closed its end) ends the
 run: the workload is verified once more, and the driver writes `done`.
 
 Timer: a pair of `torch.cuda.Event`s around each call where torch drives a
@@ -268,6 +270,17 @@ def serve(chan, args, kernel, device):
                 break
             command = json.loads(line)
             round_, samples = int(command["round"]), int(command["samples"])
+            if command.get("bare"):
+                # The same calls in a bare loop, timed as one: what the
+                # harness's overhead per sample is measured against.
+                begin = time.perf_counter_ns()
+                for _ in range(samples):
+                    call()
+                smoke.synchronize(device)
+                total_ms = (time.perf_counter_ns() - begin) / 1e6
+                chan.send(ev_sample("bare:" + label, round_, total_ms / samples))
+                os.write(replies, b"%d\n" % round_)
+                continue
             for _ in range(samples):
                 ms, cpu_ms = clock.sample(call)
                 chan.send(ev_sample(label, round_, ms, cpu_ms, nvml.read() if nvml else None))

@@ -221,6 +221,29 @@ impl BenchChild {
         Ok(got)
     }
 
+    /// Make `calls` calls in a bare loop, timed as one by the child, and
+    /// return their mean (ms): the baseline that the harness's own cost per
+    /// sample is measured against (`benches/bench_overhead.rs`).
+    pub fn bare_round(&mut self, round: u32, calls: u32, within: Duration) -> Result<f64, Stopped> {
+        let line = format!("{{\"round\":{round},\"samples\":{calls},\"bare\":true}}\n");
+        let sent = self
+            .commands
+            .as_mut()
+            .is_some_and(|c| c.write_all(line.as_bytes()).is_ok());
+        if !sent {
+            return Err(Stopped);
+        }
+        let deadline = Instant::now() + within;
+        let mut got = Vec::with_capacity(1);
+        self.wait(deadline, within, &mut got, |_, got| {
+            got.iter().any(|s| s.round == round)
+        })?;
+        got.iter()
+            .find(|s| s.round == round)
+            .map(|s| s.ms)
+            .ok_or(Stopped)
+    }
+
     /// Read the channel until `done`, a failure, the child's end, the
     /// deadline or an interrupt; samples go to `samples`.
     fn wait(
