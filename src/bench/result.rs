@@ -155,4 +155,4 @@ fn median(v: &VariantBench) -> f64 {
 
 #[cfg(test)]
 #[path = "result_tests.rs"]
-mod tests;
+pub(crate) mod tests;

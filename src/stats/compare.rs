@@ -179,10 +179,10 @@ mod tests {
         for _ in 0..draws {
             count[resampled_median(&x, &mut rng) as usize] += 1;
         }
-        for j in 0..7 {
-            let upto = |j: usize| binomial_tail(7, j as f64 / 7.0, 4);
+        let upto = |j: usize| binomial_tail(7, j as f64 / 7.0, 4);
+        for (j, &c) in count.iter().enumerate() {
             let exact = upto(j + 1) - upto(j);
-            let seen = count[j] as f64 / draws as f64;
+            let seen = c as f64 / draws as f64;
             assert!((seen - exact).abs() < 0.005, "x[{j}]: {seen} vs {exact}");
         }
     }

@@ -48,6 +48,10 @@ impl Summary {
         } else {
             0.0
         };
+        if !(mean.is_finite() && stdev.is_finite()) {
+            // Sums of values near f64::MAX overflow; no time is that long.
+            return None;
+        }
         let (q1, q3) = (quantile(&sorted, 0.25), quantile(&sorted, 0.75));
         Some(Summary {
             samples: n,
@@ -132,6 +136,7 @@ mod tests {
         assert_eq!(Summary::of(&[1.0, f64::NAN]), None);
         assert_eq!(Summary::of(&[f64::INFINITY]), None);
         assert_eq!(Summary::of(&[1.0, -0.5]), None);
+        assert_eq!(Summary::of(&[f64::MAX, f64::MAX]), None);
     }
 
     #[test]
