@@ -121,7 +121,9 @@ fn main() {
         }
         let evidence = child.finish(within).expect("the child ends");
         assert!(
-            kernel_preflight::classify::classify(&evidence).kind.passed(),
+            kernel_preflight::classify::classify(&evidence)
+                .kind
+                .passed(),
             "{evidence:?}"
         );
         let (bare, reported, wall) = (least(&bare), least(&reported), least(&wall));

@@ -273,7 +273,11 @@ pub fn bench(
         workload,
         fingerprint: plan.fingerprint.hash(),
         device: device(plan, &timed),
-        flush_l2: options.flush_l2,
+        // Only a child timing a GPU flushes (it says how many bytes).
+        flush_l2: timed
+            .iter()
+            .filter_map(|p| p.setup.as_ref())
+            .any(|s| s.flush_bytes > 0),
         criteria: options.criteria,
         variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
         reference: reference.as_ref().map(|p| result(p, options.cpu_time)),

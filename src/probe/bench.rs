@@ -204,14 +204,7 @@ impl BenchChild {
         samples: u32,
         within: Duration,
     ) -> Result<Vec<Sample>, Stopped> {
-        let line = format!("{{\"round\":{round},\"samples\":{samples}}}\n");
-        let sent = self
-            .commands
-            .as_mut()
-            .is_some_and(|c| c.write_all(line.as_bytes()).is_ok());
-        if !sent {
-            return Err(Stopped);
-        }
+        self.send(&format!("{{\"round\":{round},\"samples\":{samples}}}\n"))?;
         let deadline = Instant::now() + within;
         let mut got = Vec::with_capacity(samples as usize);
         self.wait(deadline, within, &mut got, |_, got| {
@@ -225,14 +218,9 @@ impl BenchChild {
     /// return their mean (ms): the baseline that the harness's own cost per
     /// sample is measured against (`benches/bench_overhead.rs`).
     pub fn bare_round(&mut self, round: u32, calls: u32, within: Duration) -> Result<f64, Stopped> {
-        let line = format!("{{\"round\":{round},\"samples\":{calls},\"bare\":true}}\n");
-        let sent = self
-            .commands
-            .as_mut()
-            .is_some_and(|c| c.write_all(line.as_bytes()).is_ok());
-        if !sent {
-            return Err(Stopped);
-        }
+        self.send(&format!(
+            "{{\"round\":{round},\"samples\":{calls},\"bare\":true}}\n"
+        ))?;
         let deadline = Instant::now() + within;
         let mut got = Vec::with_capacity(1);
         self.wait(deadline, within, &mut got, |_, got| {
@@ -242,6 +230,16 @@ impl BenchChild {
             .find(|s| s.round == round)
             .map(|s| s.ms)
             .ok_or(Stopped)
+    }
+
+    /// Write one command line (shorter than `PIPE_BUF`: one atomic write,
+    /// and the FIFO never fills, since the child reads each before it
+    /// replies).
+    fn send(&mut self, line: &str) -> Result<(), Stopped> {
+        match self.commands.as_mut() {
+            Some(c) if c.write_all(line.as_bytes()).is_ok() => Ok(()),
+            _ => Err(Stopped),
+        }
     }
 
     /// Read the channel until `done`, a failure, the child's end, the
