@@ -236,10 +236,11 @@ impl BenchChild {
     /// and the FIFO never fills, since the child reads each before it
     /// replies).
     fn send(&mut self, line: &str) -> Result<(), Stopped> {
-        match self.commands.as_mut() {
-            Some(c) if c.write_all(line.as_bytes()).is_ok() => Ok(()),
-            _ => Err(Stopped),
-        }
+        let sent = self
+            .commands
+            .as_mut()
+            .is_some_and(|c| c.write_all(line.as_bytes()).is_ok());
+        if sent { Ok(()) } else { Err(Stopped) }
     }
 
     /// Read the channel until `done`, a failure, the child's end, the
