@@ -224,9 +224,19 @@ fn two_equal_variants_are_never_called_faster() {
     let tmp = tempfile::tempdir().unwrap();
     let names = names();
     let repo = repo(tmp.path(), &[(&names[0], 1.0, ""), (&names[1], 1.0, "")]);
-    // The wall clock, as by default.
-    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &QUICK);
+    // A smoke file's `smoke` as the workload (timed whole: it has no
+    // reference of its own to time), and the wall clock, as by default.
+    let smoke = tmp.path().join("smoke.py");
+    std::fs::write(
+        &smoke,
+        "def smoke(kernel, device):\n    return (kernel.spin(60000), kernel.spin(60000))\n",
+    )
+    .unwrap();
+    let args = [&QUICK[..], &["--smoke", smoke.to_str().unwrap()]].concat();
+    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(doc["workload"], "smoke");
+    assert!(doc["reference"].is_null(), "{doc}");
     let second = &doc["variants"][1];
     assert_eq!(second["status"]["timer"], "host_clock");
     let verdict = second["vs_fastest"]["verdict"].as_str().unwrap();

@@ -47,10 +47,11 @@ NVML_CLOCK_SM = 1
 # ---------------------------------------------------------------- events
 
 
-def ev_bench(label, role, timer, flush_bytes, nvml, warmup_calls, estimate_ms):
+def ev_bench(label, role, timer, flush_bytes, nvml, warmup_calls, estimate_ms, has_reference):
     return {"event": "bench", "label": label, "role": role, "timer": timer,
             "flush_bytes": int(flush_bytes), "nvml": bool(nvml),
-            "warmup_calls": int(warmup_calls), "estimate_ms": float(estimate_ms)}
+            "warmup_calls": int(warmup_calls), "estimate_ms": float(estimate_ms),
+            "has_reference": bool(has_reference)}
 
 
 def ev_sample(label, round_, ms, cpu_ms=None, clock=None):
@@ -261,7 +262,8 @@ def serve(chan, args, kernel, device):
     label = workload.label if role == "variant" else "reference:" + workload.label
     chan.enter("launch", what="rounds %s" % label)
     replies = os.open(args.replies, os.O_WRONLY)
-    chan.send(ev_bench(label, role, clock.timer, clock.flush_bytes, nvml is not None, calls, estimate))
+    chan.send(ev_bench(label, role, clock.timer, clock.flush_bytes, nvml is not None, calls, estimate,
+                       workload.reference is not None))
     os.write(replies, b"ready\n")
     with open(args.commands, "r") as commands:
         while True:

@@ -489,7 +489,7 @@ def self_check(golden_path):
         ev_failed("start", internal_failure("KeyError: 'x'", "Traceback …")),
         ev_failed("load", device_unusable_failure("cuda", device_check.Unusable("cuda", "torch sees no cuda device"))),
         ev_done("verified"),
-        bench.ev_bench("Relu.benchmark_small", "variant", "device_events", 100663296, True, 12, 0.05),
+        bench.ev_bench("Relu.small", "variant", "device_events", 100663296, True, 12, 0.05, True),
         bench.ev_sample("Relu.small", 3, 0.0123),
         bench.ev_sample("Relu.small", 3, 0.0125, None, (1980, 0x20)),
         bench.ev_sample("smoke", 0, 2.5, 2.25),

@@ -6,7 +6,11 @@
 //! one child at a time (A B C A B C …), so that no two variants ever time
 //! — or autotune — on one device at once, whatever `--jobs` says: `--jobs`
 //! only applies to the probes that come first. Interleaving spreads the
-//! machine's drift (clocks, other load) over every variant alike.
+//! machine's drift (clocks, other load) over every variant alike; so does
+//! keeping every variant in the rounds until the last stopper is satisfied
+//! (each variant's stop rule is the one that was satisfied first for it,
+//! and the session ends at the latest when the slowest reaches its
+//! `--timeout`).
 
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, Timed, Timer, VariantBench};
@@ -119,8 +123,14 @@ impl<'p> Participant<'p> {
         }
     }
 
+    /// Still in the rounds: its child answers.
     fn live(&self) -> bool {
-        self.stop.is_none() && self.excluded.is_none() && self.child.is_some()
+        self.excluded.is_none() && self.child.is_some()
+    }
+
+    /// In the rounds, and its stopper not yet satisfied.
+    fn wants_more(&self) -> bool {
+        self.live() && self.stop.is_none()
     }
 }
 
@@ -192,43 +202,29 @@ pub fn bench(
         .iter()
         .map(|job| participant(job, job.name.clone()))
         .collect();
-    // The reference computation, in a child of its own, when the workload
-    // has one (`verify_<workload>` of the hub's convention).
-    if matches!(first.probe.smoke, SmokeSource::Benchmarks { .. }) {
-        timed.push(participant(first, "reference".into()));
+    for p in &mut timed {
+        start(p, BenchRole::Variant, python, options, interrupt, reporter)?;
     }
-    let reference_at = (timed.len() > passing.len()).then(|| timed.len() - 1);
-
-    for (i, p) in timed.iter_mut().enumerate() {
-        reporter.report(BenchEvent::WarmingUp { variant: &p.name });
-        let spec = BenchSpec {
-            role: if Some(i) == reference_at {
-                BenchRole::Reference
-            } else {
-                BenchRole::Variant
-            },
-            workload: options.workload.clone(),
-            flush_l2: options.flush_l2,
-        };
-        let mut child = python.bench(&p.job.probe, &spec, interrupt)?;
-        match child.ready(p.job.probe.limits.timeout) {
-            Ok(setup) => {
-                p.setup = Some(setup);
-                p.child = Some(child);
-            }
-            Err(_) => p.excluded = Some(end(child, interrupt)?),
-        }
-        if interrupt.is_cancelled() {
-            return Err(BenchError::Interrupted);
-        }
+    // The reference computation, in a child of its own (in the first
+    // variant's company: the workload's setup may use it), when a variant
+    // said its workload has one (`verify_<workload>` of the hub's convention).
+    let mut reference = timed
+        .iter()
+        .any(|p| p.setup.as_ref().is_some_and(|s| s.has_reference))
+        .then(|| participant(first, "reference".into()));
+    if let Some(p) = &mut reference {
+        start(p, BenchRole::Reference, python, options, interrupt, reporter)?;
     }
     reporter.report(BenchEvent::Timing {
-        participants: timed.iter().filter(|p| p.live()).count(),
+        participants: timed.iter().chain(&reference).filter(|p| p.live()).count(),
     });
 
     let mut round = 0u32;
-    while timed.iter().any(Participant::live) {
-        for p in timed.iter_mut().filter(|p| p.live()) {
+    // A participant whose stopper is satisfied keeps its place in the
+    // rounds until every one's is: then all samples span the same stretch
+    // of time, and the machine's drift weighs on every median alike.
+    while timed.iter().chain(&reference).any(Participant::wants_more) {
+        for p in timed.iter_mut().chain(&mut reference).filter(|p| p.live()) {
             time_round(p, round, options, interrupt)?;
             if let Some(outcome) = &p.excluded {
                 reporter.report(BenchEvent::Excluded {
@@ -240,7 +236,7 @@ pub fn bench(
                 variant: &p.name,
                 round,
                 samples: p.samples.len(),
-                done: !p.live(),
+                done: p.stop.is_some(),
             });
         }
         if interrupt.is_cancelled() {
@@ -248,7 +244,7 @@ pub fn bench(
         }
         round += 1;
     }
-    for p in &mut timed {
+    for p in timed.iter_mut().chain(&mut reference) {
         if let Some(child) = p.child.take() {
             let outcome = end(child, interrupt)?;
             if !outcome.kind.passed() {
@@ -264,7 +260,6 @@ pub fn bench(
         .iter()
         .find_map(|p| p.setup.as_ref())
         .map_or_else(|| "smoke".to_owned(), |s| s.label.clone());
-    let reference = reference_at.map(|i| timed.remove(i));
     let mut report = BenchReport {
         target: plan
             .targets
@@ -321,6 +316,36 @@ fn workloads(dir: &std::path::Path) -> Vec<String> {
     found.sort();
     found.dedup();
     found
+}
+
+/// Start `p`'s child and wait until it is verified and warmed up (or
+/// excluded by how it ended).
+fn start(
+    p: &mut Participant,
+    role: BenchRole,
+    python: &PythonExecutor,
+    options: &BenchOptions,
+    interrupt: &Cancel,
+    reporter: &dyn BenchReporter,
+) -> Result<(), BenchError> {
+    reporter.report(BenchEvent::WarmingUp { variant: &p.name });
+    let spec = BenchSpec {
+        role,
+        workload: options.workload.clone(),
+        flush_l2: options.flush_l2,
+    };
+    let mut child = python.bench(&p.job.probe, &spec, interrupt)?;
+    match child.ready(p.job.probe.limits.timeout) {
+        Ok(setup) => {
+            p.setup = Some(setup);
+            p.child = Some(child);
+        }
+        Err(_) => p.excluded = Some(end(child, interrupt)?),
+    }
+    if interrupt.is_cancelled() {
+        return Err(BenchError::Interrupted);
+    }
+    Ok(())
 }
 
 /// A variant that is not timed, with the outcome that excludes it.
@@ -381,9 +406,8 @@ fn time_round(
             _ => sample.ms,
         };
         p.samples.push(ms);
-        if let Some(rule) = p.stopper.push(ms, p.timed) {
-            p.stop = Some(rule);
-            break;
+        if p.stop.is_none() {
+            p.stop = p.stopper.push(ms, p.timed);
         }
     }
     if p.stop.is_none() && p.stopper.timed_out(p.timed) {

@@ -224,6 +224,10 @@ pub struct BenchSetup {
     pub warmup_calls: u32,
     /// One sample's expected length (ms), from the end of the warm-up.
     pub estimate_ms: f64,
+    /// Whether the workload has a reference computation to time
+    /// (`verify_<workload>` of the hub's convention).
+    #[serde(default)]
+    pub has_reference: bool,
 }
 
 /// What a device said about itself.

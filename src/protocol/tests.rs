@@ -89,6 +89,7 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
             nvml: false,
             warmup_calls: 0,
             estimate_ms: 0.0,
+            has_reference: false,
         }),
         Event::Done { depth: Depth::Load },
     ];
