@@ -213,7 +213,14 @@ pub fn bench(
         .any(|p| p.setup.as_ref().is_some_and(|s| s.has_reference))
         .then(|| participant(first, "reference".into()));
     if let Some(p) = &mut reference {
-        start(p, BenchRole::Reference, python, options, interrupt, reporter)?;
+        start(
+            p,
+            BenchRole::Reference,
+            python,
+            options,
+            interrupt,
+            reporter,
+        )?;
     }
     reporter.report(BenchEvent::Timing {
         participants: timed.iter().chain(&reference).filter(|p| p.live()).count(),
