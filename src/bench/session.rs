@@ -21,7 +21,7 @@ use crate::probe::{
 use crate::protocol::BenchSetup;
 use crate::run::{CheckReport, Job, Plan};
 use crate::sandbox::Cancel;
-use crate::stats::{StopCriteria, StopRule, Stopper, Summary};
+use crate::stats::{MAX_SAMPLES, StopCriteria, StopRule, Stopper, Summary};
 use std::time::{Duration, Instant};
 
 /// How long one round aims to take: short enough that drift hits every
@@ -123,9 +123,11 @@ impl<'p> Participant<'p> {
         }
     }
 
-    /// Still in the rounds: its child answers.
+    /// Still in the rounds: its child answers, and it has room for more
+    /// samples (a satisfied variant of a very short kernel would otherwise
+    /// pile them up while a slow one finishes).
     fn live(&self) -> bool {
-        self.excluded.is_none() && self.child.is_some()
+        self.excluded.is_none() && self.child.is_some() && self.samples.len() < MAX_SAMPLES
     }
 
     /// In the rounds, and its stopper not yet satisfied.
