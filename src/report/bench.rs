@@ -194,7 +194,7 @@ fn rows(report: &BenchReport) -> Vec<Vec<String>> {
 }
 
 /// The variants (and reference) that were not timed: name, outcome, reason.
-fn excluded(report: &BenchReport) -> Vec<(String, &str, &str)> {
+fn excluded(report: &BenchReport) -> Vec<(String, &str, String)> {
     let reference = report
         .reference
         .iter()
@@ -205,9 +205,12 @@ fn excluded(report: &BenchReport) -> Vec<(String, &str, &str)> {
         .map(|v| (v.variant.clone(), v))
         .chain(reference)
         .filter_map(|(name, v)| match &v.status {
-            BenchStatus::Excluded { outcome, reason } => {
-                Some((name, outcome.as_str(), reason.as_str()))
-            }
+            BenchStatus::Excluded { outcome, reason } => Some((
+                name,
+                outcome.as_str(),
+                // A traceback's lines would break the list.
+                reason.split_whitespace().collect::<Vec<_>>().join(" "),
+            )),
             BenchStatus::Timed(_) => None,
         })
         .collect()
@@ -237,7 +240,9 @@ fn bars(report: &BenchReport, width: usize) -> String {
             };
             (f * (bar_w - 1) as f64).round() as usize
         };
-        let (c1, cm, c3) = (col(*q1), col(*median), col(*q3));
+        // A summary read back from JSON need not be ordered; never slice backwards.
+        let cm = col(*median);
+        let (c1, c3) = (col(*q1).min(cm), col(*q3).max(cm));
         let mut bar = vec![' '; bar_w];
         bar[..cm].fill('=');
         bar[cm..c3].fill('-');

@@ -217,6 +217,27 @@ fn throttled_samples_and_missing_estimates_are_said() {
 }
 
 #[test]
+fn disordered_summaries_and_multiline_reasons_do_not_break_it() {
+    let mut r = report();
+    if let BenchStatus::Timed(t) = &mut r.variants[0].status {
+        (t.summary.q1, t.summary.median, t.summary.q3) = (5.0, 2.0, 0.1);
+    }
+    if let BenchStatus::Timed(t) = &mut r.variants[1].status {
+        t.summary.median = f64::NAN;
+    }
+    if let BenchStatus::Excluded { reason, .. } = &mut r.variants[2].status {
+        *reason = "Traceback:\n  File x\n\nValueError: bad".to_string();
+    }
+    let out = table(&r, 80);
+    assert!(
+        out.ends_with("not timed: cu126-bad: wrong_result: Traceback: File x ValueError: bad\n")
+    );
+    assert!(
+        markdown(&r).ends_with("- `cu126-bad`: wrong_result: Traceback: File x ValueError: bad\n")
+    );
+}
+
+#[test]
 fn units_keep_three_digits() {
     assert_eq!(time(0.000512), "512 ns");
     assert_eq!(time(0.0123), "12.3 µs");
