@@ -74,7 +74,8 @@ pub enum BenchEvent<'a> {
         round: u32,
         /// Samples kept so far.
         samples: usize,
-        /// Whether it needs no more rounds.
+        /// Whether its stopper was satisfied in this round (said once; it
+        /// stays in the rounds until every stopper is).
         done: bool,
     },
     /// A participant stopped answering and is excluded.
@@ -234,6 +235,7 @@ pub fn bench(
     // of time, and the machine's drift weighs on every median alike.
     while timed.iter().chain(&reference).any(Participant::wants_more) {
         for p in timed.iter_mut().chain(&mut reference).filter(|p| p.live()) {
+            let satisfied = p.stop.is_some();
             time_round(p, round, options, interrupt)?;
             if let Some(outcome) = &p.excluded {
                 reporter.report(BenchEvent::Excluded {
@@ -245,7 +247,7 @@ pub fn bench(
                 variant: &p.name,
                 round,
                 samples: p.samples.len(),
-                done: p.stop.is_some(),
+                done: !satisfied && p.stop.is_some(),
             });
         }
         if interrupt.is_cancelled() {
