@@ -7,10 +7,12 @@
 //! clock and sent as a `sample` event, the round trip through the FIFOs
 //! included), and a bare round (the same K calls in a plain `for` loop,
 //! timed as one by the same child). Per workload it prints, from the least
-//! disturbed round (other load on the machine only adds), the bare call,
-//! the mean sample the harness reports (the bare call plus the timer's own
-//! cost: the bias of a sample), and the wall time per sample the parent
-//! sees (what a bench takes: the timer, the event and the round trip).
+//! disturbed round (other load on the machine only adds), the bare call and
+//! the mean sample the harness reports, both in the child's CPU time (which
+//! preemption by other load cannot lengthen); their difference, the timer's
+//! own cost in a sample (its bias); and the wall time per sample the parent
+//! sees, whose excess over the bare call is what the harness costs per
+//! sample (the timer, the event, the round trip).
 //!
 //! `cargo bench --bench bench_overhead` (rounds: `PREFLIGHT_BENCH_ROUNDS`,
 //! default 40; interpreter: `PREFLIGHT_BENCH_PYTHON`, else `.venv/bin/python`,
@@ -81,8 +83,8 @@ fn main() {
          sample and the mean bare call; the least disturbed round; microseconds)"
     );
     println!(
-        "{:<8} {:>12} {:>16} {:>16} {:>18}",
-        "workload", "bare call", "reported sample", "wall per sample", "overhead/sample"
+        "{:<8} {:>12} {:>16} {:>12} {:>16} {:>18}",
+        "workload", "bare call", "reported sample", "bias", "wall per sample", "overhead/sample"
     );
     for name in ["noop", "spin"] {
         let (variant, smoke) = fixture(tmp.path(), name);
@@ -110,14 +112,14 @@ fn main() {
             let start = Instant::now();
             let samples = child.round(2 * round, K, within).expect("a harness round");
             wall.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(K));
-            // The mean, like the bare round's: one statistic for both.
-            reported.push(samples.iter().map(|s| s.ms * 1e3).sum::<f64>() / samples.len() as f64);
-            bare.push(
-                child
-                    .bare_round(2 * round + 1, K, within)
-                    .expect("a bare round")
-                    * 1e3,
-            );
+            // The mean CPU time, like the bare round's: one statistic for
+            // both, which preemption by other load cannot lengthen.
+            let cpu = |s: &kernel_preflight::protocol::Sample| s.cpu_ms.unwrap_or(s.ms) * 1e3;
+            reported.push(samples.iter().map(cpu).sum::<f64>() / samples.len() as f64);
+            let plain = child
+                .bare_round(2 * round + 1, K, within)
+                .expect("a bare round");
+            bare.push(cpu(&plain));
         }
         let evidence = child.finish(within).expect("the child ends");
         assert!(
@@ -128,7 +130,8 @@ fn main() {
         );
         let (bare, reported, wall) = (least(&bare), least(&reported), least(&wall));
         println!(
-            "{name:<8} {bare:>12.2} {reported:>16.2} {wall:>16.2} {:>18.2}",
+            "{name:<8} {bare:>12.2} {reported:>16.2} {:>12.2} {wall:>16.2} {:>18.2}",
+            reported - bare,
             wall - bare
         );
     }

@@ -275,12 +275,13 @@ def serve(chan, args, kernel, device):
             if command.get("bare"):
                 # The same calls in a bare loop, timed as one: what the
                 # harness's overhead per sample is measured against.
-                begin = time.perf_counter_ns()
+                cpu, begin = time.process_time_ns(), time.perf_counter_ns()
                 for _ in range(samples):
                     call()
                 smoke.synchronize(device)
                 total_ms = (time.perf_counter_ns() - begin) / 1e6
-                chan.send(ev_sample("bare:" + label, round_, total_ms / samples))
+                cpu_ms = (time.process_time_ns() - cpu) / 1e6
+                chan.send(ev_sample("bare:" + label, round_, total_ms / samples, cpu_ms / samples))
                 os.write(replies, b"%d\n" % round_)
                 continue
             for _ in range(samples):

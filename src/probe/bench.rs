@@ -215,9 +215,15 @@ impl BenchChild {
     }
 
     /// Make `calls` calls in a bare loop, timed as one by the child, and
-    /// return their mean (ms): the baseline that the harness's own cost per
-    /// sample is measured against (`benches/bench_overhead.rs`).
-    pub fn bare_round(&mut self, round: u32, calls: u32, within: Duration) -> Result<f64, Stopped> {
+    /// return their mean as one sample (wall and CPU time, ms): the
+    /// baseline that the harness's own cost per sample is measured against
+    /// (`benches/bench_overhead.rs`).
+    pub fn bare_round(
+        &mut self,
+        round: u32,
+        calls: u32,
+        within: Duration,
+    ) -> Result<Sample, Stopped> {
         self.send(&format!(
             "{{\"round\":{round},\"samples\":{calls},\"bare\":true}}\n"
         ))?;
@@ -226,10 +232,7 @@ impl BenchChild {
         self.wait(deadline, within, &mut got, |_, got| {
             got.iter().any(|s| s.round == round)
         })?;
-        got.iter()
-            .find(|s| s.round == round)
-            .map(|s| s.ms)
-            .ok_or(Stopped)
+        got.into_iter().find(|s| s.round == round).ok_or(Stopped)
     }
 
     /// Write one command line (shorter than `PIPE_BUF`: one atomic write,
