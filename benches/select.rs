@@ -75,6 +75,7 @@ fn fill(cache: &Path, n: usize) {
             smoke: "load-only".into(),
             depth: Depth::Verified,
             protocol: PROTOCOL_VERSION,
+            device_code: None,
         };
         let record = OutcomeRecord {
             path: PathBuf::from(format!("/nonexistent/{i}")),

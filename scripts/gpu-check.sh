@@ -5,14 +5,27 @@
 #
 #   scripts/gpu-check.sh [PATH/TO/preflight]     # or PREFLIGHT=…; default target/release/preflight
 #
-# Needs nothing from the network and no Rust toolchain. It runs `doctor`,
-# the full fingerprint without Python, builds with the local nvcc a kernel for this GPU's architecture, one with
-# SASS only for an architecture this GPU lacks (no PTX), one with PTX only,
-# and one with PTX newer than the driver; runs `check` (native preflight.toml
-# targets) and `inspect` on them; prints one PASS/FAIL line per expectation
-# and `N passed, N failed`; exits 1 when anything failed. When cargo is on
-# PATH it also runs the Rust tests marked `#[ignore = "needs a GPU…"]`
-# (they need the test environment of scripts/setup-env.sh).
+# Needs nothing from the network and no Rust toolchain. It runs `doctor`
+# (with the interpreter PYTHON, the same one the hub checks use), the full
+# fingerprint without Python, builds with the local nvcc a kernel for this
+# GPU's architecture, one with SASS only for an architecture this GPU lacks
+# (no PTX), one with PTX only, and one with PTX newer than the driver; runs
+# `check` (native preflight.toml targets) and `inspect` on them; then the
+# failures a real device shows: a device fault (crashed, and the next probe
+# still passes), an endless kernel (timeout), an allocation beyond the
+# device (out_of_memory, never cached; needs torch with CUDA in PYTHON), an
+# sm_90a wgmma module with a launch of more than 48 KiB of dynamic shared
+# memory (on compute capability 9.0), no visible device
+# (CUDA_VISIBLE_DEVICES=); and the device depth of compiled hub variants
+# (a shared object with only SASS for another architecture is
+# unsupported_arch at depth device, one with PTX passes with its JIT time;
+# needs torch with CUDA in PYTHON); and `bench` of two hub variants of one
+# torch kernel, the faster called with device events and an L2 flush
+# (needs torch with CUDA in PYTHON). Every command runs under `timeout`.
+# Prints one PASS/FAIL/SKIP line per expectation and `N passed, N failed`;
+# exits 1 when anything failed. When cargo is on PATH it also runs the Rust
+# tests marked `#[ignore = "needs a GPU…"]` (they need the test environment
+# of scripts/setup-env.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -31,23 +44,31 @@ finish() {
   [ "$failed" -eq 0 ]
   exit $?
 }
+skip() { echo "SKIP $*"; }
+# t SECONDS COMMAND…: every command of this script runs under a deadline,
+# so that a hung driver or probe fails the check instead of stalling it.
+t() { timeout --kill-after=10 "$@"; }
 # jget FILE EXPR: evaluate a Python expression over the JSON document `d`.
 jget() {
-  "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null || echo "?"
+  t 30 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null || echo "?"
 }
 
 [ -x "$BIN" ] || { fail "preflight binary at $BIN (build it with cargo build --release, or pass its path)"; finish; }
 command -v "$PY" >/dev/null || { fail "python3 to read JSON (set PYTHON)"; finish; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/preflight-gpu-check.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-echo "preflight: $BIN ($("$BIN" --version))"
+# A cache of this run's own: every expectation below is met by a probe now,
+# not by an outcome an earlier run left.
+export PREFLIGHT_CACHE=$WORK/cache
+echo "preflight: $BIN ($(t 10 "$BIN" --version))"
 echo "work dir:  $WORK"
 
 # 1. doctor
-timeout 240 "$BIN" doctor --json >"$WORK/doctor.json" 2>"$WORK/doctor.err"
+PYBIN=$(t 10 "$PY" -c 'import sys; print(sys.executable)')
+t 240 "$BIN" doctor --json --python "$PYBIN" >"$WORK/doctor.json" 2>"$WORK/doctor.err"
 code=$?
 expect "doctor exits 0" 0 "$code"
-"$BIN" doctor 2>&1 | sed 's/^/    /'
+t 240 "$BIN" doctor --python "$PYBIN" 2>&1 | sed 's/^/    /'
 check_verdict() { jget "$WORK/doctor.json" "[c for c in d['checks'] if c['name']=='$1'][0]['verdict']"; }
 major=$(jget "$WORK/doctor.json" "d['device']['major']")
 minor=$(jget "$WORK/doctor.json" "d['device']['minor']")
@@ -68,19 +89,26 @@ want() { if [ "$1" = yes ]; then echo pass; else echo skipped; fi; }
 expect "doctor: bf16 kernel" "$(want $([ $ccn -ge 80 ] && echo yes))" "$(check_verdict bf16)"
 expect "doctor: fp8 kernel" "$(want $([ $ccn -ge 89 ] && echo yes))" "$(check_verdict fp8)"
 expect "doctor: wgmma kernel" "$(want $([ $ccn -eq 90 ] && echo yes))" "$(check_verdict wgmma)"
-importable() { "$PY" -c "import $1" >/dev/null 2>&1 && echo pass || echo missing; }
+importable() { t 120 "$PY" -c "import $1" >/dev/null 2>&1 && echo pass || echo missing; }
 expect "doctor: torch" "$(importable torch)" "$(check_verdict torch)"
 expect "doctor: Triton" "$(importable triton)" "$(check_verdict triton)"
 expect "doctor: CuTe-DSL" "$(importable cutlass)" "$(check_verdict cute_dsl)"
 
 # 1b. full fingerprint without Python: the cuda child measures CUDA's device 0
-PREFLIGHT_PYTHON=none PREFLIGHT_CACHE=$WORK/fingerprint-cache timeout 240 \
+PREFLIGHT_PYTHON=none PREFLIGHT_CACHE=$WORK/fingerprint-cache t 240 \
   "$BIN" fingerprint --full --json >"$WORK/fingerprint.json" 2>"$WORK/fingerprint.err"
 expect "fingerprint --full without Python: exit status" 0 "$?"
 expect "fingerprint --full: libcuda" ok "$(jget "$WORK/fingerprint.json" "d['gpus']['libcuda']['status']")"
 expect "fingerprint --full: CUDA driver API" "$driver_cuda" "$(jget "$WORK/fingerprint.json" "d['gpus']['cuda_driver_api']")"
 expect "fingerprint --full: CUDA device 0 compute capability" "$cc" \
   "$(jget "$WORK/fingerprint.json" "[g['compute_capability'] for g in d['gpus']['devices'] if g['cuda_index']==0][0]")"
+PREFLIGHT_PYTHON=none PREFLIGHT_CACHE=$WORK/fingerprint-cache t 240 \
+  "$BIN" fingerprint --full >"$WORK/fingerprint.txt" 2>&1
+grep -q "compute $cc" "$WORK/fingerprint.txt" && pass "fingerprint --full shows compute $cc" \
+  || fail "fingerprint --full shows compute $cc: $(grep -i cuda "$WORK/fingerprint.txt" | head -n 3)"
+grep -q "$driver_cuda" "$WORK/fingerprint.txt" && pass "fingerprint --full shows the driver API $driver_cuda" \
+  || fail "fingerprint --full shows the driver API $driver_cuda"
+sed 's/^/    /' "$WORK/fingerprint.txt"
 
 # 2. kernels built with the local nvcc
 NVCC=""
@@ -88,7 +116,7 @@ for c in ${CUDA_HOME:+$CUDA_HOME/bin/nvcc} ${CUDA_PATH:+$CUDA_PATH/bin/nvcc} "$(
   if [ -n "$c" ] && [ -x "$c" ]; then NVCC=$c; break; fi
 done
 [ -n "$NVCC" ] || { fail "a local nvcc (CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda)"; finish; }
-nvcc_cuda=$("$NVCC" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+nvcc_cuda=$(t 30 "$NVCC" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
 pass "local nvcc: $NVCC (CUDA $nvcc_cuda)"
 other=80
 [ "$major" = 8 ] && other=90
@@ -104,7 +132,7 @@ build() { # build NAME FILE NVCC-ARGS…
   local dir=$WORK/$name
   shift 2
   mkdir -p "$dir"
-  if "$NVCC" "$@" -o "$dir/$file" "$SRC/axpy/axpy.cu" 2>"$dir/nvcc.err"; then
+  if t 300 "$NVCC" "$@" -o "$dir/$file" "$SRC/axpy/axpy.cu" 2>"$dir/nvcc.err"; then
     manifest "$dir" "$file"
     pass "nvcc $* builds $name/$file"
   else
@@ -113,7 +141,7 @@ build() { # build NAME FILE NVCC-ARGS…
 }
 mkdir -p "$WORK/native"
 cp "$SRC/axpy/axpy.cu" "$SRC/axpy/preflight.toml" "$WORK/native/"
-"$NVCC" -cubin -arch="$sm" -o "$WORK/native/axpy.cubin" "$SRC/axpy/axpy.cu" \
+t 300 "$NVCC" -cubin -arch="$sm" -o "$WORK/native/axpy.cubin" "$SRC/axpy/axpy.cu" \
   && pass "nvcc builds a cubin for this GPU ($sm)" || fail "nvcc builds a cubin for $sm"
 build wrong axpy.fatbin -fatbin -gencode "arch=compute_$other,code=sm_$other"
 build ptx axpy.ptx -ptx -arch="compute_$major$minor"
@@ -129,12 +157,13 @@ manifest "$WORK/broken" axpy.cu
 
 # 3. check
 # PTX from an nvcc newer than the driver is ptx_too_new; otherwise it JITs.
-newer=$("$PY" -c "import sys; v=lambda s: tuple(map(int, s.split('.'))); print(v(sys.argv[1]) > v(sys.argv[2]))" "$nvcc_cuda" "$driver_cuda" 2>/dev/null)
+newer=$(t 30 "$PY" -c "import sys; v=lambda s: tuple(map(int, s.split('.'))); print(v(sys.argv[1]) > v(sys.argv[2]))" "$nvcc_cuda" "$driver_cuda" 2>/dev/null)
 ptx_want=pass
 [ "$newer" = True ] && ptx_want=ptx_too_new
-check() { # check NAME WANT-EXIT WANT-KIND [WANT-DEPTH]
+check() { # check NAME WANT-EXIT WANT-KIND [WANT-DEPTH]  (CHECK_ARGS: more options)
   local json=$WORK/$1.check.json
-  timeout 120 "$BIN" check --json "$WORK/$1" >"$json" 2>"$WORK/$1.check.err"
+  # shellcheck disable=SC2086
+  t 180 "$BIN" check --json --python "$PYBIN" ${CHECK_ARGS:-} "$WORK/$1" >"$json" 2>"$WORK/$1.check.err"
   local code=$?
   expect "check $1: exit status" "$2" "$code"
   local kinds
@@ -161,12 +190,12 @@ else
 fi
 check ptxnew 1 ptx_too_new
 check broken 1 jit_compile_error
-"$BIN" check "$WORK/native" "$WORK/wrong" 2>&1 | sed 's/^/    /'
+t 180 "$BIN" check "$WORK/native" "$WORK/wrong" 2>&1 | sed 's/^/    /'
 
 # 4. inspect
 inspect() { # inspect FILE WANT-EXIT WANT-KIND WANT-TARGET
   local json=$WORK/inspect.json
-  "$BIN" inspect --json --gpu "$cc" "$WORK/$1" >"$json" 2>"$WORK/inspect.err"
+  t 60 "$BIN" inspect --json --gpu "$cc" "$WORK/$1" >"$json" 2>"$WORK/inspect.err"
   expect "inspect --gpu $cc $1: exit status" "$2" "$?"
   expect "inspect $1: images" "$3 $4" "$(jget "$json" "' '.join(i['kind']+' '+i['target'] for i in d['files'][0]['images'])")"
 }
@@ -174,12 +203,100 @@ inspect native/axpy.cubin 0 sass "$sm"
 inspect wrong/axpy.fatbin 1 sass "sm_$other"
 inspect ptxfat/axpy.fatbin 0 ptx "compute_$major$minor"
 
-# 4b. bench on the GPU: two variants of one hub kernel (torch), one a single
+# 5. what only a real device shows
+launch_toml() { # launch_toml [SHARED_MEM_BYTES]: the axpy launch, verified
+  printf '[[module.launch]]\nfunction = "preflight_axpy"\ngrid = 4\nblock = 256\n'
+  if [ -n "${1:-}" ]; then printf 'shared_mem_bytes = %s\n' "$1"; fi
+  printf 'args = [\n  { scalar = "f32", value = 2.0 },\n  { buffer = "f32", len = 1000, init = 1.5 },\n'
+  printf '  { buffer = "f32", len = 1000, init = 1.0, expect = 4.0 },\n  { scalar = "u32", value = 1000 },\n]\n'
+}
+cu_target() { # cu_target NAME BODY [TARGET [SHARED_MEM_BYTES]]: a .cu module for NVRTC
+  mkdir -p "$WORK/$1"
+  printf 'extern "C" __global__ void preflight_axpy(float a, const float *x, float *y, unsigned n) {\n%s\n}\n' "$2" >"$WORK/$1/axpy.cu"
+  {
+    printf '[[module]]\nfile = "axpy.cu"\n'
+    if [ -n "${3:-}" ]; then printf 'target = "%s"\n' "$3"; fi
+    printf '\n'
+    launch_toml "${4:-}"
+  } >"$WORK/$1/preflight.toml"
+}
+AXPY='  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;'
+cu_target fault "$AXPY
+  if (i < n) ((volatile float *)0x10)[i] = a * x[i] + y[i];"
+CHECK_ARGS=--no-cache check fault 1 crashed
+expect "check fault: phase" launch "$(jget "$WORK/fault.check.json" "d['results'][0]['outcome']['phase']")"
+CHECK_ARGS=--no-cache check native 0 pass verified # the next probe still works
+cu_target hang "  volatile unsigned spin = 1;
+  while (spin) { }
+$AXPY
+  if (i < n) y[i] = a * x[i] + y[i];"
+CHECK_ARGS="--timeout 10 --no-cache" check hang 1 timeout
+if [ "$cc" = 9.0 ]; then
+  cu_target wgmma "  extern __shared__ float scratch[];
+  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");
+$AXPY
+  scratch[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  if (i < n) y[i] = a * scratch[threadIdx.x] + y[i];" sm_90a 102400
+  check wgmma 0 pass verified
+else
+  skip "sm_90a wgmma module with 100 KiB of dynamic shared memory: this GPU is $sm, not 9.0"
+fi
+CUDA_VISIBLE_DEVICES= PREFLIGHT_CACHE=$WORK/invisible-cache check native 1 no_device
+
+# 6. the device depth of compiled hub variants, and the device's memory, as
+# the hub loader would meet them (torch with CUDA in PYTHON)
+if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  hub_variant() { # hub_variant REPO NVCC-ARGS…: build/torch-cuda with _ops.so
+    local dir=$WORK/$1/build/torch-cuda
+    local repo=$1
+    shift
+    mkdir -p "$dir"
+    printf 'X = 1\n' >"$dir/__init__.py"
+    printf '{"name": "%s", "id": "_%s_0", "version": 1, "license": "MIT", "python-depends": [], "backend": {"type": "cuda"}}\n' \
+      "$repo" "$repo" >"$dir/metadata.json"
+    if t 300 "$NVCC" -Xcompiler -fPIC -shared "$@" -o "$dir/_ops.so" "$ROOT/tests/fixtures/cuda/add.cu" 2>"$WORK/$repo.nvcc.err"; then
+      pass "nvcc $* builds $repo/build/torch-cuda/_ops.so"
+    else
+      fail "nvcc $* builds $repo/build/torch-cuda/_ops.so: $(tail -n 2 "$WORK/$repo.nvcc.err")"
+    fi
+  }
+  hub_variant sassother -gencode "arch=compute_$other,code=sm_$other"
+  check sassother 1 unsupported_arch
+  expect "check sassother: phase (device depth, no smoke)" load "$(jget "$WORK/sassother.check.json" "d['results'][0]['outcome']['phase']")"
+  expect "check sassother: the driver's code" 209 "$(jget "$WORK/sassother.check.json" "d['results'][0]['outcome']['embedded'][0]['error']['code']")"
+  hub_variant ptxonly -gencode "arch=compute_$other,code=compute_$other"
+  if [ "$other" -gt "$ccn" ]; then
+    # PTX for a newer architecture does not JIT down.
+    check ptxonly 1 unsupported_arch
+  elif [ "$ptx_want" = pass ]; then
+    check ptxonly 0 pass device
+    jit=$(jget "$WORK/ptxonly.check.json" "d['results'][0]['outcome']['embedded'][0]['jit_ms']")
+    case $jit in ''|None|'?') fail "check ptxonly: PTX JIT time reported (got $jit)" ;; *) pass "check ptxonly: PTX JIT time reported ($jit ms)" ;; esac
+    expect "check ptxonly: the image taken (inferred)" "compute_$other PTX, JIT" \
+      "$(jget "$WORK/ptxonly.check.json" "d['results'][0]['outcome']['embedded'][0]['taken']")"
+  else
+    check ptxonly 1 ptx_too_new
+  fi
+  t 180 "$BIN" check --python "$PYBIN" "$WORK/sassother" "$WORK/ptxonly" 2>&1 | sed 's/^/    /'
+  mkdir -p "$WORK/oom/build/torch-universal"
+  printf 'X = 1\n' >"$WORK/oom/build/torch-universal/__init__.py"
+  printf '{"name": "oom", "id": "_oom_0", "version": 1, "license": "MIT", "python-depends": [], "backend": {"type": "universal"}}\n' \
+    >"$WORK/oom/build/torch-universal/metadata.json"
+  printf 'def smoke(kernel, device):\n    import torch\n    torch.empty(1 << 50, dtype=torch.uint8, device=device)\n' >"$WORK/oom.py"
+  CHECK_ARGS="--smoke $WORK/oom.py" PREFLIGHT_CACHE=$WORK/oom-cache check oom 1 out_of_memory
+  CHECK_ARGS="--smoke $WORK/oom.py" PREFLIGHT_CACHE=$WORK/oom-cache check oom 1 out_of_memory
+  expect "check oom: not cached (a transient outcome)" False "$(jget "$WORK/oom.check.json" "d['results'][0]['cached']")"
+else
+  skip "device depth of hub variants and out_of_memory: no torch with CUDA in $PY (set PYTHON)"
+fi
+
+# 7. bench on the GPU: two variants of one hub kernel (torch), one a single
 # matmul, the other the same product in 16 row blocks (16 launches); bench
 # times them with device events and an L2 flush and calls the faster. (The
 # cuda executor has no bench mode yet: native -O3 against -G builds wait
 # for it.)
-if "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
+if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
   BR=$WORK/benchkernel
   for v in torch-universal torch-cuda; do
     mkdir -p "$BR/build/$v"
@@ -209,7 +326,7 @@ class Mm(Benchmark):
     def verify_mm(self):
         return self.x @ self.y
 PY
-  PREFLIGHT_CACHE=$WORK/bench-cache timeout 300 "$BIN" bench --json --python "$(command -v "$PY")" \
+  PREFLIGHT_CACHE=$WORK/bench-cache t 300 "$BIN" bench --json --python "$PYBIN" \
     "$BR" >"$WORK/bench.json" 2>"$WORK/bench.err"
   expect "bench (GPU, torch): exit status" 0 "$?"
   expect "bench: the faster variant first" torch-universal "$(jget "$WORK/bench.json" "d['variants'][0]['variant']")"
@@ -217,14 +334,14 @@ PY
   expect "bench: timer" device_events "$(jget "$WORK/bench.json" "d['variants'][0]['status']['timer']")"
   expect "bench: L2 flushed" True "$(jget "$WORK/bench.json" "d['flush_l2']")"
   expect "bench: the reference timed" timed "$(jget "$WORK/bench.json" "d['reference']['status']['status']")"
-  "$BIN" bench --python "$(command -v "$PY")" --format markdown "$BR" 2>/dev/null | sed 's/^/    /'
+  PREFLIGHT_CACHE=$WORK/bench-cache t 300 "$BIN" bench --python "$PYBIN" --format markdown "$BR" 2>/dev/null | sed 's/^/    /'
 else
-  echo "SKIP bench on the GPU: $PY has no torch with CUDA"
+  skip "bench on the GPU: no torch with CUDA in $PY (set PYTHON)"
 fi
 
-# 5. Rust tests that need a GPU, where there is a toolchain
+# 8. Rust tests that need a GPU, where there is a toolchain
 if command -v cargo >/dev/null 2>&1; then
-  if cargo test --release --locked -- --ignored >"$WORK/cargo.log" 2>&1; then
+  if t 3600 cargo test --release --locked -- --ignored >"$WORK/cargo.log" 2>&1; then
     pass "cargo test -- --ignored (GPU tests)"
   else
     fail "cargo test -- --ignored (GPU tests):"

@@ -322,8 +322,9 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
     let out = check(true);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = &json["results"][0];
-    // The stand-in loads anything; the rule says sm_80 SASS cannot run on
-    // its sm_90: declared and observed disagree, and both are shown.
+    // The rule says sm_80 SASS cannot run on the stand-in's sm_90, and the
+    // stand-in, reading the fatbin as the driver does, refuses it (209):
+    // declared and observed agree.
     assert_eq!(row["declared"]["accepted"], false, "{row}");
     assert!(
         row["declared"]["reason"]
@@ -332,7 +333,8 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
             .contains("SASS for sm_80, no PTX; this GPU is sm_90"),
         "{row}"
     );
-    assert_eq!(row["outcome"]["kind"], "pass");
+    assert_eq!(row["outcome"]["kind"], "unsupported_arch", "{row}");
+    assert_eq!(row["outcome"]["phase"], "load", "{row}");
     assert_eq!(row["cached"], false, "{row}");
     let again: serde_json::Value = serde_json::from_slice(&check(true).stdout).expect("JSON");
     let cached = &again["results"][0];
@@ -340,7 +342,23 @@ fn check_shows_what_a_module_declares_next_to_what_it_did() {
     assert_eq!(cached["declared"], row["declared"], "{cached}");
     let text = String::from_utf8_lossy(&check(false).stdout).into_owned();
     assert!(text.contains("rejected (no image fits)"), "{text}");
-    assert!(text.contains("≠ pass"), "{text}");
+    assert!(text.contains("unsupported_arch"), "{text}");
+    assert!(!text.contains("≠"), "{text}");
+    // On an A100 (FAKE_CUDA_CC=8.0) the same module is declared runnable
+    // and loads.
+    let a100_cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .args(["check", "--json"])
+        .arg(dir.path())
+        .env("PREFLIGHT_LIBCUDA", fake_libcuda())
+        .env("PREFLIGHT_CACHE", a100_cache.path())
+        .env("FAKE_CUDA_CC", "8.0")
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let row = &json["results"][0];
+    assert_eq!(row["declared"]["accepted"], true, "{row}");
+    assert_eq!(row["outcome"]["kind"], "pass", "{row}");
 }
 
 /// A native target whose modules are `names` (the stand-in loads anything),
@@ -586,4 +604,44 @@ fn a_device_list_job_describes_every_device_in_the_drivers_order() {
         "{:?}",
         report.failure
     );
+}
+
+#[test]
+fn a_native_target_is_judged_against_cuda_device_0_not_the_first_on_the_bus() {
+    // The two-GPU machine: the B200 (10.0) is first on the PCI bus, the
+    // H100 (9.0) is CUDA's device 0, where the modules run. SASS for sm_90
+    // fits the H100 only.
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(cu13().join("bin/nvcc"))
+        .args(["-fatbin", "-gencode", "arch=compute_90,code=sm_90", "-o"])
+        .arg(dir.path().join("axpy.fatbin"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/axpy/axpy.cu"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(
+        dir.path().join("preflight.toml"),
+        "[[module]]\nfile = \"axpy.fatbin\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let run = |json: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
+        cmd.arg("check").arg(dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.env("PREFLIGHT_LIBCUDA", fake_libcuda())
+            .env("PREFLIGHT_CACHE", cache.path())
+            .env("FAKE_CUDA_MACHINE", "two_gpus")
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .output()
+            .unwrap()
+    };
+    let doc: serde_json::Value = serde_json::from_slice(&run(true).stdout).expect("JSON");
+    let row = &doc["results"][0];
+    assert_eq!(row["declared"]["accepted"], true, "{row}");
+    assert_eq!(row["outcome"]["kind"], "pass", "{row}");
+    let text = String::from_utf8_lossy(&run(false).stdout).into_owned();
+    assert!(text.contains("on NVIDIA H100 80GB HBM3 (sm 9.0)"), "{text}");
 }

@@ -45,6 +45,11 @@ pub struct JobIdentity {
     /// The version of the protocol the child spoke
     /// ([`crate::protocol::PROTOCOL_VERSION`]).
     pub protocol: u32,
+    /// What loaded a compiled variant's embedded CUDA code on the device
+    /// (`cuda 0.1.0`: the cuda executor of that preflight), when the job
+    /// did; absent otherwise, so that other jobs keep their keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_code: Option<String>,
 }
 
 /// What an outcome's key is computed from.

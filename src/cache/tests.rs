@@ -25,6 +25,7 @@ fn job(name: &str) -> JobIdentity {
         smoke: "load-only:0".into(),
         depth: Depth::Verified,
         protocol: PROTOCOL_VERSION,
+        device_code: None,
     }
 }
 

@@ -15,6 +15,8 @@
 mod cuda;
 #[cfg(test)]
 mod cuda_tests;
+#[cfg(test)]
+mod device_tests;
 pub mod hints;
 #[cfg(test)]
 mod hub_tests;
@@ -28,7 +30,7 @@ mod text;
 pub use crate::protocol::{Depth, ExceptionInfo, Phase, Timings};
 pub use cuda::first_error;
 
-use crate::protocol::{Evidence, Failure, HubCheck, Report};
+use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -139,6 +141,10 @@ pub struct Outcome {
     /// lasting about the variant, and caches must not keep it.
     #[serde(default)]
     pub transient: bool,
+    /// The CUDA code embedded in a compiled variant's shared objects, per
+    /// file, as the device depth loaded it (empty for other jobs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub embedded: Vec<EmbeddedLoad>,
 }
 
 impl Outcome {
@@ -153,6 +159,7 @@ impl Outcome {
             signal: None,
             stderr_tail: String::new(),
             transient: false,
+            embedded: Vec::new(),
         }
     }
 
@@ -207,6 +214,35 @@ pub fn classify(evidence: &Evidence) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report);
     termination::record(&mut outcome, evidence);
+    outcome.embedded = report.embedded;
+    outcome
+}
+
+/// The outcome of a compiled CUDA variant from its two probes: `import`
+/// (the hub's acceptance, the import, the device confirmed usable, the
+/// smoke) and `device` (the cuda executor loading the code embedded in its
+/// shared objects). Whatever stopped the import before the device depth
+/// (a refusal, a missing dependency, no usable device) is the answer; then
+/// a load the driver refused, found before any smoke and with no knowledge
+/// of the kernel's API; else the import's outcome, which has then reached
+/// at least the device depth. The per-file loads travel with the answer.
+pub fn with_device_code(import: Outcome, device: Outcome) -> Outcome {
+    let stopped_early = !import.kind.passed() && import.phase <= Phase::Load;
+    let mut outcome = if stopped_early || device.kind.passed() {
+        let mut outcome = import;
+        if outcome.kind.passed() {
+            outcome.depth = outcome.depth.max(Some(Depth::Device));
+            let loaded: u32 = device.embedded.iter().map(|l| l.loaded).sum();
+            outcome.message = one_line(&format!(
+                "{}; its embedded CUDA code loaded ({loaded} fatbin(s))",
+                outcome.message
+            ));
+        }
+        outcome
+    } else {
+        device.clone()
+    };
+    outcome.embedded = device.embedded;
     outcome
 }
 

@@ -3,7 +3,7 @@
 use super::{BadInput, Failure, Internal};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::embedded::Judge;
-use kernel_preflight::discover::{Named, Target};
+use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::{self, PythonExecutor};
 use kernel_preflight::run::{self, CheckReport, Executors, Plan, PlanOptions, Reporter, RunEvent};
@@ -124,16 +124,6 @@ impl Probing {
         reporter: &dyn Reporter,
     ) -> Result<(Plan, CheckReport), Failure> {
         let fingerprint = self.fingerprint()?;
-        let native = targets
-            .iter()
-            .any(|t| matches!(t.target, Target::Native(_)));
-        let executors = Executors {
-            python: self.python_executor(&fingerprint),
-            cuda: native
-                .then(|| Executors::cuda_for(&fingerprint.toolkits))
-                .transpose()
-                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
-        };
         let cancel = sandbox::install_interrupt_handler();
         let options = PlanOptions {
             smoke: self.args.smoke.clone(),
@@ -146,6 +136,14 @@ impl Probing {
         for warning in &plan.warnings {
             eprintln!("preflight: warning: {warning}");
         }
+        let executors = Executors {
+            python: self.python_executor(&fingerprint),
+            cuda: plan
+                .needs_cuda()
+                .then(|| Executors::cuda_for(&fingerprint.toolkits))
+                .transpose()
+                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
+        };
         if plan.needs_python() && executors.python.is_none() {
             return Err(BadInput(
                 "no Python interpreter found: give --python P".into(),

@@ -28,6 +28,11 @@ const FLAG_ZSTD: u64 = 0x8000;
 const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
 /// Seen in nvcc 13.5 entries built for `…f` targets.
 const FLAG_FAMILY: u64 = 0x20_0000;
+/// Where an entry header's optional attribute block starts: `u32 0x48`,
+/// `u32 length`, then the attributes.
+const ATTRIBUTES_AT: usize = 0x40;
+/// The JIT option nvcc 13.5 records for `-rdc=true` PTX.
+const COMPILE_ONLY: &[u8] = b"--compile-only";
 
 /// How an entry's payload is compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -118,6 +123,9 @@ pub struct Entry<'a> {
     pub stored_size: u64,
     /// The image's size once decompressed.
     pub size: u64,
+    /// The header's attribute block (nvcc writes the JIT options of a PTX
+    /// image there: `--compile-only` for `-rdc`), empty when there is none.
+    attributes: &'a [u8],
     payload: Payload<'a>,
 }
 
@@ -161,6 +169,26 @@ impl<'a> Entry<'a> {
     /// Whether the header marks the entry family-specific (`f`).
     pub fn flags_family(&self) -> bool {
         self.flags & FLAG_FAMILY != 0
+    }
+
+    /// Whether the image is relocatable device code (`nvcc -rdc=true`),
+    /// which the driver cannot load without the device link step: a SASS
+    /// cubin of ELF type `ET_REL` (nvcc 13.5 sets no header flag for it),
+    /// or PTX whose JIT options say `--compile-only`.
+    pub fn relocatable(&self) -> Result<bool, FatbinError> {
+        const ET_TYPE: usize = 16;
+        const ET_REL: u16 = 1;
+        match self.kind {
+            ImageKind::Sass => {
+                let head = self.head(|b| b.len() > ET_TYPE + 1)?;
+                Ok(head.starts_with(b"\x7fELF")
+                    && head.get(ET_TYPE..ET_TYPE + 2) == Some(&ET_REL.to_le_bytes()[..]))
+            }
+            ImageKind::Ptx => Ok(self
+                .attributes
+                .windows(COMPILE_ONLY.len())
+                .any(|w| w == COMPILE_ONLY)),
+        }
     }
 
     /// The image bytes, decompressed if needed.
@@ -266,6 +294,21 @@ fn header(h: &[u8]) -> Header {
     }
 }
 
+/// The attribute block of a header (or sub-header) `h`, if it has one.
+fn attributes(h: &[u8]) -> &[u8] {
+    let word = |at: usize| {
+        h.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    match (word(ATTRIBUTES_AT), word(ATTRIBUTES_AT + 4)) {
+        (Some(0x48), Some(len)) => {
+            let start = ATTRIBUTES_AT + 8;
+            &h[start..h.len().min(start.saturating_add(len))]
+        }
+        _ => &[],
+    }
+}
+
 fn compression(flags: u64) -> Option<Compression> {
     if flags & FLAG_ZSTD != 0 {
         Some(Compression::Zstd)
@@ -294,6 +337,9 @@ fn ptx_isa(kind: ImageKind, h: &Header) -> Option<PtxIsa> {
 pub struct Fatbin<'a> {
     /// Number of containers found.
     pub containers: usize,
+    /// Where each container lies (absolute offsets, header included): one
+    /// container is one fatbin, what `cuModuleLoadData` takes.
+    pub spans: Vec<Range<u64>>,
     /// SASS and PTX images, in file order.
     pub entries: Vec<Entry<'a>>,
     /// Entries of other kinds (e.g. LTO IR, kind 8), which the driver does
@@ -340,6 +386,9 @@ pub fn parse(data: &[u8], base: u64) -> Result<Fatbin<'_>, FatbinError> {
         let body = r.slice(body_at, body_size, "container body")?;
         parse_entries(body, base + body_at as u64, &mut fatbin)?;
         fatbin.containers += 1;
+        fatbin
+            .spans
+            .push(base + at as u64..base + (body_at + body_size) as u64);
         at = body_at + body_size;
     }
     Ok(fatbin)
@@ -406,6 +455,7 @@ fn parse_entries<'a>(body: &'a [u8], base: u64, out: &mut Fatbin<'a>) -> Result<
                     Some(_) => h.uncompressed_size,
                     None => stored.len() as u64,
                 },
+                attributes: attributes(full_header),
                 payload: match compression {
                     Some(_) => Payload::Compressed(stored),
                     None => Payload::Plain(stored),
@@ -434,7 +484,7 @@ enum Members<'a> {
 /// the attributes, padded to 8). Nothing is inflated here: each member
 /// points into the group's payload.
 fn parse_group<'a>(
-    header_bytes: &[u8],
+    header_bytes: &'a [u8],
     offset: u64,
     members: Members<'a>,
     compression: Option<Compression>,
@@ -477,6 +527,7 @@ fn parse_group<'a>(
             let attrs = sr.u32(at + 0x44) as usize;
             size = (0x48 + attrs + 4).next_multiple_of(8);
         }
+        let sub = &subs[at..subs.len().min(at + size)];
         let start = h.size_or_offset as usize;
         let len = usize::try_from(h.payload_size).unwrap_or(usize::MAX);
         let range = match start.checked_add(len) {
@@ -497,6 +548,7 @@ fn parse_group<'a>(
                 compression,
                 stored_size: len as u64,
                 size: len as u64,
+                attributes: attributes(sub),
                 payload: match &members {
                     Members::Plain(stored) => Payload::Plain(&stored[range]),
                     Members::Compressed(group) => Payload::Grouped(group.clone(), range),

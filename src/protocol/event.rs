@@ -64,6 +64,9 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "String::is_empty")]
         info_log: String,
     },
+    /// The CUDA code embedded in one shared object of a variant, loaded on
+    /// the device (the device depth of a compiled variant).
+    Embedded(EmbeddedLoad),
     /// How long a span of the probe took.
     Timing {
         /// Which span.
@@ -133,6 +136,14 @@ pub struct Runtime {
     /// `kernels` is not installed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance: Option<String>,
+    /// The driver library the child's calls are bound to, as the dynamic
+    /// loader names the file that holds `cuInit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libcuda: Option<String>,
+    /// The NVRTC library the child's calls are bound to (the file that
+    /// holds the `nvrtcVersion` it calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvrtc: Option<String>,
 }
 
 impl Runtime {
@@ -150,7 +161,39 @@ impl Runtime {
         take(&mut self.cuda_driver, &other.cuda_driver);
         take(&mut self.devices, &other.devices);
         take(&mut self.acceptance, &other.acceptance);
+        take(&mut self.libcuda, &other.libcuda);
+        take(&mut self.nvrtc, &other.nvrtc);
     }
+}
+
+/// What loading the CUDA code embedded in one shared object showed: one
+/// per file, whether it loaded or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedLoad {
+    /// The file, relative to the variant's directory (`_ops.so`).
+    pub file: String,
+    /// The images its fatbins hold (`SASS for sm_80, PTX for compute_80`).
+    pub images: String,
+    /// Fatbins that loaded on the device.
+    pub loaded: u32,
+    /// Relocatable fatbins (`nvcc -rdc=true`): not loadable alone, so not
+    /// tried, and no failure.
+    #[serde(default)]
+    pub relocatable: u32,
+    /// The image the driver took (`sm_90 SASS`, `compute_80 PTX, JIT`):
+    /// inferred from the images present and the device's capability by
+    /// the driver's rule, since the driver does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken: Option<String>,
+    /// Wall time of the file's loads, in milliseconds.
+    pub load_ms: f64,
+    /// PTX JIT time the driver reported (`CU_JIT_WALL_TIME`), summed over
+    /// the file's loads; `None` when nothing was JIT-compiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jit_ms: Option<f64>,
+    /// The first load that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CudaError>,
 }
 
 /// A timed span of a probe.

@@ -2,8 +2,8 @@
 //! executor returns it and as `classify` reads it.
 
 use super::{
-    ChannelProblems, CompileInfo, Depth, DeviceInfo, Event, ExecutorKind, Failure, Phase, Runtime,
-    Sample, Span,
+    ChannelProblems, CompileInfo, Depth, DeviceInfo, EmbeddedLoad, Event, ExecutorKind, Failure,
+    Phase, Runtime, Sample, Span,
 };
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
@@ -83,6 +83,9 @@ pub struct Report {
     pub compiled: Option<CompileInfo>,
     /// Whether a module was loaded on the device.
     pub loaded: bool,
+    /// The CUDA code embedded in a variant's shared objects, per file, as
+    /// loaded on the device.
+    pub embedded: Vec<EmbeddedLoad>,
     /// Import time.
     pub import_ms: Option<f64>,
     /// Module load time.
@@ -129,6 +132,7 @@ impl Report {
                 Event::Devices { devices } => r.devices.clone_from(devices),
                 Event::Compiled(c) => r.compiled = Some(c.clone()),
                 Event::Loaded { .. } => r.loaded = true,
+                Event::Embedded(load) => r.embedded.push(load.clone()),
                 Event::Timing { span, ms } => match span {
                     Span::Import => r.import_ms = Some(*ms),
                     Span::Load => r.load_ms = Some(*ms),

@@ -23,7 +23,8 @@ mod tests;
 
 pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, VersionMismatch};
 pub use event::{
-    BenchSetup, CompileInfo, CudaError, DeviceInfo, Event, ExceptionInfo, Failure, HubCheck,
+    BenchSetup, CompileInfo, CudaError, DeviceInfo, EmbeddedLoad, Event, ExceptionInfo, Failure,
+    HubCheck,
     NvrtcError, Provider, Runtime, Sample, Span,
 };
 pub use evidence::{Evidence, Report, Timings};

@@ -69,6 +69,16 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
         Event::Loaded {
             info_log: String::new(),
         },
+        Event::Embedded(EmbeddedLoad {
+            file: String::new(),
+            images: String::new(),
+            loaded: 0,
+            relocatable: 0,
+            taken: None,
+            load_ms: 0.0,
+            jit_ms: None,
+            error: None,
+        }),
         Event::Timing {
             span: Span::Load,
             ms: 0.0,

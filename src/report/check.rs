@@ -42,7 +42,8 @@ pub fn table(report: &CheckReport, plan: &Plan) -> String {
     out.trim_end().to_string()
 }
 
-/// One hub kernel: variant · declared · observed · depth · smoke call · total.
+/// One hub kernel: variant · declared · observed · depth · smoke call ·
+/// total, then the notes and the device depth's line per shared object.
 fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
     let kernel = discovery.kernel.as_deref().unwrap_or("kernel");
     let _ = writeln!(
@@ -78,6 +79,7 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         );
     }
     notes(out, rows);
+    super::device::lines(out, rows);
     let passing: Vec<&str> = rows
         .iter()
         .filter(|r| r.outcome.kind.passed())

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod cache;
 pub mod check;
+pub mod device;
 pub mod doctor;
 pub mod inspect;
 pub mod native;

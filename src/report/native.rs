@@ -34,7 +34,8 @@ pub fn section(
         target.modules.len(),
         target.dir.display()
     );
-    if let Some(gpu) = report.fingerprint.gpus.devices.first() {
+    // The GPU the modules' images were judged against: CUDA's device 0.
+    if let Some(gpu) = report.fingerprint.cuda_default_device() {
         let model = gpu.model.as_deref().unwrap_or("NVIDIA GPU");
         match &gpu.compute_capability {
             Some(cc) => {

@@ -72,12 +72,14 @@ pub(super) fn bench_lookup(cache: &RunCache, key: &JobKey, workload: &str) -> Op
     cache.cache.bench().get(&key.bench(workload)).hit()
 }
 
-/// The key of `job`, which probes the hub `variant`; `Err` says why its
-/// files could not be identified (the job is then probed and not kept).
+/// The key of `job`, which probes the hub `variant` (with the device load
+/// of its embedded CUDA code when `device_code`); `Err` says why its files
+/// could not be identified (the job is then probed and not kept).
 pub(super) fn variant_key(
     cache: &RunCache,
     variant: &FoundVariant,
     job: &probe::Job,
+    device_code: bool,
 ) -> Result<JobKey, String> {
     let (files, _) = cache
         .cache
@@ -92,6 +94,8 @@ pub(super) fn variant_key(
         smoke: smoke_identity(&job.smoke).map_err(|e| e.to_string())?,
         depth: job.depth,
         protocol: PROTOCOL_VERSION,
+        // The cuda child is this binary: its version stands for its code.
+        device_code: device_code.then(|| format!("cuda {}", env!("CARGO_PKG_VERSION"))),
     };
     Ok(JobKey {
         key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -137,6 +141,7 @@ pub(super) fn module_key(
         smoke: format!("launches:{}", digest(&smoke)),
         depth: job.depth,
         protocol: PROTOCOL_VERSION,
+        device_code: None,
     };
     Ok(JobKey {
         key: OutcomeKey::new(&cache.fingerprint, identity),

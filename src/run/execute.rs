@@ -6,7 +6,8 @@ use super::plan::Job;
 use crate::classify::{self, Outcome, Phase, Timings};
 use crate::fingerprint::Toolkits;
 use crate::probe::cuda::{self, CudaExecutor};
-use crate::probe::{Executor, PythonExecutor, Subject};
+use crate::probe::{self, Executor, PythonExecutor, Subject};
+use crate::protocol::Depth;
 use crate::sandbox::Cancel;
 use std::time::Instant;
 
@@ -50,18 +51,41 @@ pub(super) struct Executed {
     pub fault: Option<String>,
 }
 
-/// Runs one job in a fresh sandboxed child of its executor and classifies
-/// the evidence. A fault of preflight (no executor for the job, a sandbox
-/// that fails) is a `probe_error` outcome and a fault, never an abandoned
-/// run.
+/// Runs one job in fresh sandboxed children of its executors and
+/// classifies the evidence. A compiled CUDA variant's embedded code is
+/// loaded on the device first; when that fails, the import still runs (what
+/// stops it earlier is the better answer) but no smoke does. A fault of
+/// preflight (no executor for the job, a sandbox that fails) is a
+/// `probe_error` outcome and a fault, never an abandoned run.
 pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Executed {
+    let import = executors.for_subject(&job.probe.subject);
+    let Some(device_job) = &job.device_code else {
+        return execute_one(&job.probe, import, cancel);
+    };
+    let cuda = executors.cuda.as_ref().map(|e| e as &dyn Executor);
+    let device = execute_one(device_job, cuda, cancel);
+    let mut import_job = job.probe.clone();
+    if !device.outcome.kind.passed() {
+        import_job.depth = import_job.depth.min(Depth::Device);
+    }
+    let import = execute_one(&import_job, import, cancel);
+    Executed {
+        outcome: classify::with_device_code(import.outcome, device.outcome),
+        timings: Timings {
+            total_ms: round_ms(import.timings.total_ms + device.timings.total_ms),
+            ..import.timings
+        },
+        leaked: import.leaked.or(device.leaked),
+        fault: import.fault.or(device.fault),
+    }
+}
+
+/// Runs `job` in a fresh sandboxed child of `executor`.
+fn execute_one(job: &probe::Job, executor: Option<&dyn Executor>, cancel: &Cancel) -> Executed {
     let start = Instant::now();
-    let result = match executors.for_subject(&job.probe.subject) {
-        Some(executor) => executor.run(&job.probe, cancel).map_err(|e| e.to_string()),
-        None => Err(format!(
-            "no executor to run {} in",
-            job.probe.subject.describe()
-        )),
+    let result = match executor {
+        Some(executor) => executor.run(job, cancel).map_err(|e| e.to_string()),
+        None => Err(format!("no executor to run {} in", job.subject.describe())),
     };
     let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
     match result {

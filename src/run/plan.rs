@@ -14,7 +14,9 @@ use crate::discover::native::ModuleKind;
 use crate::discover::{Discovery, FoundVariant, Named, NativeModule, NativeTarget, Target};
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource, Subject};
+use crate::protocol::Depth;
 use crate::sandbox::Limits;
+use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -61,6 +63,11 @@ pub struct Job {
     /// What its executor runs: the subject, the device, the smoke, the
     /// depth and the child's limits.
     pub probe: probe::Job,
+    /// For a compiled CUDA variant: the cuda executor's job that loads the
+    /// code embedded in its shared objects on the device (its device
+    /// depth), run before the import; its outcome joins the import's
+    /// ([`crate::classify::with_device_code`]).
+    pub device_code: Option<probe::Job>,
     /// Where its outcome is kept; `None`: not cached (`--no-cache`, or its
     /// files could not be identified).
     pub key: Option<JobKey>,
@@ -133,6 +140,15 @@ impl Plan {
         self.jobs.iter().filter(|j| j.skip.is_none()).count()
     }
 
+    /// Whether some job needs the cuda executor (a native module, or the
+    /// device depth of a compiled CUDA variant).
+    pub fn needs_cuda(&self) -> bool {
+        self.jobs.iter().any(|j| {
+            j.skip.is_none()
+                && (j.device_code.is_some() || matches!(j.probe.subject, Subject::Module { .. }))
+        })
+    }
+
     /// Whether some job needs the python executor.
     pub fn needs_python(&self) -> bool {
         self.jobs
@@ -147,7 +163,7 @@ impl Plan {
         target: TargetId,
         declared: Declared,
         skip: Option<String>,
-        probe: probe::Job,
+        (probe, device_code): (probe::Job, Option<probe::Job>),
         key: impl FnOnce(&RunCache, &probe::Job) -> Result<JobKey, String>,
     ) {
         let (name, path) = match &probe.subject {
@@ -173,6 +189,7 @@ impl Plan {
             declared,
             skip,
             probe,
+            device_code,
             key,
         });
     }
@@ -215,16 +232,23 @@ impl Plan {
                     )
                 })
                 .clone();
+            let subject = Subject::Variant {
+                name: variant.name.clone(),
+                path: variant.path.clone(),
+            };
+            let device_code = (skip.is_none() && compiled_cuda(variant)).then(|| probe::Job {
+                depth: Depth::Device,
+                limits: options.limits.clone(),
+                ..probe::Job::new(subject.clone())
+            });
             let job = probe::Job {
                 smoke,
                 limits: options.limits.clone(),
-                ..probe::Job::new(Subject::Variant {
-                    name: variant.name.clone(),
-                    path: variant.path.clone(),
-                })
+                ..probe::Job::new(subject)
             };
-            self.push(target, declared, skip, job, |cache, job| {
-                cached::variant_key(cache, variant, job)
+            let device_step = device_code.is_some();
+            self.push(target, declared, skip, (job, device_code), |cache, job| {
+                cached::variant_key(cache, variant, job, device_step)
             });
         }
     }
@@ -241,11 +265,23 @@ impl Plan {
                     launches: module.launches.clone(),
                 })
             };
-            self.push(target, declared, None, job, |cache, job| {
+            self.push(target, declared, None, (job, None), |cache, job| {
                 cached::module_key(cache, module, job)
             });
         }
     }
+}
+
+/// Whether `variant` is built for CUDA and ships shared objects, whose
+/// embedded code the device depth loads. Universal and CPU variants run
+/// no device code of their own; a variant of Python alone (Triton) has
+/// none to load.
+fn compiled_cuda(variant: &FoundVariant) -> bool {
+    let cuda = match &variant.name {
+        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
+        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
+    };
+    cuda && probe::cuda::has_shared_objects(&variant.path)
 }
 
 /// The hub's name-level decision, then (when a GPU is judged and the name

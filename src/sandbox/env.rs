@@ -70,6 +70,10 @@ mod tests {
             "HOME",
             "CUDA_HOME",
             "CUDA_VISIBLE_DEVICES",
+            // The user's JIT cache: the device depth fills it, so that
+            // `warmup` leaves it warm.
+            "CUDA_CACHE_PATH",
+            "CUDA_CACHE_MAXSIZE",
             "HF_HOME",
             "TOKENIZERS_PARALLELISM",
             "KEYBOARD",

@@ -55,6 +55,7 @@ fn job_of(cache: &Cache, dir: &Path, metadata: Option<&Metadata>) -> OutcomeKey 
         smoke: "load-only:0".into(),
         depth: Depth::Verified,
         protocol: PROTOCOL_VERSION,
+        device_code: None,
     };
     OutcomeKey::new(MACHINE, job)
 }

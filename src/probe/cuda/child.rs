@@ -5,8 +5,8 @@
 //! into a [`Failure`] fact, never into a crash it could have avoided.
 
 use super::driver::{self, Driver, Module};
-use super::nvrtc;
 use super::request::{Arg, CudaRequest, Launch, ModuleKind, ModuleSpec};
+use super::{bound, embedded, nvrtc};
 use crate::protocol::{
     CompileInfo, Depth, Event, EventLog, ExecutorKind, Failure, Phase, Runtime, Sample, Span,
 };
@@ -144,18 +144,24 @@ impl Child<'_> {
             // that answer needs no GPU and a broken kernel is the more
             // useful thing to report.
             (Err(failure), Some(spec)) => {
-                self.compile(spec, None)?;
+                self.compile(spec, None, request.nvrtc_library.as_deref())?;
                 return Err((Phase::Start, failure));
             }
             (Err(failure), None) => return Err((Phase::Start, failure)),
         };
+        if let Some(variant) = &request.variant {
+            self.load_embedded(&driver, &device, variant)?;
+            self.depth = Depth::Device;
+            return Ok(());
+        }
         self.depth = Depth::Device;
         let Some(spec) = &request.module else {
             return Ok(());
         };
         let (image, kind) = match spec.kind {
             ModuleKind::Cuda => {
-                let compiled = self.compile(spec, Some(&device.sm()))?;
+                let compiled =
+                    self.compile(spec, Some(&device.sm()), request.nvrtc_library.as_deref())?;
                 (compiled.image, compiled.kind)
             }
             kind => {
@@ -172,7 +178,9 @@ impl Child<'_> {
         };
         self.enter(Phase::Load, "load");
         let started = std::time::Instant::now();
-        let (module, info_log) = driver.load(&image, kind).map_err(at(Phase::Load))?;
+        let driver::Loaded {
+            module, info_log, ..
+        } = driver.load(&image, kind).map_err(at(Phase::Load))?;
         self.log.emit(&Event::Timing {
             span: Span::Load,
             ms: started.elapsed().as_secs_f64() * 1e3,
@@ -189,9 +197,10 @@ impl Child<'_> {
     /// ordinal order, with no context created on any of them.
     fn list_devices(&mut self, request: &CudaRequest) -> Result<(), Failure> {
         self.enter(Phase::Start, "devices");
-        driver::load_driver(request.libcuda.as_deref())?;
+        let libcuda = load_libcuda(request)?;
         self.log.emit(&Event::Runtime(Runtime {
             cuda_driver: Some(driver::version()?),
+            libcuda,
             ..Runtime::default()
         }));
         let (_, count) = driver::init()?;
@@ -210,11 +219,12 @@ impl Child<'_> {
         &mut self,
         request: &CudaRequest,
     ) -> Result<(Driver, crate::protocol::DeviceInfo), Failure> {
-        driver::load_driver(request.libcuda.as_deref())?;
+        let libcuda = load_libcuda(request)?;
         let (version, devices) = driver::init()?;
         self.log.emit(&Event::Runtime(Runtime {
             cuda_driver: Some(version),
             devices: Some(devices),
+            libcuda,
             ..Runtime::default()
         }));
         if request.device >= devices {
@@ -228,12 +238,51 @@ impl Child<'_> {
         Ok((driver, info))
     }
 
+    /// Loads the CUDA code embedded in the shared objects of the variant
+    /// at `dir`, one event per file; the first load the driver refused
+    /// ends the work, once every file has been tried.
+    fn load_embedded(
+        &mut self,
+        driver: &Driver,
+        device: &crate::protocol::DeviceInfo,
+        dir: &Path,
+    ) -> Result<(), Failed> {
+        let at = |phase| move |f| (phase, f);
+        let files = embedded::shared_objects(dir).map_err(|e| {
+            (
+                Phase::Load,
+                Failure::InvalidInput {
+                    message: format!("cannot list {}: {e}", dir.display()),
+                },
+            )
+        })?;
+        let started = std::time::Instant::now();
+        let mut loads = Vec::with_capacity(files.len());
+        for file in &files {
+            self.enter(Phase::Load, &file.display().to_string());
+            let load = embedded::load_file(driver, device.capability(), dir, file)
+                .map_err(at(Phase::Load))?;
+            self.log.emit(&Event::Embedded(load.clone()));
+            loads.push(load);
+        }
+        self.log.emit(&Event::Timing {
+            span: Span::Load,
+            ms: started.elapsed().as_secs_f64() * 1e3,
+        });
+        match embedded::first_error(&loads) {
+            Some(error) => Err((Phase::Load, Failure::Cuda(error))),
+            None => Ok(()),
+        }
+    }
+
     /// Compiles CUDA C source for the requested target, else `device_sm`,
-    /// else NVRTC's default target.
+    /// else NVRTC's default target, with NVRTC verified to be the library
+    /// preflight chose (`chosen`).
     fn compile(
         &mut self,
         spec: &ModuleSpec,
         device_sm: Option<&str>,
+        chosen: Option<&Path>,
     ) -> Result<nvrtc::Compiled, Failed> {
         self.enter(Phase::Load, "compile");
         let source = std::fs::read_to_string(&spec.path).map_err(|e| {
@@ -249,6 +298,15 @@ impl Child<'_> {
             .file_name()
             .map_or_else(|| "module.cu".into(), |n| n.to_string_lossy().into_owned());
         let target = spec.target.as_deref().or(device_sm);
+        // Loading NVRTC (its version is the first call) binds the library
+        // whose answers the compile would report: it must be the chosen one.
+        nvrtc::version().map_err(|f| (Phase::Load, f))?;
+        let nvrtc = bound::verify("libnvrtc", chosen, nvrtc::bound_library())
+            .map_err(|f| (Phase::Load, f))?;
+        self.log.emit(&Event::Runtime(Runtime {
+            nvrtc,
+            ..Runtime::default()
+        }));
         let compiled = nvrtc::compile(&source, &name, target, &spec.nvrtc_options)
             .map_err(|f| (Phase::Load, f))?;
         self.log.emit(&Event::Compiled(CompileInfo {
@@ -266,6 +324,7 @@ impl Child<'_> {
         self.enter(Phase::Launch, name);
         let at = |phase| move |f| (phase, f);
         let function = module.function(name).map_err(at(Phase::Launch))?;
+        allow_shared_memory(driver, function, launch).map_err(at(Phase::Launch))?;
         // Each parameter lives in its own 8-byte-aligned slot that stays put
         // until the launches are done: the driver reads them through `params`.
         let mut slots: Vec<Box<[u64; 1]>> = Vec::with_capacity(launch.args.len());
@@ -376,4 +435,54 @@ impl Child<'_> {
         }
         Ok(())
     }
+}
+
+/// Loads the driver library the request names and says which file its
+/// calls are bound to; one bound elsewhere than chosen is refused.
+fn load_libcuda(request: &CudaRequest) -> Result<Option<String>, Failure> {
+    driver::load_driver(request.libcuda.as_deref())?;
+    bound::verify(
+        "libcuda",
+        request.libcuda.as_deref(),
+        driver::bound_library(),
+    )
+}
+
+/// The most dynamic shared memory a launch gets without asking.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+
+/// A launch asking for more than 48 KiB of dynamic shared memory must say
+/// so first (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), up to the
+/// device's opt-in maximum (227 KiB on Hopper) less the kernel's static
+/// shared memory; beyond it, the launch cannot run on this device at all,
+/// which is said with both numbers.
+fn allow_shared_memory(
+    driver: &Driver,
+    function: driver::Function,
+    launch: &Launch,
+) -> Result<(), Failure> {
+    let asked = launch.shared_mem_bytes;
+    if asked <= DEFAULT_DYNAMIC_SHARED {
+        return Ok(());
+    }
+    let optin = driver.attribute(driver::ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+    let fixed = function.attribute(driver::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+    let room = optin - fixed;
+    if i64::from(asked) > room {
+        return Err(Failure::InvalidInput {
+            message: format!(
+                "launch of {} asks for {asked} bytes of dynamic shared memory; this device allows at most {optin} bytes per block (opt-in maximum){}",
+                launch.function,
+                if fixed > 0 {
+                    format!(", of which the kernel's static shared memory takes {fixed}")
+                } else {
+                    String::new()
+                }
+            ),
+        });
+    }
+    function.set_attribute(
+        driver::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        i64::from(asked),
+    )
 }

@@ -10,6 +10,7 @@
 use super::request::ModuleKind;
 use crate::protocol::{CudaError, DeviceInfo, Failure};
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -191,12 +192,57 @@ fn query(ordinal: u32) -> Result<(c_int, DeviceInfo), Failure> {
 /// An initialised driver with the primary context of one device current;
 /// only [`Driver::open`] makes one.
 #[derive(Debug)]
-pub struct Driver(());
+pub struct Driver {
+    /// The driver's handle of the device.
+    device: c_int,
+}
+
+/// A module the driver loaded, with what its JIT said.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The module.
+    pub module: Module,
+    /// The JIT's info log (empty when it wrote none).
+    pub info_log: String,
+    /// What the driver reports as time spent in its JIT compiler and
+    /// linker (`CU_JIT_WALL_TIME`), in milliseconds: near 0 for SASS and
+    /// for PTX found in the JIT cache.
+    pub jit_ms: f64,
+}
+
+/// The file the dynamic loader mapped the code at `address` from, as it
+/// names it (`dladdr`).
+pub fn library_of(address: *const c_void) -> Option<std::path::PathBuf> {
+    // SAFETY: dladdr only reads the loader's tables; `info` is plain data.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let found = unsafe { libc::dladdr(address, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string owned by the loader.
+    let name = unsafe { CStr::from_ptr(info.dli_fname) };
+    Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+        name.to_bytes(),
+    )))
+}
+
+/// The file the driver's calls are bound to: where the `cuInit` this
+/// child calls lives (after [`load_driver`]).
+pub fn bound_library() -> Option<std::path::PathBuf> {
+    library_of(entry(c"cuInit").ok()?)
+}
 
 const ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 16;
 const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 const ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+/// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
+pub const ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
+/// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`: a kernel's static shared memory.
+pub const FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+pub const FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: c_int = 8;
 
+const JIT_WALL_TIME: c_int = 2;
 const JIT_INFO_LOG_BUFFER: c_int = 3;
 const JIT_INFO_LOG_BUFFER_SIZE_BYTES: c_int = 4;
 const JIT_ERROR_LOG_BUFFER: c_int = 5;
@@ -209,12 +255,19 @@ impl Driver {
         let mut ctx: Ptr = std::ptr::null_mut();
         cu!(cuDevicePrimaryCtxRetain(&mut ctx => *mut Ptr, device => c_int))?;
         cu!(cuCtxSetCurrent(ctx => Ptr))?;
-        Ok((Driver(()), info))
+        Ok((Driver { device }, info))
+    }
+
+    /// An attribute of the device (`cuDeviceGetAttribute`).
+    pub fn attribute(&self, attribute: c_int) -> Result<i64, Failure> {
+        let mut v: c_int = 0;
+        cu!(cuDeviceGetAttribute(&mut v => *mut c_int, attribute => c_int, self.device => c_int))?;
+        Ok(i64::from(v))
     }
 
     /// Loads a module image (cubin, fatbin, or PTX) with the JIT's error
-    /// and info logs captured.
-    pub fn load(&self, image: &[u8], kind: ModuleKind) -> Result<(Module, String), Failure> {
+    /// and info logs captured and its compile time measured.
+    pub fn load(&self, image: &[u8], kind: ModuleKind) -> Result<Loaded, Failure> {
         let mut owned;
         let image = if kind == ModuleKind::Ptx && image.last() != Some(&0) {
             owned = image.to_vec();
@@ -231,12 +284,14 @@ impl Driver {
             JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
             JIT_INFO_LOG_BUFFER,
             JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            JIT_WALL_TIME,
         ];
-        let mut values: [Ptr; 4] = [
+        let mut values: [Ptr; 5] = [
             error_log.as_mut_ptr().cast(),
             LOG as Ptr,
             info_log.as_mut_ptr().cast(),
             LOG as Ptr,
+            std::ptr::null_mut(),
         ];
         let mut module: Ptr = std::ptr::null_mut();
         // The image outlives the call; the option values are a buffer
@@ -258,7 +313,17 @@ impl Driver {
             return Err(Failure::Cuda(error));
         }
         loaded?;
-        Ok((Module(module), text(&info_log)))
+        // The driver writes the wall time as a float into the option's slot.
+        let jit_ms = f32::from_bits(values[4] as usize as u32);
+        Ok(Loaded {
+            module: Module(module),
+            info_log: text(&info_log),
+            jit_ms: if jit_ms.is_finite() {
+                f64::from(jit_ms.max(0.0))
+            } else {
+                0.0
+            },
+        })
     }
 
     /// Allocates device memory and copies `init` into it.
@@ -334,6 +399,28 @@ impl Module {
         let mut f: Ptr = std::ptr::null_mut();
         cu!(cuModuleGetFunction(&mut f => *mut Ptr, self.0 => Ptr, cname.as_ptr() => *const c_char))?;
         Ok(Function(f))
+    }
+
+    /// Unloads the module, freeing its code on the device.
+    pub fn unload(self) -> Result<(), Failure> {
+        cu!(cuModuleUnload(self.0 => Ptr))
+    }
+}
+
+impl Function {
+    /// An attribute of the kernel (`cuFuncGetAttribute`).
+    pub fn attribute(&self, attribute: c_int) -> Result<i64, Failure> {
+        let mut v: c_int = 0;
+        cu!(cuFuncGetAttribute(&mut v => *mut c_int, attribute => c_int, self.0 => Ptr))?;
+        Ok(i64::from(v))
+    }
+
+    /// Sets an attribute of the kernel (`cuFuncSetAttribute`).
+    pub fn set_attribute(&self, attribute: c_int, value: i64) -> Result<(), Failure> {
+        let value = c_int::try_from(value).map_err(|_| Failure::InvalidInput {
+            message: format!("kernel attribute {attribute}: {value} does not fit an int"),
+        })?;
+        cu!(cuFuncSetAttribute(self.0 => Ptr, attribute => c_int, value => c_int))
     }
 }
 

@@ -9,10 +9,14 @@
 //! initialises the driver, queries the device, loads a cubin / PTX / fatbin
 //! or compiles CUDA C with NVRTC, launches smoke kernels, verifies their
 //! buffers and times them with CUDA events — writing each phase before it
-//! enters it, so a death is attributed to it.
+//! enters it, so a death is attributed to it. For a hub variant it loads
+//! every fatbin embedded in the variant's shared objects on the device
+//! (the device depth of a compiled variant).
 
+mod bound;
 pub mod child;
 mod driver;
+mod embedded;
 mod nvrtc;
 pub mod request;
 
@@ -30,12 +34,21 @@ pub fn nvrtc_library(toolkits: &crate::fingerprint::Toolkits) -> Option<PathBuf>
     toolkits.nvrtc.first().map(|l| l.path.clone())
 }
 
+/// Whether a variant's directory holds shared objects (`.so`, `.so.N`),
+/// which may embed CUDA code for the device depth to load.
+pub fn has_shared_objects(dir: &Path) -> bool {
+    embedded::shared_objects(dir).is_ok_and(|files| !files.is_empty())
+}
+
 /// The hidden subcommand that runs [`child::main`].
 pub const CHILD_SUBCOMMAND: &str = "__cuda-child";
 
 /// Environment variable naming the driver library to load instead of
 /// `libcuda.so.1` (an unusual install, or a test that needs none).
 pub const LIBCUDA_ENV: &str = crate::fingerprint::full::LIBCUDA_VAR;
+
+/// What the cuda child's driver is told about module loading.
+pub const MODULE_LOADING: (&str, &str) = ("CUDA_MODULE_LOADING", "EAGER");
 
 const REQUEST_NAME: &str = "cuda_request.json";
 const EVENTS_NAME: &str = "cuda_events.jsonl";
@@ -84,12 +97,19 @@ impl CudaExecutor {
     /// The request for `job`, its module path made absolute (relative paths
     /// are from this process's working directory).
     fn request(&self, job: &Job, events: PathBuf) -> Result<CudaRequest, ProbeError> {
+        let absolute = |path: &Path| {
+            std::path::absolute(path).map_err(|source| ProbeError::Path {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let variant = match &job.subject {
+            Subject::Variant { path, .. } => Some(absolute(path)?),
+            _ => None,
+        };
         let (module, launches) = match &job.subject {
             Subject::Module { spec, launches } => {
-                let path = std::path::absolute(&spec.path).map_err(|source| ProbeError::Path {
-                    path: spec.path.clone(),
-                    source,
-                })?;
+                let path = absolute(&spec.path)?;
                 let launches = if job.depth >= Depth::Smoke {
                     launches.clone()
                 } else {
@@ -103,13 +123,7 @@ impl CudaExecutor {
                     launches,
                 )
             }
-            Subject::Device | Subject::Devices => (None, Vec::new()),
-            Subject::Variant { .. } => {
-                return Err(ProbeError::Unsupported {
-                    executor: ExecutorKind::Cuda,
-                    subject: job.subject.describe(),
-                });
-            }
+            Subject::Device | Subject::Devices | Subject::Variant { .. } => (None, Vec::new()),
         };
         Ok(CudaRequest {
             device: job.device.ordinal(),
@@ -117,18 +131,33 @@ impl CudaExecutor {
             launches,
             nvrtc_library: self.nvrtc.clone(),
             libcuda: self.libcuda.clone(),
+            variant,
             events,
             list_devices: job.subject == Subject::Devices,
         })
     }
 
-    /// The extra environment: the caller's, and NVRTC's directory in front
-    /// of `LD_LIBRARY_PATH` so that it finds its `libnvrtc-builtins`.
+    /// The extra environment: eager module loading, the caller's, and
+    /// NVRTC's directory in front of `LD_LIBRARY_PATH` so that it finds
+    /// its `libnvrtc-builtins`.
+    ///
+    /// Since CUDA 12.2 the driver loads a module's kernels lazily, on first
+    /// use, and a missing image then fails at the first launch instead of
+    /// at load: `EAGER` keeps the failure in phase `load`, where the
+    /// device depth and a native module's load look for it.
     fn child_env(&self) -> Vec<(OsString, OsString)> {
-        let mut env = self.env.clone();
+        let mut env = vec![(MODULE_LOADING.0.into(), MODULE_LOADING.1.into())];
+        env.extend(self.env.iter().cloned());
         if let Some(dir) = self.nvrtc.as_deref().and_then(Path::parent) {
             let mut paths = vec![dir.to_path_buf()];
-            if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+            // The caller's own path, else this process's, follows.
+            let given = self
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "LD_LIBRARY_PATH")
+                .map(|(_, v)| v.clone());
+            if let Some(old) = given.or_else(|| std::env::var_os("LD_LIBRARY_PATH")) {
                 paths.extend(std::env::split_paths(&old));
             }
             if let Ok(joined) = std::env::join_paths(paths) {

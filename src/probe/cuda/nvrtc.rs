@@ -54,6 +54,18 @@ pub fn version() -> Result<String, Failure> {
     Ok(format!("{major}.{minor}"))
 }
 
+/// The file the NVRTC calls of this child are bound to: where the
+/// `nvrtcVersion` that cudarc resolved lives (after [`version`] answered,
+/// so that the library is loaded).
+pub fn bound_library() -> Option<std::path::PathBuf> {
+    // SAFETY: the library is loaded already (cudarc keeps it for the
+    // process), so `culib` returns it without searching again; the symbol
+    // is only used for its address.
+    let lib = unsafe { sys::culib() };
+    let f = unsafe { lib.get::<unsafe extern "C" fn()>(b"nvrtcVersion\0") }.ok()?;
+    super::driver::library_of(*f as *const std::ffi::c_void)
+}
+
 /// Compiles `source` for `target` (`sm_90`, `sm_90a`, `compute_80`, …):
 /// a cubin for an `sm_` target, PTX for a `compute_` target or for
 /// NVRTC's default target when `target` is `None`.

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// One job for the cuda executor: query a device, optionally load one
-/// module and run smoke launches from it.
+/// module and run smoke launches from it, or load the CUDA code embedded in
+/// a variant's shared objects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CudaRequest {
@@ -30,6 +31,11 @@ pub struct CudaRequest {
     /// loader's search path.
     #[serde(default)]
     pub libcuda: Option<PathBuf>,
+    /// A hub variant's directory: load every fatbin embedded in its shared
+    /// objects on the device (the device depth of a compiled variant)
+    /// instead of a module.
+    #[serde(default)]
+    pub variant: Option<PathBuf>,
     /// Where the child appends its JSON-lines events.
     pub events: PathBuf,
     /// Describe every device the driver enumerates (in CUDA's ordinal

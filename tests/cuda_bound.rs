@@ -1,0 +1,238 @@
+//! What the cuda child is bound to and what it asks of the device: the
+//! libcuda and libnvrtc its calls reach (checked with `dladdr` against the
+//! files preflight chose), and launches with more than 48 KiB of dynamic
+//! shared memory (opted in first, refused with both numbers beyond the
+//! device's maximum). Run against the stand-in driver of
+//! `tests/fixtures/native/fake_libcuda.c` and the real NVRTC of the test
+//! environment.
+
+mod fake_cuda;
+
+use fake_cuda::fake_libcuda;
+use kernel_preflight::classify::{self, Outcome, OutcomeKind, Phase};
+use kernel_preflight::probe::cuda::{
+    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
+};
+use kernel_preflight::probe::{Executor, Job, Subject};
+use kernel_preflight::protocol::Report;
+use kernel_preflight::sandbox::Cancel;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn cu13_lib() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
+    std::fs::read_dir(&venv)
+        .expect("the test venv: run scripts/setup-env.sh")
+        .flatten()
+        .map(|e| e.path().join("site-packages/nvidia/cu13/lib"))
+        .find(|p| p.is_dir())
+        .expect("the nvidia-cuda-* 13 wheels in the test venv")
+}
+
+fn axpy(shared_mem_bytes: u32) -> Launch {
+    Launch {
+        function: "preflight_axpy".into(),
+        grid: [1, 1, 1],
+        block: [4, 1, 1],
+        shared_mem_bytes,
+        args: vec![
+            Arg::Scalar {
+                ty: ElemType::F32,
+                value: 2.0,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: vec![1.0, 2.0, 3.0, 4.0],
+                expect: None,
+                tolerance: Tolerance::EXACT,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: vec![1.0; 4],
+                expect: Some(vec![3.0, 5.0, 7.0, 9.0]),
+                tolerance: Tolerance::default_for(ElemType::F32),
+            },
+            Arg::Scalar {
+                ty: ElemType::U32,
+                value: 4.0,
+            },
+        ],
+        warmup: 0,
+        iterations: 1,
+    }
+}
+
+fn run(executor: &CudaExecutor, spec: ModuleSpec, launches: Vec<Launch>) -> (Report, Outcome) {
+    let evidence = executor
+        .run(
+            &Job::new(Subject::Module { spec, launches }),
+            &Cancel::new(),
+        )
+        .expect("run");
+    (evidence.report(), classify::classify(&evidence))
+}
+
+fn cubin(dir: &Path) -> ModuleSpec {
+    let path = dir.join("axpy.cubin");
+    std::fs::write(&path, "the stand-in takes any module").unwrap();
+    ModuleSpec {
+        path,
+        kind: ModuleKind::Cubin,
+        nvrtc_options: Vec::new(),
+        target: None,
+    }
+}
+
+fn fake_executor(libcuda: &Path) -> CudaExecutor {
+    let mut executor = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
+    executor.libcuda = Some(libcuda.to_path_buf());
+    executor
+}
+
+#[test]
+fn more_than_48_kib_of_shared_memory_is_opted_in_up_to_the_devices_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let executor = fake_executor(fake_libcuda());
+    // 100 KiB: the stand-in refuses it (1) unless the kernel asked first.
+    let (_, o) = run(&executor, cubin(dir.path()), vec![axpy(100 * 1024)]);
+    assert_eq!(o.kind, OutcomeKind::Pass, "{o:?}");
+    // 300 KiB: beyond the opt-in maximum of 227 KiB, said with both numbers.
+    let (_, o) = run(&executor, cubin(dir.path()), vec![axpy(300 * 1024)]);
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::ProbeError, Phase::Launch),
+        "{o:?}"
+    );
+    assert!(
+        o.message.contains("307200 bytes") && o.message.contains("232448 bytes"),
+        "{}",
+        o.message
+    );
+}
+
+#[test]
+fn the_child_reports_the_libcuda_it_is_bound_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, o) = run(
+        &fake_executor(fake_libcuda()),
+        cubin(dir.path()),
+        Vec::new(),
+    );
+    assert_eq!(o.kind, OutcomeKind::Pass, "{o:?}");
+    assert_eq!(
+        report.runtime.libcuda.as_deref().map(Path::new),
+        Some(fake_libcuda())
+    );
+}
+
+#[test]
+fn a_libcuda_whose_calls_land_in_another_file_is_a_probe_error_naming_both() {
+    // A shim `libcuda.so.1` exporting nothing, linked against the stand-in
+    // under another name: every entry point the child resolves through it
+    // comes from the other file.
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("libreal_cuda.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wl,-soname,libreal_cuda.so", "-o"])
+        .arg(&real)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_libcuda.c"))
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(status.success());
+    let shim_dir = dir.path().join("shim");
+    std::fs::create_dir(&shim_dir).unwrap();
+    let shim = shim_dir.join("libcuda.so.1");
+    std::fs::write(dir.path().join("shim.c"), "int preflight_shim;\n").unwrap();
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&shim)
+        .arg(dir.path().join("shim.c"))
+        .arg("-Wl,--no-as-needed")
+        .arg(format!("-L{}", dir.path().display()))
+        .arg("-l:libreal_cuda.so")
+        .arg(format!("-Wl,-rpath,{}", dir.path().display()))
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(status.success());
+    let (_, o) = run(&fake_executor(&shim), cubin(dir.path()), Vec::new());
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::ProbeError, Phase::Start),
+        "{o:?}"
+    );
+    assert!(
+        o.message.contains(&shim.display().to_string())
+            && o.message.contains(&real.display().to_string()),
+        "{}",
+        o.message
+    );
+}
+
+fn cuda_source(dir: &Path) -> ModuleSpec {
+    let path = dir.join("k.cu");
+    std::fs::write(
+        &path,
+        "extern \"C\" __global__ void k(float *x) { x[0] = 1.0f; }\n",
+    )
+    .unwrap();
+    ModuleSpec {
+        path,
+        kind: ModuleKind::Cuda,
+        nvrtc_options: Vec::new(),
+        target: Some("sm_90".into()),
+    }
+}
+
+#[test]
+fn the_child_reports_the_libnvrtc_it_is_bound_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let chosen = cu13_lib().join("libnvrtc.so.13");
+    let executor = fake_executor(fake_libcuda()).with_nvrtc(Some(chosen.clone()));
+    let (report, o) = run(&executor, cuda_source(dir.path()), Vec::new());
+    assert_eq!(o.kind, OutcomeKind::Pass, "{o:?}");
+    let bound = report.runtime.nvrtc.expect("the bound libnvrtc");
+    assert_eq!(
+        std::fs::canonicalize(bound).unwrap(),
+        std::fs::canonicalize(&chosen).unwrap()
+    );
+}
+
+#[test]
+fn a_libnvrtc_found_first_on_the_loaders_path_is_a_probe_error_naming_both() {
+    // cudarc opens `libnvrtc.so` before `libnvrtc.so.13`: a copy of that
+    // name on the loader's path would answer instead of the chosen one.
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(
+        dir.path().join("nvrtc.c"),
+        "int nvrtcVersion(int *major, int *minor) { *major = 12; *minor = 0; return 0; }\n\
+         const char *nvrtcGetErrorString(int r) { (void)r; return \"fake\"; }\n",
+    )
+    .unwrap();
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(other.join("libnvrtc.so"))
+        .arg(dir.path().join("nvrtc.c"))
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(status.success());
+    let chosen = cu13_lib().join("libnvrtc.so.13");
+    let mut executor = fake_executor(fake_libcuda()).with_nvrtc(Some(chosen.clone()));
+    executor
+        .env
+        .push(("LD_LIBRARY_PATH".into(), other.clone().into_os_string()));
+    let (_, o) = run(&executor, cuda_source(dir.path()), Vec::new());
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::ProbeError, Phase::Load),
+        "{o:?}"
+    );
+    assert!(
+        o.message.contains(&chosen.display().to_string())
+            && o.message
+                .contains(&other.join("libnvrtc.so").display().to_string()),
+        "{}",
+        o.message
+    );
+}
