@@ -24,8 +24,7 @@ mod tests;
 pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, VersionMismatch};
 pub use event::{
     BenchSetup, CompileInfo, CudaError, DeviceInfo, EmbeddedLoad, Event, ExceptionInfo, Failure,
-    HubCheck,
-    NvrtcError, Provider, Runtime, Sample, Span,
+    HubCheck, NvrtcError, Provider, Runtime, Sample, Span,
 };
 pub use evidence::{Evidence, Report, Timings};
 
