@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Create the project-local Python environment the tests use: a real nvcc,
-# NVVM, CRT, CUDA runtime, NVRTC and cuobjdump from NVIDIA's wheels (they work
-# on a machine without a GPU), and the hub's own `kernels` package as the
-# oracle for `resolve`. Idempotent; needs only PyPI.
+# Create the project-local Python environments the tests use: .venv with a
+# real nvcc, NVVM, CRT, CUDA runtime, NVRTC and cuobjdump from NVIDIA's
+# wheels (they work on a machine without a GPU) and the hub's own `kernels`
+# package as the oracle for `resolve`; .venv-triton with real Triton (no
+# torch) and `kernels`, for tests/real_triton.rs. Idempotent; needs only PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${PREFLIGHT_VENV:-.venv}
@@ -13,3 +14,10 @@ fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
   -r scripts/requirements-test.txt
 echo "environment ready: $VENV ($("$VENV/bin/python" --version))"
+TRITON_VENV=${PREFLIGHT_TRITON_VENV:-.venv-triton}
+if [ ! -x "$TRITON_VENV/bin/python" ]; then
+  "$PY" -m venv "$TRITON_VENV"
+fi
+"$TRITON_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+  -r scripts/requirements-triton.txt
+echo "environment ready: $TRITON_VENV (triton $("$TRITON_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("triton"))'))"

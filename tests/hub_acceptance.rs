@@ -5,6 +5,7 @@
 //! bare venv (preflight's copy of the hub's rules decides). A variant passes
 //! iff the hub loads it, and every refusal names the hub's reason.
 
+mod hub_build;
 mod probe_fixtures;
 
 use kernel_preflight::classify::{Outcome, OutcomeKind};
@@ -95,6 +96,9 @@ fn table() -> &'static Table {
             ));
             repos.push(repo);
         }
+        // Finished as the hub's build finishes a variant: the digest of its
+        // files, computed by the installed `kernels`.
+        hub_build::hub_hash(&python(), &variants);
         let (hub, kernels) = get_local_kernel(&variants);
         Table {
             _repos: repos,

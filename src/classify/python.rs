@@ -95,9 +95,10 @@ fn structured(e: &ExceptionInfo, phase: Phase, own: Own<'_>, stderr: &str) -> Op
     .iter()
     .any(|t| e.is_a(t));
     if jit_module && jit_type {
+        let said = triton_located(&e.message).unwrap_or_else(|| first_line(&e.message).to_owned());
         return Some(Cause::new(
             OutcomeKind::JitCompileError,
-            format!("{}: {}", e.qualified(), first_line(&e.message)),
+            format!("{}: {said}", e.qualified()),
             hints::JIT,
         ));
     }
@@ -142,6 +143,36 @@ fn nvcc_failed(e: &ExceptionInfo, phase: Phase, stderr: &str) -> Cause {
 
 fn is_nvcc(path: &str) -> bool {
     path.rsplit('/').next() == Some("nvcc")
+}
+
+/// Triton's compile errors put the location first and the reason last
+/// (`at 2:14:`, the kernel's source up to that line, a caret line, then the
+/// reason), so their first line alone says nothing: the reason, with the
+/// location and the offending source line.
+fn triton_located(message: &str) -> Option<String> {
+    let mut lines = message.lines();
+    let at = lines.next()?.trim();
+    let location = at.strip_prefix("at ")?.strip_suffix(':')?;
+    let rest: Vec<&str> = lines.collect();
+    let caret = rest
+        .iter()
+        .position(|l| !l.trim().is_empty() && l.trim().chars().all(|c| c == '^'))?;
+    let reason: Vec<&str> = rest[caret + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if reason.is_empty() {
+        return None;
+    }
+    let source = caret
+        .checked_sub(1)
+        .map(|i| rest[i].trim())
+        .filter(|l| !l.is_empty());
+    Some(match source {
+        Some(source) => format!("{} (at {location}: `{source}`)", reason.join(" ")),
+        None => format!("{} (at {location})", reason.join(" ")),
+    })
 }
 
 fn first_line(text: &str) -> &str {

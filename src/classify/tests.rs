@@ -267,7 +267,7 @@ fn cases() -> Vec<Case> {
             stderr: "",
             kind: OutcomeKind::JitCompileError,
             phase: Phase::Smoke,
-            message_has: "CompilationError",
+            message_has: "CompilationError: unsupported (at 12:4: `x = tl.load(ptr)`)",
         },
         Case {
             name: "Triton out of shared memory",
