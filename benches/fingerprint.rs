@@ -1,15 +1,19 @@
-//! `preflight fingerprint --json` against a bare `python3 -c pass` of the
-//! interpreter the fingerprint describes: process wall time, interleaved so
-//! that machine drift hits both alike. Target: at most 1/4 of Python's.
+//! `preflight fingerprint --json` against a Rust "hello world" built in the
+//! same run with the same cargo, rustc and profile (target: at most 1.3×
+//! its median), and against a bare `python3 -c pass` of the interpreter
+//! the fingerprint describes: process wall time, interleaved so that
+//! machine drift hits all alike; and the system calls of each, counted by
+//! `strace -f -c`.
 //!
 //! `cargo bench --bench fingerprint` (rounds: `PREFLIGHT_BENCH_ROUNDS`,
-//! default 200). Builds nothing itself; cargo builds the release binary.
+//! default 200). Cargo builds the release binary; the bench builds the
+//! hello world.
 
 mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
-use support::{Quartiles, preflight, rounds, time};
+use support::{Quartiles, hello_world, preflight, rounds, syscalls, time};
 
 /// The interpreter the fingerprint chose, read from its own JSON.
 fn interpreter() -> PathBuf {
@@ -27,11 +31,14 @@ fn interpreter() -> PathBuf {
 fn main() {
     let rounds = rounds(200);
     let python = interpreter();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let hello = hello_world(dir.path());
     let fingerprint = || {
         let mut c = Command::new(preflight());
         c.args(["fingerprint", "--json"]);
         c
     };
+    let floor = || Command::new(&hello);
     let bare = || {
         let mut c = Command::new(&python);
         c.args(["-c", "pass"]);
@@ -40,29 +47,42 @@ fn main() {
     // Warm up: page cache, the tool-version cache, Python's bytecode cache.
     for _ in 0..5 {
         time(&mut fingerprint());
+        time(&mut floor());
         time(&mut bare());
     }
-    let mut ours = Vec::with_capacity(rounds);
-    let mut theirs = Vec::with_capacity(rounds);
+    let (mut ours, mut hellos, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        // Alternate which goes first, so neither always runs on a warmer CPU.
-        if round % 2 == 0 {
-            ours.push(time(&mut fingerprint()));
-            theirs.push(time(&mut bare()));
-        } else {
-            theirs.push(time(&mut bare()));
-            ours.push(time(&mut fingerprint()));
+        // Rotate the order, so that none always runs on a warmer CPU.
+        for i in 0..3 {
+            match (i + round) % 3 {
+                0 => ours.push(time(&mut fingerprint())),
+                1 => hellos.push(time(&mut floor())),
+                _ => theirs.push(time(&mut bare())),
+            }
         }
     }
     let a = Quartiles::of(&mut ours);
+    let h = Quartiles::of(&mut hellos);
     let b = Quartiles::of(&mut theirs);
     println!("{rounds} interleaved rounds, process wall time (ms)");
     println!("{}", support::header());
     println!("{}", a.row("preflight fingerprint --json"));
+    println!("{}", h.row("Rust hello world (same rustc and profile)"));
     println!("{}", b.row(&format!("{} -c pass", python.display())));
-    let ratio = a.median / b.median;
+    let ratio = a.median / h.median;
     println!(
-        "ratio of medians: {ratio:.3} (target <= 0.250: {})",
-        if ratio <= 0.25 { "met" } else { "NOT met" }
+        "ratio to hello world: {ratio:.2} (target <= 1.30: {})",
+        if ratio <= 1.3 { "met" } else { "NOT met" }
     );
+    println!("ratio to python -c pass: {:.3}", a.median / b.median);
+    let args = [
+        std::ffi::OsStr::new("fingerprint"),
+        std::ffi::OsStr::new("--json"),
+    ];
+    if let Some(counted) = syscalls(&preflight(), &args, &[]) {
+        println!("system calls: {}", counted.line());
+    }
+    if let Some(counted) = syscalls(&hello, &[], &[]) {
+        println!("hello world's system calls: {}", counted.line());
+    }
 }

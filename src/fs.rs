@@ -25,9 +25,76 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// [`read_small`] as text; bytes that are not UTF-8 are an error, as for
+/// `fs::read_to_string`.
+pub fn read_small_text(path: impl AsRef<Path>) -> std::io::Result<String> {
+    String::from_utf8(read_small(path.as_ref())?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// The absolute path of `path` with every link resolved, as
+/// `std::fs::canonicalize` gives it, in three system calls: the kernel
+/// resolves the path once when it is opened (`O_PATH`: nothing is read, a
+/// folder works too), and `/proc/self/fd` names what was opened.
+/// `canonicalize` (glibc's `realpath`) asks for every component in turn,
+/// a `readlink` each: a venv's interpreter took 17. Without `/proc`, or
+/// when the kernel's name for the file is not a plain path, it falls back
+/// to `canonicalize`.
+pub fn canonicalize(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(path)?;
+    match std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+        // Unlinked since it was opened, or not in this process's view of
+        // the file system: the kernel's name is not a path to it.
+        Ok(real)
+            if real.is_absolute()
+                && !real.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") =>
+        {
+            Ok(real)
+        }
+        _ => std::fs::canonicalize(path),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::read_small;
+    use super::{canonicalize, read_small};
+
+    #[test]
+    fn canonicalize_agrees_with_std_through_links_and_dots() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("a/b");
+        std::fs::create_dir_all(&real).unwrap();
+        std::fs::write(real.join("f"), "x").unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink("b/f", dir.path().join("a/rel")).unwrap();
+        std::os::unix::fs::symlink("a/rel", dir.path().join("chain")).unwrap();
+        for p in [
+            dir.path().join("link/f"),
+            dir.path().join("link/../b/f"),
+            dir.path().join("a/./b"),
+            dir.path().join("chain"),
+            dir.path().join("link"),
+        ] {
+            assert_eq!(
+                canonicalize(&p).unwrap(),
+                std::fs::canonicalize(&p).unwrap(),
+                "{}",
+                p.display()
+            );
+        }
+        let missing = dir.path().join("link/missing");
+        assert_eq!(
+            canonicalize(&missing).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        std::os::unix::fs::symlink("nowhere", dir.path().join("dangling")).unwrap();
+        assert!(canonicalize(&dir.path().join("dangling")).is_err());
+    }
 
     #[test]
     fn reads_files_of_every_size_whole() {

@@ -47,7 +47,7 @@ fn a_bare_machine_is_described_plainly_and_the_command_succeeds() {
     assert!(out.status.success());
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
-        table.contains("none (no NVIDIA GPU on the PCI bus)"),
+        table.contains("none (no GPU bound to the NVIDIA driver)"),
         "{table}"
     );
     assert!(
@@ -82,14 +82,20 @@ fn driver_version_from_sys_else_both_proc_formats() {
 }
 
 #[test]
-fn gpus_on_the_pci_bus_in_bus_order_with_cuda_visible_devices_applied() {
+fn gpus_bound_to_the_nvidia_driver_in_bus_order_with_cuda_visible_devices_applied() {
     let mut m = Machine::new();
     m.set("PREFLIGHT_PYTHON", "none");
     m.write("sys/module/nvidia/version", "550.54.15\n");
     m.gpu("0000:c1:00.0", "0x2330", "NVIDIA H100 80GB HBM3");
     m.gpu("0000:41:00.0", "0x2330", "NVIDIA H100 80GB HBM3");
     m.pci("0000:81:00.0", "0x10de", "0x2901", "0x030000");
-    // Not GPUs: the GPU's audio function, a NIC, an AMD display controller.
+    m.bind_nvidia("0000:81:00.0");
+    // Not GPUs CUDA can number: one bound to vfio-pci (not to the NVIDIA
+    // driver), an NVSwitch the driver binds, the GPU's audio function, a
+    // NIC, an AMD display controller.
+    m.pci("0000:82:00.0", "0x10de", "0x2901", "0x030000");
+    m.pci("0000:a1:00.0", "0x10de", "0x22a4", "0x068000");
+    m.bind_nvidia("0000:a1:00.0");
     m.pci("0000:41:00.1", "0x10de", "0x22a3", "0x040300");
     m.pci("0000:05:00.0", "0x15b3", "0x1021", "0x020000");
     m.pci("0000:06:00.0", "0x1002", "0x74a1", "0x030200");

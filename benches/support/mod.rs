@@ -1,8 +1,9 @@
 //! What the process-timing benchmarks share: how many rounds, timing one
-//! command, and quartiles.
+//! command, quartiles, the Rust "hello world" yardstick and system-call
+//! counts.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -33,8 +34,12 @@ pub fn preflight() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_preflight"))
 }
 
-/// Wall time of one run of `cmd`, which must succeed.
+/// Wall time of one run of `cmd`, which must succeed. Run without the
+/// `LD_LIBRARY_PATH` cargo gives a benchmark (its own and the toolchain's
+/// library folders), which a user's process does not have: the dynamic
+/// loader would search each of them for every library, in every process.
 pub fn time(cmd: &mut Command) -> Duration {
+    cmd.env_remove("LD_LIBRARY_PATH");
     let start = Instant::now();
     let status = cmd
         .stdin(Stdio::null())
@@ -137,4 +142,156 @@ pub fn print_cases(title: &str, cases: &[Case], samples: Vec<Vec<Duration>>) {
             (median.as_secs_f64() - base.as_secs_f64()) * 1e3,
         );
     }
+}
+
+/// A Rust "hello world" built now, into `dir`, by the cargo (and its rustc)
+/// that runs this benchmark, with this package's `[profile.*]` tables and
+/// the profile this benchmark was built with: the floor any process of ours
+/// can reach on this machine, measured in the same run.
+pub fn hello_world(dir: &Path) -> PathBuf {
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .expect("read Cargo.toml");
+    let ours: toml::Table = manifest.parse().expect("parse Cargo.toml");
+    let mut hello = toml::Table::new();
+    hello.insert(
+        "package".into(),
+        toml::Value::Table(toml::toml! {
+            name = "hello"
+            version = "0.0.0"
+            edition = "2024"
+        }),
+    );
+    // Its own workspace, whatever folder the temp dir is in.
+    hello.insert("workspace".into(), toml::Value::Table(toml::Table::new()));
+    if let Some(profiles) = ours.get("profile") {
+        hello.insert("profile".into(), profiles.clone());
+    }
+    let crate_dir = dir.join("hello");
+    std::fs::create_dir_all(crate_dir.join("src")).expect("hello dir");
+    std::fs::write(crate_dir.join("Cargo.toml"), hello.to_string()).expect("hello manifest");
+    std::fs::write(
+        crate_dir.join("src/main.rs"),
+        "fn main() {\n    println!(\"hello world\");\n}\n",
+    )
+    .expect("hello source");
+    let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    let mut build = Command::new(&cargo);
+    // The rustc beside that cargo: the toolchain that built preflight.
+    if let Some(rustc) = cargo
+        .parent()
+        .map(|bin| bin.join("rustc"))
+        .filter(|r| r.is_file())
+    {
+        build.env("RUSTC", rustc);
+    }
+    let profile = if benchmarking() { "bench" } else { "test" };
+    let status = build
+        .args([
+            "build",
+            "--quiet",
+            "--offline",
+            "--profile",
+            profile,
+            "--manifest-path",
+        ])
+        .arg(crate_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(dir.join("target"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .status()
+        .expect("run cargo to build hello world");
+    assert!(status.success(), "building hello world failed: {status}");
+    // Cargo puts what the test profile builds in `debug/`, the bench
+    // profile's (which inherits release) in `release/`.
+    let out = if profile == "test" {
+        "debug"
+    } else {
+        "release"
+    };
+    let exe = dir.join("target").join(out).join("hello");
+    assert!(exe.is_file(), "no {}", exe.display());
+    exe
+}
+
+/// What `strace -f -c` counted for one run of a command.
+pub struct Syscalls {
+    /// Every call, of every process the command started.
+    pub total: u64,
+    /// Calls by name, most frequent first.
+    pub by_kind: Vec<(String, u64)>,
+}
+
+impl Syscalls {
+    /// The counts in one line: `575 (106 openat, 115 statx, …)`.
+    pub fn line(&self) -> String {
+        let kinds: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(name, n)| format!("{n} {name}"))
+            .collect();
+        format!("{} ({})", self.total, kinds.join(", "))
+    }
+}
+
+/// The system calls of one successful run of `program args…`, counted by
+/// `strace -f -c`; `None` (with the reason on stdout) when strace cannot
+/// run here.
+pub fn syscalls(
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &Path)],
+) -> Option<Syscalls> {
+    let out = tempfile::NamedTempFile::new().expect("temp file");
+    let mut cmd = Command::new("strace");
+    cmd.args(["-f", "-c", "-o"])
+        .arg(out.path())
+        .arg("--")
+        .arg(program)
+        .args(args)
+        // As [`time`] runs it.
+        .env_remove("LD_LIBRARY_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    match cmd.status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            println!(
+                "  strace -f -c {}: {s} (system calls not counted)",
+                program.display()
+            );
+            return None;
+        }
+        Err(e) => {
+            println!("  strace: {e} (system calls not counted; install strace)");
+            return None;
+        }
+    }
+    let text = std::fs::read_to_string(out.path()).expect("strace output");
+    parse_strace_summary(&text)
+}
+
+/// The rows of the table `strace -c` writes: `% time, seconds,
+/// usecs/call, calls, [errors], syscall`; the total is their sum (the
+/// `total` row's columns differ between strace versions).
+fn parse_strace_summary(text: &str) -> Option<Syscalls> {
+    let mut by_kind = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some((&name, numbers)) = words.split_last() else {
+            continue;
+        };
+        if name == "total" || numbers.len() < 4 || numbers.iter().any(|w| w.parse::<f64>().is_err())
+        {
+            continue;
+        }
+        by_kind.push((name.to_string(), numbers[3].parse::<u64>().ok()?));
+    }
+    by_kind.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let total = by_kind.iter().map(|(_, n)| n).sum();
+    (!by_kind.is_empty()).then_some(Syscalls { total, by_kind })
 }

@@ -111,6 +111,12 @@ impl Shelf {
         bucket: Bucket::Identities,
         kind: None,
     };
+    /// Warm records: the plan of one directory of variants on one machine,
+    /// with the `stat`s that vouch for it (see [`super::warm`]).
+    pub const WARM: Shelf = Shelf {
+        bucket: Bucket::Identities,
+        kind: Some("warm"),
+    };
     /// Full-fingerprint facts.
     pub const MEASURED: Shelf = Shelf {
         bucket: Bucket::Fingerprints,

@@ -11,6 +11,7 @@
 use super::bucket::{Entry, Parts, Shelf};
 use super::job::VariantFiles;
 use super::key::Key;
+use super::warm::{Seen, Witness};
 use super::{Cache, CacheError};
 use crate::discover::Metadata;
 use base64::Engine;
@@ -98,11 +99,7 @@ fn mtime_ns(meta: &fs::Metadata) -> i128 {
     i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
 }
 
-fn now_ns() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
-}
+use super::warm::now_ns;
 
 /// The files of a variant from its record, when none of its folders changed
 /// since (and none was changed too recently to tell): a `stat` per folder
@@ -141,6 +138,25 @@ pub struct IdentityStats {
     /// Whether the variant's folders were listed (else the record's
     /// listing was trusted: no folder changed since).
     pub listed: bool,
+}
+
+/// What vouches for an identity: the `stat` of each folder and file it was
+/// computed from, and when they were taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityWitness {
+    /// Wall clock (ns) before any of them was taken.
+    pub taken_ns: i128,
+    /// The variant's folders (their listings) and files, by their paths
+    /// relative to the variant.
+    pub files: Vec<Witness>,
+}
+
+impl IdentityWitness {
+    /// Whether every `stat` was taken well after its file last changed
+    /// ([`Witness::settled`]).
+    pub fn settled(&self) -> bool {
+        self.files.iter().all(|w| w.settled(self.taken_ns))
+    }
 }
 
 /// Files that never count: byte code written when the variant is imported.
@@ -234,6 +250,18 @@ impl Identities<'_> {
         variant: &Path,
         metadata: Option<&Metadata>,
     ) -> Result<(VariantFiles, IdentityStats), CacheError> {
+        self.identify_witnessed(variant, metadata)
+            .map(|(files, stats, _)| (files, stats))
+    }
+
+    /// [`Identities::identify`], with the `stat`s the identity was computed
+    /// from (what a warm record keeps).
+    pub fn identify_witnessed(
+        &self,
+        variant: &Path,
+        metadata: Option<&Metadata>,
+    ) -> Result<(VariantFiles, IdentityStats, IdentityWitness), CacheError> {
+        let taken_ns = now_ns();
         let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
         let io = |source| CacheError::Unreadable {
             path: variant.clone(),
@@ -334,10 +362,30 @@ impl Identities<'_> {
             content,
             metadata: record.files.get("metadata.json").map(|f| f.sha256.clone()),
         };
+        let folders = record.folders.iter().map(|(rel, f)| Witness {
+            path: PathBuf::from(rel),
+            seen: Some(Seen {
+                size: None,
+                mtime_ns: f.mtime_ns,
+                ino: f.ino,
+            }),
+        });
+        let plain = record.files.iter().map(|(rel, f)| Witness {
+            path: PathBuf::from(rel),
+            seen: Some(Seen {
+                size: Some(f.size),
+                mtime_ns: f.mtime_ns,
+                ino: f.ino,
+            }),
+        });
+        let witness = IdentityWitness {
+            taken_ns,
+            files: folders.chain(plain).collect(),
+        };
         if changed {
             dir_record.variants.insert(name, record);
             let _ = self.cache.write(&Entry::new(parts, &*dir_record));
         }
-        Ok((files, stats))
+        Ok((files, stats, witness))
     }
 }

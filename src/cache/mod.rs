@@ -9,6 +9,7 @@
 //! <root>/CACHEDIR.TAG
 //! <root>/outcomes-v2/<ab>/<key>.json              probe outcomes
 //! <root>/identities-v2/<ab>/<key>.json            stat records of a directory of variants
+//! <root>/identities-v2/warm/<ab>/<key>.json       warm records: a plan and its stats
 //! <root>/fingerprints-v2/measured/<ab>/<key>.json full-fingerprint facts, by fast hash
 //! <root>/fingerprints-v2/tools/<ab>/<key>.json    tool versions, by the tool's path
 //! <root>/bench-v1/<ab>/<key>.json                 bench results
@@ -26,10 +27,11 @@ pub mod job;
 pub mod key;
 pub mod ops;
 pub mod outcomes;
+pub mod warm;
 
 pub use bench::{BenchKey, BenchParts, BenchRecord};
 pub use bucket::{Bucket, Entry, Lookup, Parts, Shelf};
-pub use identity::{Identities, IdentityStats};
+pub use identity::{Identities, IdentityStats, IdentityWitness};
 pub use job::{JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};
 pub use key::Key;
 pub use outcomes::{Kept, OutcomeEntry, OutcomeRecord, Outcomes};

@@ -7,6 +7,7 @@ use super::facts::{MeasuredParts, ToolParts};
 use super::identity::{DirParts, DirRecord};
 use super::job::OutcomeParts;
 use super::outcomes::{OutcomeEntry, OutcomeRecord};
+use super::warm::{WarmParts, WarmRecord};
 use super::{Cache, CacheError, io, write_atomic};
 use crate::fingerprint::{MeasuredFacts, ToolAnswer};
 use serde::Serialize;
@@ -87,6 +88,7 @@ impl Cache {
         let mut report = PruneReport::default();
         self.prune_shelf::<OutcomeParts, OutcomeRecord>(&mut report, |e| !e.record.path.is_dir())?;
         self.prune_shelf::<DirParts, DirRecord>(&mut report, |e| !e.parts.dir.is_dir())?;
+        self.prune_shelf::<WarmParts, WarmRecord>(&mut report, |e| !e.parts.root.is_dir())?;
         // Measured facts have no path to check; a new machine has a new
         // fast hash, and the old entry is small.
         self.prune_shelf::<MeasuredParts, MeasuredFacts>(&mut report, |_| false)?;

@@ -5,6 +5,7 @@
 use super::bucket::{Entry, Lookup, Shelf};
 use super::job::{OutcomeKey, OutcomeParts};
 use super::key::Key;
+use super::warm::{Witness, read_witnessed};
 use super::{Cache, CacheError};
 use crate::classify::{Outcome, OutcomeKind, Timings};
 use crate::fingerprint::Fingerprint;
@@ -73,6 +74,13 @@ impl Outcomes<'_> {
     /// The cached record of a job, if a valid one is kept.
     pub fn get(&self, key: &OutcomeKey) -> Lookup<OutcomeRecord> {
         self.cache.record::<OutcomeParts, OutcomeRecord>(&key.key)
+    }
+
+    /// The cached record of a job with the `stat` of the entry it was read
+    /// from (what a warm record keeps); `None`: no valid entry.
+    pub fn get_witnessed(&self, key: &OutcomeKey) -> Option<(OutcomeRecord, Witness)> {
+        read_witnessed::<OutcomeParts, OutcomeRecord>(self.cache, &key.key)
+            .map(|(entry, witness)| (entry.record, witness))
     }
 
     /// Keep a record under its job's key, unless its outcome is transient.

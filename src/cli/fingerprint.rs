@@ -60,7 +60,7 @@ fn table(fp: &Fingerprint) -> String {
     let mut t = report::table(&["fact", "this machine"]);
     let g = &fp.gpus;
     let gpus = if g.devices.is_empty() {
-        "none (no NVIDIA GPU on the PCI bus)".to_string()
+        "none (no GPU bound to the NVIDIA driver)".to_string()
     } else {
         g.devices
             .iter()

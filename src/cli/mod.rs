@@ -16,6 +16,8 @@ mod reaper;
 mod repo;
 mod resolve;
 mod select;
+mod startup;
+mod warm;
 mod warmup;
 
 use clap::{Parser, Subcommand};
@@ -147,8 +149,8 @@ pub fn main() -> ExitCode {
     if let Some(code) = reaper::run_if_asked() {
         return code;
     }
-    let cli = Cli::parse();
-    if let Command::CudaChild(args) = &cli.command {
+    let command = startup::command().unwrap_or_else(|| Cli::parse().command);
+    if let Command::CudaChild(args) = &command {
         return cuda_child::run(args);
     }
     // Every probe's child runs under this binary as its reaper. Without a
@@ -156,7 +158,7 @@ pub fn main() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         kernel_preflight::sandbox::set_default_reaper(exe);
     }
-    let result = std::panic::catch_unwind(|| match cli.command {
+    let result = std::panic::catch_unwind(|| match command {
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Resolve(args) => resolve::run(args),
         Command::Inspect(args) => inspect::run(args),
@@ -198,10 +200,13 @@ pub fn exit_if_interrupted(cancel: &kernel_preflight::sandbox::Cancel, what: &st
 /// Print to stdout; a closed pipe (`preflight … | head`) is not an error.
 pub fn emit(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    if !text.ends_with('\n') {
-        let _ = out.write_all(b"\n");
-    }
+    // One write: stdout is line-buffered, and the text and its newline
+    // apart would be two system calls.
+    let _ = if text.ends_with('\n') {
+        out.write_all(text.as_bytes())
+    } else {
+        out.write_all(format!("{text}\n").as_bytes())
+    };
     let _ = out.flush();
 }
 

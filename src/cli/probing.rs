@@ -57,6 +57,9 @@ pub struct Probing {
     pub python: Option<PathBuf>,
     /// The cache: the fingerprint's facts, and outcomes unless `--no-cache`.
     cache: Arc<Cache>,
+    /// The full fingerprint, once made (a warm `select` makes it before it
+    /// knows whether it must plan).
+    fingerprint: OnceLock<Fingerprint>,
     args: ProbeArgs,
 }
 
@@ -89,6 +92,7 @@ impl ProbeArgs {
             limits,
             python,
             cache: Arc::new(Cache::from_env()),
+            fingerprint: OnceLock::new(),
             args: self,
         })
     }
@@ -98,9 +102,28 @@ impl Probing {
     /// The full fingerprint of this machine for the chosen interpreter
     /// (measured once, then cached).
     pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
+        if let Some(fp) = self.fingerprint.get() {
+            return Ok(fp.clone());
+        }
         let mut sources = Sources::from_process();
         sources.python = self.python.clone();
-        super::fingerprint::full(&sources, self.cache.as_ref())
+        let fp = super::fingerprint::full(&sources, self.cache.as_ref())?;
+        Ok(self.fingerprint.get_or_init(|| fp).clone())
+    }
+
+    /// The cache outcomes are kept in; `None` under `--no-cache`.
+    pub fn outcome_cache(&self) -> Option<&Cache> {
+        (!self.args.no_cache).then_some(self.cache.as_ref())
+    }
+
+    /// The options [`Probing::run`] plans with for `all` and `judge`.
+    pub fn plan_options(&self, all: bool, judge: Option<Judge>) -> PlanOptions {
+        PlanOptions {
+            smoke: self.args.smoke.clone(),
+            all,
+            judge,
+            limits: self.limits.clone(),
+        }
     }
 
     /// The python executor: `--python`, else the fingerprint's interpreter.
@@ -125,12 +148,7 @@ impl Probing {
     ) -> Result<(Plan, CheckReport), Failure> {
         let fingerprint = self.fingerprint()?;
         let cancel = sandbox::install_interrupt_handler();
-        let options = PlanOptions {
-            smoke: self.args.smoke.clone(),
-            all,
-            judge: judge.then(|| Judge::from_fingerprint(&fingerprint)),
-            limits: self.limits.clone(),
-        };
+        let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
         let cache = (!self.args.no_cache).then(|| Arc::clone(&self.cache));
         let plan = Plan::new(targets, &fingerprint, &options, cache);
         for warning in &plan.warnings {

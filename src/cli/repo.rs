@@ -69,6 +69,11 @@ fn snapshot(repo: &str, spec: &RevisionSpec) -> Result<std::path::PathBuf, Failu
     })
 }
 
+/// Where the variants of `ORG/NAME`'s snapshot that `spec` names lie.
+pub fn locate_repo(repo: &str, spec: &RevisionSpec) -> Result<discover::Located, Failure> {
+    Ok(discover::locate_hub(&snapshot(repo, spec)?)?)
+}
+
 /// The variants of `ORG/NAME`'s snapshot that `spec` names.
 pub fn discover_repo(repo: &str, spec: &RevisionSpec) -> Result<Discovery, Failure> {
     Ok(discover::discover_hub(&snapshot(repo, spec)?)?)

@@ -3,7 +3,7 @@
 use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
-use kernel_preflight::discover::Target;
+use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::check;
 use kernel_preflight::run::select::{Basis, Names, Rank, Selection, Speed};
 use std::path::PathBuf;
@@ -16,8 +16,10 @@ pub struct Args {
     target: Option<PathBuf>,
     #[command(flatten)]
     repo: super::repo::RepoArgs,
-    /// Pick the variant with the shortest measured smoke time instead of the
-    /// hub loader's preference.
+    /// Pick the variant with the shortest bench median kept for this
+    /// machine (`preflight bench`), saying when the top two are ambiguous;
+    /// without bench results, the shortest smoke call (one cold call, not a
+    /// speed), said on stderr.
     #[arg(long)]
     fastest: bool,
     /// Let evidence overrule names: when no variant the hub accepts by name
@@ -34,7 +36,46 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let probing = args.probing.validate()?;
-    let named = super::repo::one_kernel(args.target.as_deref(), &args.repo, "select")?;
+    let (given, located) = match (&args.target, args.repo.single("select")?) {
+        // Absolute, so that the printed path can be loaded from anywhere.
+        (Some(path), _) => {
+            let absolute = std::path::absolute(path)
+                .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+            let located = if discover::native::is_native_target(&absolute) {
+                Err(discover::discover(&absolute)?)
+            } else {
+                Ok(discover::locate_hub(&absolute)?)
+            };
+            (path.display().to_string(), located)
+        }
+        (None, Some(repo)) => (
+            repo.to_string(),
+            Ok(super::repo::locate_repo(repo, &args.repo.spec())?),
+        ),
+        (None, None) => return Err(BadInput("select needs a TARGET or --repo ORG/NAME".into())),
+    };
+    // The plain question (the hub's preference, names decide, a path
+    // printed) is answered by the target's warm record when it holds. A
+    // single variant has its directory's folder as its root, which a record
+    // of the whole folder is keyed by: it is planned as usual.
+    let warm = !args.json && !args.fastest && !args.overrule_names;
+    let mut before = None;
+    if let (true, Ok(located)) = (warm, &located)
+        && located.kind != discover::TargetKind::Variant
+    {
+        if let Some(answer) = super::warm::select(&probing, &located.root) {
+            emit(&answer.display().to_string());
+            return Ok(Answer::Yes);
+        }
+        before = Some(kernel_preflight::run::warm::Before::take(&located.root));
+    }
+    let named = Named {
+        given,
+        target: match located {
+            Ok(located) => Target::Hub(located.list()?),
+            Err(native) => native,
+        },
+    };
     if let Target::Native(_) = named.target {
         // A native target's modules are all needed, not alternatives to
         // pick one from.
@@ -48,6 +89,9 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let progress = Progress::new();
     let (plan, report) = probing.run(vec![named], false, false, &progress)?;
     progress.finish();
+    if let Some(before) = &before {
+        super::warm::remember(&probing, &plan, &report, before);
+    }
     let rank = if args.fastest {
         Rank::Fastest
     } else {

@@ -100,7 +100,7 @@ impl Targets {
     /// Discover `path`, named `given`, unless it was already discovered.
     pub fn add(&mut self, given: impl Into<String>, path: &Path) -> Result<(), DiscoverError> {
         // A path that cannot be resolved is reported by discovery itself.
-        let identity = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let identity = crate::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         if self.seen.contains(&identity) {
             return Ok(());
         }
@@ -174,6 +174,28 @@ pub struct Discovery {
 
 /// Find the variants of a hub kernel behind a path.
 pub fn discover_hub(target: &Path) -> Result<Discovery, DiscoverError> {
+    locate_hub(target)?.list()
+}
+
+/// Where a hub kernel's variants lie, found without listing them: what a
+/// record of the listing, vouched for by the folder's `stat`, is looked up
+/// by ([`Located::list`] lists them).
+#[derive(Debug, Clone)]
+pub struct Located {
+    /// The target as given (or the cache folder a `--repo` named).
+    pub target: PathBuf,
+    /// How it was understood.
+    pub kind: TargetKind,
+    /// The kernel's name, when the layout tells it.
+    pub kernel: Option<String>,
+    /// The directory whose children are the variants.
+    pub root: PathBuf,
+    /// A single variant: the target itself, named so.
+    variant: Option<VariantName>,
+}
+
+/// Where the variants of a hub kernel behind a path lie.
+pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
     let meta = std::fs::metadata(target).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => DiscoverError::NotFound(target.to_path_buf()),
         _ => DiscoverError::Unreadable {
@@ -186,42 +208,84 @@ pub fn discover_hub(target: &Path) -> Result<Discovery, DiscoverError> {
     }
     let file_name = dir_name(target);
     if let Ok(name) = VariantName::parse(&file_name) {
-        let variant = FoundVariant {
-            name,
-            metadata: MetadataStatus::read(target),
-            path: target.to_path_buf(),
-        };
-        return Ok(Discovery {
+        return Ok(Located {
             target: target.to_path_buf(),
             kind: TargetKind::Variant,
             kernel: target.parent().and_then(kernel_name_above),
             root: target.parent().unwrap_or(target).to_path_buf(),
-            variants: vec![variant],
-            warnings: Vec::new(),
+            variant: Some(name),
         });
     }
-    if let Some(repo) = hub_cache::repo_id(&file_name) {
-        let snapshot = hub_cache::pick_snapshot(target)?;
-        return from_repo_dir(target, &snapshot, TargetKind::HubCache, Some(repo));
+    let (repo_dir, kind, kernel) = if let Some(repo) = hub_cache::repo_id(&file_name) {
+        (
+            hub_cache::pick_snapshot(target)?,
+            TargetKind::HubCache,
+            Some(repo),
+        )
+    } else if let Some(repo) = hub_cache::snapshot_repo_id(target) {
+        (target.to_path_buf(), TargetKind::HubCache, Some(repo))
+    } else if target.join("build").is_dir() {
+        (
+            target.to_path_buf(),
+            TargetKind::KernelRepo,
+            Some(file_name),
+        )
+    } else {
+        return Ok(Located {
+            target: target.to_path_buf(),
+            kind: TargetKind::VariantsDir,
+            kernel: kernel_name_above(target),
+            root: target.to_path_buf(),
+            variant: None,
+        });
+    };
+    let root = repo_dir.join("build");
+    if !root.is_dir() {
+        return Err(DiscoverError::NoVariants(repo_dir));
     }
-    if let Some(repo) = hub_cache::snapshot_repo_id(target) {
-        return from_repo_dir(target, target, TargetKind::HubCache, Some(repo));
-    }
-    if target.join("build").is_dir() {
-        return from_repo_dir(target, target, TargetKind::KernelRepo, Some(file_name));
-    }
-    let (variants, warnings) = list_variants(target)?;
-    if variants.is_empty() {
-        return Err(DiscoverError::NoVariants(target.to_path_buf()));
-    }
-    Ok(Discovery {
+    Ok(Located {
         target: target.to_path_buf(),
-        kind: TargetKind::VariantsDir,
-        kernel: kernel_name_above(target),
-        root: target.to_path_buf(),
-        variants,
-        warnings,
+        kind,
+        kernel,
+        root,
+        variant: None,
     })
+}
+
+impl Located {
+    /// List the variants (and read each one's `metadata.json`).
+    pub fn list(self) -> Result<Discovery, DiscoverError> {
+        if let Some(name) = self.variant {
+            let variant = FoundVariant {
+                name,
+                metadata: MetadataStatus::read(&self.target),
+                path: self.target.clone(),
+            };
+            return Ok(Discovery {
+                target: self.target,
+                kind: self.kind,
+                kernel: self.kernel,
+                root: self.root,
+                variants: vec![variant],
+                warnings: Vec::new(),
+            });
+        }
+        let (variants, warnings) = list_variants(&self.root)?;
+        if variants.is_empty() {
+            return Err(DiscoverError::NoVariants(match self.kind {
+                TargetKind::VariantsDir => self.target,
+                _ => self.root,
+            }));
+        }
+        Ok(Discovery {
+            target: self.target,
+            kind: self.kind,
+            kernel: self.kernel,
+            root: self.root,
+            variants,
+            warnings,
+        })
+    }
 }
 
 /// Find the variants of `ORG/NAME` in the hub cache.
@@ -229,30 +293,6 @@ pub fn discover_repo(repo: &str) -> Result<Discovery, DiscoverError> {
     let root = hub_cache::cache_root();
     let folder = hub_cache::repo_folder(&root, repo)?;
     discover_hub(&folder)
-}
-
-fn from_repo_dir(
-    target: &Path,
-    repo_dir: &Path,
-    kind: TargetKind,
-    kernel: Option<String>,
-) -> Result<Discovery, DiscoverError> {
-    let root = repo_dir.join("build");
-    if !root.is_dir() {
-        return Err(DiscoverError::NoVariants(repo_dir.to_path_buf()));
-    }
-    let (variants, warnings) = list_variants(&root)?;
-    if variants.is_empty() {
-        return Err(DiscoverError::NoVariants(root));
-    }
-    Ok(Discovery {
-        target: target.to_path_buf(),
-        kind,
-        kernel,
-        root,
-        variants,
-        warnings,
-    })
 }
 
 /// Variant directories under `dir`, and a warning for each other entry.

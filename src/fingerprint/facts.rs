@@ -115,7 +115,8 @@ impl<'a> ToolAnswers<'a> {
     /// `measure` and keep what it said, unless the answer was inconclusive
     /// (a timeout says nothing about the tool).
     pub(crate) fn answer(&self, tool: &Path, measure: impl FnOnce() -> Asked) -> ToolAnswer {
-        let canonical: PathBuf = std::fs::canonicalize(tool).unwrap_or_else(|_| tool.to_path_buf());
+        let canonical: PathBuf =
+            crate::fs::canonicalize(tool).unwrap_or_else(|_| tool.to_path_buf());
         let stat = Stat::of(tool);
         if let Some(stat) = &stat
             && let Some(hit) = self.store.tool_answer(&canonical)

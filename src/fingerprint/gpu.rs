@@ -170,7 +170,7 @@ fn apply_capabilities(devices: &mut [Gpu], list: &str) -> Result<(), Fingerprint
 /// The driver version: `/sys/module/nvidia/version`, else the first line of
 /// `/proc/driver/nvidia/version`.
 pub fn driver_version(sys: &Path, proc: &Path) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string(sys.join("module/nvidia/version"))
+    if let Ok(text) = crate::fs::read_small_text(sys.join("module/nvidia/version"))
         && let Some(v) = text
             .split_whitespace()
             .next()
@@ -178,7 +178,7 @@ pub fn driver_version(sys: &Path, proc: &Path) -> Option<String> {
     {
         return Some(v.to_string());
     }
-    let text = std::fs::read_to_string(proc.join("driver/nvidia/version")).ok()?;
+    let text = crate::fs::read_small_text(proc.join("driver/nvidia/version")).ok()?;
     parse_proc_version(&text)
 }
 
@@ -204,38 +204,57 @@ fn looks_like_version(word: &str) -> bool {
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// NVIDIA display (0x0300) and 3D (0x0302) controllers on the PCI bus.
+/// The display (0x0300) and 3D (0x0302) controllers the NVIDIA driver has
+/// bound: the links named by PCI address in `/sys/bus/pci/drivers/nvidia/`.
+/// Those are the devices CUDA can number; a GPU bound to another driver
+/// (`vfio-pci`, `nouveau`) or to none is invisible to CUDA, so it has no
+/// place in its numbering. Listing the driver's folder instead of every PCI
+/// device costs one listing on a machine without the driver, and a few
+/// reads per GPU with it; the class leaves out the NVSwitch bridges the
+/// driver binds too.
 fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
-    let Ok(entries) = std::fs::read_dir(sys.join("bus/pci/devices")) else {
+    let Ok(entries) = std::fs::read_dir(sys.join("bus/pci/drivers/nvidia")) else {
         return Vec::new();
     };
+    let devices = sys.join("bus/pci/devices");
     let mut gpus = Vec::new();
     for entry in entries.flatten() {
-        let dir = entry.path();
+        let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+        // Beside the devices: `bind`, `unbind`, `new_id`, `module`, ….
+        if !looks_like_bus_id(&name) {
+            continue;
+        }
+        let dir = devices.join(&name);
         let read = |f: &str| {
-            std::fs::read_to_string(dir.join(f))
+            crate::fs::read_small_text(dir.join(f))
                 .ok()
                 .map(|s| s.trim().to_ascii_lowercase())
         };
-        if read("vendor").as_deref() != Some("0x10de") {
-            continue;
-        }
         let Some(class) = read("class") else { continue };
         if !(class.starts_with("0x0300") || class.starts_with("0x0302")) {
             continue;
         }
-        let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
         let information = driver_information(proc, &name);
         gpus.push(Gpu {
             model: information.model,
-            pci_bus_id: name,
             device_id: read("device").unwrap_or_default(),
+            pci_bus_id: name,
             cuda_index: None,
             compute_capability: None,
             uuid: information.uuid,
         });
     }
     gpus
+}
+
+/// `dddd:bb:dd.f`, as sysfs names a PCI function.
+fn looks_like_bus_id(name: &str) -> bool {
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut parts = name.split([':', '.']);
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(d), Some(b), Some(s), Some(f), None) if hex(d, 4) && hex(b, 2) && hex(s, 2) && hex(f, 1)
+    )
 }
 
 /// What `/proc/driver/nvidia/gpus/<bus id>/information` says about a GPU.
@@ -252,7 +271,7 @@ fn driver_information(proc: &Path, bus_id: &str) -> Information {
         .join("driver/nvidia/gpus")
         .join(bus_id)
         .join("information");
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) = crate::fs::read_small_text(path) else {
         return Information::default();
     };
     let field = |name: &str| {

@@ -111,9 +111,10 @@ impl Fingerprint {
     /// The fast fingerprint: files only. Tool versions that had to be asked
     /// are kept in `store`.
     pub fn fast(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, FingerprintError> {
-        let python = python::detect(src)?;
+        let listings = sources::Listings::default();
+        let python = python::detect(src, &listings)?;
         let site: &[PathBuf] = python.as_ref().map_or(&[], |p| &p.site_packages);
-        let toolkits = toolkit::detect(src, site, &facts::ToolAnswers::new(store))?;
+        let toolkits = toolkit::detect(src, site, &facts::ToolAnswers::new(store), &listings)?;
         Ok(Fingerprint {
             schema: SCHEMA,
             depth: Depth::Fast,

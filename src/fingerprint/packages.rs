@@ -3,6 +3,7 @@
 //! torch was built (`torch/version.py`, its CMake config).
 
 use super::python::TorchBuild;
+use super::sources::Listings;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -35,14 +36,14 @@ pub fn parse_dist_dir(dir_name: &str) -> Option<(String, String)> {
 }
 
 /// Installed distributions of the folders, the first folder winning.
-pub(crate) fn installed(site_packages: &[PathBuf]) -> BTreeMap<String, String> {
+pub(crate) fn installed(
+    site_packages: &[PathBuf],
+    listings: &Listings,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for dir in site_packages {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if let Some((name, version)) = e.file_name().to_str().and_then(parse_dist_dir) {
+        for name in listings.names(dir).iter() {
+            if let Some((name, version)) = name.to_str().and_then(parse_dist_dir) {
                 out.entry(name).or_insert(version);
             }
         }
@@ -51,10 +52,10 @@ pub(crate) fn installed(site_packages: &[PathBuf]) -> BTreeMap<String, String> {
 }
 
 /// The version of distribution `name` in one site-packages folder.
-pub(crate) fn dist_version(site: &Path, name: &str) -> Option<String> {
+pub(crate) fn dist_version(site: &Path, name: &str, listings: &Listings) -> Option<String> {
     let want = normalize(name);
-    std::fs::read_dir(site).ok()?.flatten().find_map(|e| {
-        let (n, v) = parse_dist_dir(e.file_name().to_str()?)?;
+    listings.names(site).iter().find_map(|e| {
+        let (n, v) = parse_dist_dir(e.to_str()?)?;
         (n == want).then_some(v)
     })
 }
@@ -67,10 +68,11 @@ pub(crate) fn torch_build(site_packages: &[PathBuf]) -> TorchBuild {
         .find(|t| t.join("version.py").is_file());
     let text = torch
         .as_ref()
-        .and_then(|t| std::fs::read_to_string(t.join("version.py")).ok())
+        .and_then(|t| crate::fs::read_small_text(t.join("version.py")).ok())
         .unwrap_or_default();
     let cxx11_abi = torch.as_ref().and_then(|t| {
-        let cmake = std::fs::read_to_string(t.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
+        let cmake =
+            crate::fs::read_small_text(t.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
         let (_, rest) = cmake.split_once("_GLIBCXX_USE_CXX11_ABI=")?;
         match rest.as_bytes().first() {
             Some(b'1') => Some(true),

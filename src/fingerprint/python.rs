@@ -103,7 +103,10 @@ pub struct TorchBuild {
 }
 
 /// Find and describe the Python environment; `None`: no interpreter.
-pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintError> {
+pub(crate) fn detect(
+    src: &Sources,
+    listings: &super::sources::Listings,
+) -> Result<Option<PythonEnv>, FingerprintError> {
     // Checked even when there is no Python, so that a typo is reported.
     src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)?;
     let Some((interpreter, found_via)) = interpreter(src)? else {
@@ -111,7 +114,7 @@ pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintErro
     };
     let interpreter = std::path::absolute(&interpreter).unwrap_or(interpreter);
     let interpreter = pyenv_target(src, &interpreter).unwrap_or(interpreter);
-    let real_path = std::fs::canonicalize(&interpreter).unwrap_or_else(|_| interpreter.clone());
+    let real_path = crate::fs::canonicalize(&interpreter).unwrap_or_else(|_| interpreter.clone());
     // Python's own rule (`getpath`): a `pyvenv.cfg` beside the interpreter
     // as reached, or one folder up, makes a virtual environment there;
     // otherwise the installation is where the real interpreter lives.
@@ -144,7 +147,7 @@ pub(crate) fn detect(src: &Sources) -> Result<Option<PythonEnv>, FingerprintErro
         Some(list) => std::env::split_paths(list).collect(),
         None => site_dirs(src, &prefix, venv.as_ref(), version.as_deref()),
     };
-    let installed = installed(&site_packages);
+    let installed = installed(&site_packages, listings);
     let mut names: Vec<String> = TRACKED_PACKAGES.iter().map(|s| s.to_string()).collect();
     names.extend(src.extra_packages.iter().map(|n| normalize(n)));
     let mut packages = BTreeMap::new();
@@ -252,7 +255,7 @@ fn pyenv_target(src: &Sources, shim: &Path) -> Option<PathBuf> {
     let root = shims.parent()?;
     let version = match src.var("PYENV_VERSION") {
         Some(v) => v.to_string(),
-        None => std::fs::read_to_string(root.join("version"))
+        None => crate::fs::read_small_text(root.join("version"))
             .ok()?
             .lines()
             .map(str::trim)
@@ -313,7 +316,7 @@ fn venv_of(interpreter: &Path) -> Option<(PathBuf, PyvenvCfg)> {
 /// `pyvenv.cfg` of a virtual environment (`home`, `version` or
 /// `version_info`, `include-system-site-packages`).
 fn read_pyvenv_cfg(prefix: &Path) -> Option<PyvenvCfg> {
-    let text = std::fs::read_to_string(prefix.join("pyvenv.cfg")).ok()?;
+    let text = crate::fs::read_small_text(prefix.join("pyvenv.cfg")).ok()?;
     let mut cfg = PyvenvCfg {
         home: None,
         version: None,
@@ -364,7 +367,8 @@ fn minor_from_lib(prefix: &Path) -> Option<String> {
 /// `include/python3.11/patchlevel.h` → `3.11.7`.
 fn patchlevel(prefix: &Path, minor: &str) -> Option<String> {
     let text =
-        std::fs::read_to_string(prefix.join(format!("include/python{minor}/patchlevel.h"))).ok()?;
+        crate::fs::read_small_text(prefix.join(format!("include/python{minor}/patchlevel.h")))
+            .ok()?;
     let v = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("#define PY_VERSION"))?
@@ -418,6 +422,6 @@ fn site_dirs(
     let mut seen = std::collections::HashSet::new();
     dirs.retain(|d| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
     dirs.into_iter()
-        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .map(|d| crate::fs::canonicalize(&d).unwrap_or(d))
         .collect()
 }

@@ -79,6 +79,35 @@ impl Sources {
     }
 }
 
+/// Folder listings made during one fingerprint, so that each folder is
+/// listed once: site-packages is listed for the installed packages, then
+/// asked again for the version of each CUDA wheel, and a toolkit's `lib`
+/// folder for NVRTC, then for the runtime. Made anew for every
+/// fingerprint, so a folder that changes between two is seen to.
+#[derive(Debug, Default)]
+pub(crate) struct Listings(
+    std::cell::RefCell<std::collections::HashMap<PathBuf, std::rc::Rc<[std::ffi::OsString]>>>,
+);
+
+impl Listings {
+    /// The entry names of `dir`, unsorted; none when it cannot be listed.
+    pub(crate) fn names(&self, dir: &std::path::Path) -> std::rc::Rc<[std::ffi::OsString]> {
+        if let Some(names) = self.0.borrow().get(dir) {
+            return std::rc::Rc::clone(names);
+        }
+        let names: std::rc::Rc<[std::ffi::OsString]> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        self.0
+            .borrow_mut()
+            .insert(dir.to_path_buf(), std::rc::Rc::clone(&names));
+        names
+    }
+}
+
 /// What identifies a file or folder whatever the path it is reached by
 /// (device and inode): two paths with the same id are one place. One `stat`,
 /// where canonicalizing a path costs a `readlink` per component.

@@ -5,6 +5,7 @@
 use super::child::{self, NotRun};
 use super::facts::{Asked, ToolAnswers};
 use super::packages::dist_version;
+use super::sources::Listings;
 use super::{FingerprintError, Sources};
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,7 @@ pub(crate) fn detect(
     src: &Sources,
     site_packages: &[PathBuf],
     tools: &ToolAnswers,
+    listings: &Listings,
 ) -> Result<Toolkits, FingerprintError> {
     let mut found: Vec<Toolkit> = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -115,7 +117,7 @@ pub(crate) fn detect(
         {
             continue;
         }
-        found.push(describe(&c, tools));
+        found.push(describe(&c, tools, listings));
     }
     let mut active = found
         .iter()
@@ -123,8 +125,8 @@ pub(crate) fn detect(
         .map(|t| t.root.clone());
     apply_overrides(src, &mut found, &mut active)?;
     let lib_dirs = library_dirs(&found, site_packages);
-    let mut nvrtc = libraries(&lib_dirs, "libnvrtc", "nvidia_cuda_nvrtc");
-    let mut cudart = libraries(&lib_dirs, "libcudart", "nvidia_cuda_runtime");
+    let mut nvrtc = libraries(&lib_dirs, "libnvrtc", "nvidia_cuda_nvrtc", listings);
+    let mut cudart = libraries(&lib_dirs, "libcudart", "nvidia_cuda_runtime", listings);
     override_library(src, "PREFLIGHT_NVRTC_VERSION", &mut nvrtc)?;
     override_library(src, "PREFLIGHT_CUDART_VERSION", &mut cudart)?;
     Ok(Toolkits {
@@ -226,7 +228,7 @@ fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
 
 /// The toolkit root of an nvcc binary: `<root>/bin/nvcc`, links resolved.
 fn root_of(nvcc: &Path) -> PathBuf {
-    let real = std::fs::canonicalize(nvcc).unwrap_or_else(|_| nvcc.to_path_buf());
+    let real = crate::fs::canonicalize(nvcc).unwrap_or_else(|_| nvcc.to_path_buf());
     real.parent()
         .and_then(Path::parent)
         .map(Path::to_path_buf)
@@ -238,7 +240,7 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn describe(c: &Candidate, tools: &ToolAnswers) -> Toolkit {
+fn describe(c: &Candidate, tools: &ToolAnswers, listings: &Listings) -> Toolkit {
     let file = |rel: &str| Some(c.root.join(rel)).filter(|p| p.is_file());
     let nvcc = file("bin/nvcc");
     let ptxas = file("bin/ptxas");
@@ -269,7 +271,7 @@ fn describe(c: &Candidate, tools: &ToolAnswers) -> Toolkit {
         version = c
             .site
             .as_deref()
-            .and_then(|site| wheel_version(site, &c.root))
+            .and_then(|site| wheel_version(site, &c.root, listings))
             .map(|v| (v, VersionFrom::DistInfo))
             .or_else(|| cuda_h_version(&c.root).map(|v| (v, VersionFrom::CudaH)));
     }
@@ -288,16 +290,19 @@ fn describe(c: &Candidate, tools: &ToolAnswers) -> Toolkit {
 /// comes from `nvidia-cuda-nvcc` 13.x, `nvidia/cuda_nvcc` from
 /// `nvidia-cuda-nvcc-cu12` (or `-cu11`). Both may be installed side by side,
 /// so the major version must match the layout.
-fn wheel_version(site: &Path, root: &Path) -> Option<String> {
+fn wheel_version(site: &Path, root: &Path, listings: &Listings) -> Option<String> {
     let layout = root.file_name()?.to_str()?;
     let matches = |v: &String, major: &str| v.split('.').next() == Some(major);
     match layout
         .strip_prefix("cu")
         .filter(|m| m.parse::<u32>().is_ok())
     {
-        Some(major) => dist_version(site, "nvidia-cuda-nvcc").filter(|v| matches(v, major)),
+        Some(major) => {
+            dist_version(site, "nvidia-cuda-nvcc", listings).filter(|v| matches(v, major))
+        }
         None => ["12", "11"].iter().find_map(|major| {
-            dist_version(site, &format!("nvidia-cuda-nvcc-cu{major}")).filter(|v| matches(v, major))
+            dist_version(site, &format!("nvidia-cuda-nvcc-cu{major}"), listings)
+                .filter(|v| matches(v, major))
         }),
     }
 }
@@ -355,7 +360,7 @@ fn version_json(root: &Path) -> Option<String> {
 }
 
 fn version_txt(root: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(root.join("version.txt")).ok()?;
+    let text = crate::fs::read_small_text(root.join("version.txt")).ok()?;
     let v = text
         .split("CUDA Version")
         .nth(1)?
@@ -366,7 +371,7 @@ fn version_txt(root: &Path) -> Option<String> {
 
 /// `#define CUDA_VERSION 12080` → `12.8`.
 fn cuda_h_version(root: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(root.join("include/cuda.h")).ok()?;
+    let text = crate::fs::read_small_text(root.join("include/cuda.h")).ok()?;
     let n: u64 = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("#define CUDA_VERSION"))?
@@ -400,16 +405,19 @@ fn library_dirs(found: &[Toolkit], site_packages: &[PathBuf]) -> Vec<(PathBuf, O
 }
 
 /// `<stem>.so.N` files in `dirs`, with the best version each can tell.
-fn libraries(dirs: &[(PathBuf, Option<PathBuf>)], stem: &str, dist: &str) -> Vec<Library> {
+fn libraries(
+    dirs: &[(PathBuf, Option<PathBuf>)],
+    stem: &str,
+    dist: &str,
+    listings: &Listings,
+) -> Vec<Library> {
     let prefix = format!("{stem}.so.");
     let mut out = Vec::new();
     for (dir, site) in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+        let mut names: Vec<String> = listings
+            .names(dir)
+            .iter()
+            .map(|n| n.to_string_lossy().into_owned())
             .collect();
         names.sort();
         for name in names.iter().filter(|n| {
@@ -418,7 +426,7 @@ fn libraries(dirs: &[(PathBuf, Option<PathBuf>)], stem: &str, dist: &str) -> Vec
         }) {
             let path = dir.join(name);
             let soname_major = &name[prefix.len()..];
-            let from_link = std::fs::canonicalize(&path).ok().and_then(|real| {
+            let from_link = crate::fs::canonicalize(&path).ok().and_then(|real| {
                 let real = real.file_name()?.to_string_lossy().into_owned();
                 let v = real.strip_prefix(&prefix)?.to_string();
                 v.contains('.').then_some(v)
@@ -432,8 +440,8 @@ fn libraries(dirs: &[(PathBuf, Option<PathBuf>)], stem: &str, dist: &str) -> Vec
             };
             let from_dist = || {
                 let site = site.as_deref()?;
-                dist_version(site, dist)
-                    .or_else(|| dist_version(site, &format!("{dist}_cu{soname_major}")))
+                dist_version(site, dist, listings)
+                    .or_else(|| dist_version(site, &format!("{dist}_cu{soname_major}"), listings))
                     .filter(|v| v.split('.').next() == Some(soname_major))
             };
             let version = from_link

@@ -4,8 +4,10 @@
 
 use super::plan::Job;
 use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
+use crate::cache::warm::{WarmOutcome, Witness, now_ns};
 use crate::cache::{
-    BenchKey, BenchRecord, Cache, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles,
+    BenchKey, BenchRecord, Cache, IdentityWitness, JobIdentity, Lookup, OutcomeKey, OutcomeRecord,
+    VariantFiles,
 };
 use crate::classify::{Outcome, Timings};
 use crate::discover::native::ModuleKind;
@@ -51,6 +53,9 @@ pub struct JobKey {
     key: OutcomeKey,
     /// The smoke source, for people (kept in the record).
     smoke: String,
+    /// The `stat`s a hub variant's identity was computed from (what a warm
+    /// record keeps); `None` for a native module.
+    witness: Option<IdentityWitness>,
 }
 
 impl JobKey {
@@ -81,10 +86,10 @@ pub(super) fn variant_key(
     job: &probe::Job,
     device_code: bool,
 ) -> Result<JobKey, String> {
-    let (files, _) = cache
+    let (files, _, witness) = cache
         .cache
         .identities()
-        .identify(&variant.path, variant.metadata.metadata())
+        .identify_witnessed(&variant.path, variant.metadata.metadata())
         .map_err(|e| e.to_string())?;
     let identity = JobIdentity {
         executor: ExecutorKind::Python,
@@ -100,6 +105,7 @@ pub(super) fn variant_key(
     Ok(JobKey {
         key: OutcomeKey::new(&cache.fingerprint, identity),
         smoke: smoke_label(&job.smoke),
+        witness: Some(witness),
     })
 }
 
@@ -146,6 +152,7 @@ pub(super) fn module_key(
     Ok(JobKey {
         key: OutcomeKey::new(&cache.fingerprint, identity),
         smoke: "launches".into(),
+        witness: None,
     })
 }
 
@@ -163,6 +170,33 @@ pub(super) fn lookup(cache: &RunCache, key: &JobKey) -> Result<Option<(Outcome, 
         Lookup::Miss => Ok(None),
         Lookup::Corrupt(why) => Err(format!("ignored a corrupt cache entry: {why}")),
     }
+}
+
+/// What a warm record keeps of `key`'s job: the `stat`s of its files (when
+/// they are settled) and its outcome entry, read now with its own `stat`;
+/// `None` when its files cannot vouch for it.
+pub(super) fn witnessed(
+    cache: &RunCache,
+    key: &JobKey,
+) -> Option<(Vec<Witness>, Option<WarmOutcome>)> {
+    let files = key.witness.as_ref().filter(|w| w.settled())?;
+    let taken_ns = now_ns();
+    let outcome = cache
+        .cache
+        .outcomes()
+        .get_witnessed(&key.key)
+        .filter(|(_, entry)| entry.settled(taken_ns))
+        .map(|(record, entry)| WarmOutcome {
+            entry,
+            outcome: record.outcome,
+            timings: record.timings,
+        });
+    Some((files.files.clone(), outcome))
+}
+
+/// The cache and the full fingerprint's hash a run keys its jobs by.
+pub(super) fn parts(cache: &RunCache) -> (&Cache, &str) {
+    (&cache.cache, &cache.fingerprint)
 }
 
 /// Keep `job`'s outcome; the cache refuses a transient one

@@ -18,6 +18,7 @@ mod execute;
 mod plan;
 mod result;
 pub mod select;
+pub mod warm;
 
 pub use cached::JobKey;
 pub use event::{Reporter, RunEvent};
