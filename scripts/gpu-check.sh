@@ -19,7 +19,9 @@
 # (CUDA_VISIBLE_DEVICES=); and the device depth of compiled hub variants
 # (a shared object with only SASS for another architecture is
 # unsupported_arch at depth device, one with PTX passes with its JIT time;
-# needs torch with CUDA in PYTHON). Every command runs under `timeout`.
+# needs torch with CUDA in PYTHON); and `bench` of two hub variants of one
+# torch kernel, the faster called with device events and an L2 flush
+# (needs torch with CUDA in PYTHON). Every command runs under `timeout`.
 # Prints one PASS/FAIL/SKIP line per expectation and `N passed, N failed`;
 # exits 1 when anything failed. When cargo is on PATH it also runs the Rust
 # tests marked `#[ignore = "needs a GPU…"]` (they need the test environment
@@ -289,7 +291,55 @@ else
   skip "device depth of hub variants and out_of_memory: no torch with CUDA in $PY (set PYTHON)"
 fi
 
-# 7. Rust tests that need a GPU, where there is a toolchain
+# 7. bench on the GPU: two variants of one hub kernel (torch), one a single
+# matmul, the other the same product in 16 row blocks (16 launches); bench
+# times them with device events and an L2 flush and calls the faster. (The
+# cuda executor has no bench mode yet: native -O3 against -G builds wait
+# for it.)
+if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  BR=$WORK/benchkernel
+  for v in torch-universal torch-cuda; do
+    mkdir -p "$BR/build/$v"
+    printf '{"name":"mm","id":"_mm_%s","version":1,"license":"MIT","python-depends":[],"backend":{"type":"cuda"}}\n' \
+      "${v#torch-}" >"$BR/build/$v/metadata.json"
+  done
+  printf 'def mm(out, x, y):\n    out.copy_(x @ y)\n' >"$BR/build/torch-universal/__init__.py"
+  printf 'def mm(out, x, y):\n    for rows in range(0, x.shape[0], x.shape[0] // 16):\n        out[rows:rows + x.shape[0] // 16] = x[rows:rows + x.shape[0] // 16] @ y\n' \
+    >"$BR/build/torch-cuda/__init__.py"
+  mkdir -p "$BR/benchmarks"
+  cat >"$BR/benchmarks/benchmark_mm.py" <<'PY'
+import torch
+from kernels.benchmark import Benchmark
+
+
+class Mm(Benchmark):
+    seed = 0
+
+    def setup(self):
+        self.x = torch.randn(2048, 2048, device=self.device)
+        self.y = torch.randn(2048, 2048, device=self.device)
+        self.out = torch.empty(2048, 2048, device=self.device)
+
+    def benchmark_mm(self):
+        self.kernel.mm(self.out, self.x, self.y)
+
+    def verify_mm(self):
+        return self.x @ self.y
+PY
+  PREFLIGHT_CACHE=$WORK/bench-cache t 300 "$BIN" bench --json --python "$PYBIN" \
+    "$BR" >"$WORK/bench.json" 2>"$WORK/bench.err"
+  expect "bench (GPU, torch): exit status" 0 "$?"
+  expect "bench: the faster variant first" torch-universal "$(jget "$WORK/bench.json" "d['variants'][0]['variant']")"
+  expect "bench: the slower one's verdict" slower "$(jget "$WORK/bench.json" "d['variants'][1]['vs_fastest']['verdict']")"
+  expect "bench: timer" device_events "$(jget "$WORK/bench.json" "d['variants'][0]['status']['timer']")"
+  expect "bench: L2 flushed" True "$(jget "$WORK/bench.json" "d['flush_l2']")"
+  expect "bench: the reference timed" timed "$(jget "$WORK/bench.json" "d['reference']['status']['status']")"
+  PREFLIGHT_CACHE=$WORK/bench-cache t 300 "$BIN" bench --python "$PYBIN" --format markdown "$BR" 2>/dev/null | sed 's/^/    /'
+else
+  skip "bench on the GPU: no torch with CUDA in $PY (set PYTHON)"
+fi
+
+# 8. Rust tests that need a GPU, where there is a toolchain
 if command -v cargo >/dev/null 2>&1; then
   if t 3600 cargo test --release --locked -- --ignored >"$WORK/cargo.log" 2>&1; then
     pass "cargo test -- --ignored (GPU tests)"

@@ -101,6 +101,7 @@ fn the_driver_writes_the_golden_shapes() {
     assert_eq!(
         kinds,
         [
+            "bench",
             "done",
             "failed/device_unusable",
             "failed/exception",
@@ -112,6 +113,7 @@ fn the_driver_writes_the_golden_shapes() {
             "module",
             "phase",
             "runtime",
+            "sample",
             "timing"
         ],
         "every kind the driver writes"

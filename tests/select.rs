@@ -84,6 +84,19 @@ fn fastest_picks_the_shortest_smoke() {
     };
     assert_eq!(pick(&[]), "torch-cpu", "the hub's preference");
     assert_eq!(pick(&["--fastest"]), "torch-universal", "the shorter smoke");
+    // Without bench results the smoke call decides, and is not called a speed.
+    let out = select(&[
+        repo.to_str().unwrap(),
+        "--smoke",
+        smoke.to_str().unwrap(),
+        "--fastest",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["speed"]["basis"], "no_bench_data", "{doc}");
+    assert!(doc["speed"]["median_ms"].is_null(), "{doc}");
+    let err = stderr(&out);
+    assert!(err.contains("not a speed measurement"), "{err}");
 }
 
 #[test]

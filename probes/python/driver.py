@@ -53,6 +53,7 @@ compare = load_sibling("compare.py", "preflight_compare")
 acceptance = load_sibling("acceptance.py", "preflight_acceptance")
 device_check = load_sibling("device.py", "preflight_device")
 smoke = load_sibling("smoke.py", "preflight_smoke_sources")
+bench = load_sibling("bench.py", "preflight_bench")
 Mismatch, Incomparable = compare.Mismatch, compare.Incomparable
 
 # The hub's python-depends allowlist, written next to this script by the parent.
@@ -320,13 +321,14 @@ def import_variant(chan, variant, metadata):
 # ---------------------------------------------------------------- main
 
 
-OPTIONS = ("--variant", "--device", "--smoke", "--smoke-kind", "--benchmarks", "--repo")
+OPTIONS = ("--variant", "--device", "--smoke", "--smoke-kind", "--benchmarks", "--repo",
+           "--bench", "--commands", "--replies", "--workload", "--flush")
 
 
 def parse_args(argv):
     """`--name value` pairs; argparse would cost a tenth of a bare import."""
     args = dict.fromkeys((o[2:].replace("-", "_") for o in OPTIONS), None)
-    args.update(device="auto", smoke_kind="file")
+    args.update(device="auto", smoke_kind="file", flush="yes")
     it = iter(argv)
     for option in it:
         value = next(it, None)
@@ -357,7 +359,10 @@ def main(chan, argv):
             depth = "device"
         torch = sys.modules.get("torch")
         chan.send(ev_runtime(torch=getattr(torch, "__version__", None) if torch else None, device=device))
-        if args.smoke:
+        if args.bench:
+            chan.enter("smoke", what="bench %s" % args.bench)
+            depth = bench.serve(chan, args, kernel, device)
+        elif args.smoke:
             chan.enter("smoke", what="%s %s" % (args.smoke_kind, args.smoke))
             depth = smoke.run_smoke_file(chan, args.smoke, kernel, device)
         elif args.benchmarks:
@@ -484,6 +489,10 @@ def self_check(golden_path):
         ev_failed("start", internal_failure("KeyError: 'x'", "Traceback …")),
         ev_failed("load", device_unusable_failure("cuda", device_check.Unusable("cuda", "torch sees no cuda device"))),
         ev_done("verified"),
+        bench.ev_bench("Relu.small", "variant", "device_events", 100663296, True, 12, 0.05, True),
+        bench.ev_sample("Relu.small", 3, 0.0123),
+        bench.ev_sample("Relu.small", 3, 0.0125, None, (1980, 0x20)),
+        bench.ev_sample("smoke", 0, 2.5, 2.25),
     ]
     made.extend(ev_failed("import", hub_refused_failure(r)) for r in sample_refusals())
     made.extend(ev_failed("smoke", exception_failure(e)) for e in sample_exceptions())

@@ -114,31 +114,42 @@ def load_file(path, name):
 
 def run_smoke_file(chan, path, kernel, device):
     """`def smoke(kernel, device)` → None | (actual, expected) | dict."""
-    module = load_file(path, "preflight_smoke")
-    smoke = getattr(module, "smoke", None)
-    if not callable(smoke):
-        raise SmokeError("%s defines no function smoke(kernel, device)" % path)
+    smoke = smoke_function(path)
     with Timer(device) as timer:
         result = smoke(kernel, device)
         synchronize(device)
     smoke_ms = timer.ms()
-    if result is None:
-        chan.timing("smoke", smoke_ms)
-        return "smoke"
-    if isinstance(result, dict) and "actual" in result and "expected" in result:
-        actual, expected = result["actual"], result["expected"]
-        rtol, atol = result.get("rtol"), result.get("atol")
-    elif isinstance(result, tuple) and len(result) == 2:
-        (actual, expected), rtol, atol = result, None, None
-    else:
-        raise SmokeError(
-            "smoke() returned %s; expected None, (actual, expected) or "
-            '{"actual", "expected", "rtol", "atol"}' % type(result).__name__
-        )
+    comparison = unpack(result)
     chan.timing("smoke", smoke_ms)
+    if comparison is None:
+        return "smoke"
     chan.enter("verify")
-    check_close(actual, expected, rtol, atol)
+    check_close(*comparison)
     return "verified"
+
+
+def smoke_function(path):
+    """The `smoke(kernel, device)` of a smoke file."""
+    module = load_file(path, "preflight_smoke")
+    smoke = getattr(module, "smoke", None)
+    if not callable(smoke):
+        raise SmokeError("%s defines no function smoke(kernel, device)" % path)
+    return smoke
+
+
+def unpack(result):
+    """A smoke's return value as (actual, expected, rtol, atol), or None
+    when it returned nothing to verify."""
+    if result is None:
+        return None
+    if isinstance(result, dict) and "actual" in result and "expected" in result:
+        return result["actual"], result["expected"], result.get("rtol"), result.get("atol")
+    if isinstance(result, tuple) and len(result) == 2:
+        return result[0], result[1], None, None
+    raise SmokeError(
+        "smoke() returned %s; expected None, (actual, expected) or "
+        '{"actual", "expected", "rtol", "atol"}' % type(result).__name__
+    )
 
 
 def benchmark_base():
@@ -192,17 +203,17 @@ def smallest_workload(cls):
     return min(workloads, key=lambda w: (rank(w), workloads.index(w))) if workloads else None
 
 
-def run_benchmarks(chan, bench_dir, repo, kernel, device):
-    """The hub's benchmark convention: each Benchmark subclass of each
-    `benchmarks/benchmark*.py`, smallest workload once, verified when
-    `verify_<workload>` exists (torch.allclose(out, ref, atol=1e-2) as the hub)."""
+def benchmark_classes(bench_dir, repo):
+    """Every Benchmark subclass defined by a `benchmarks/benchmark*.py`
+    script (loaded with the repo as working directory, as the hub does),
+    scripts in name order, classes by name."""
     base = benchmark_base()
     scripts = sorted(
         os.path.join(bench_dir, f)
         for f in os.listdir(bench_dir)
         if f.startswith("benchmark") and f.endswith(".py")
     )
-    runs = []
+    found = []
     for index, script in enumerate(scripts):
         name = "preflight_benchmark_%d" % index
         here = os.getcwd()
@@ -214,25 +225,50 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
         for attr in sorted(vars(module)):
             obj = getattr(module, attr)
             if isinstance(obj, type) and issubclass(obj, base) and obj is not base and obj.__module__ == name:
-                workload = smallest_workload(obj)
-                if workload is not None:
-                    runs.append((obj, workload))
+                found.append(obj)
+    return found
+
+
+def prepare(cls, workload, kernel, device):
+    """A fresh instance for one workload, as the hub's runner makes it:
+    kernel and device set, seeded, then `setup_<workload>()` or `setup()`."""
+    bench = cls()
+    bench.kernel = kernel
+    bench.device = device
+    if bench.seed is not None:
+        import random
+
+        random.seed(bench.seed)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.manual_seed(bench.seed)
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed_all(bench.seed)
+    getattr(bench, "setup_" + workload, bench.setup)()
+    return bench
+
+
+def check_benchmark(bench, reference):
+    """The hub's verification of a workload's `out` against the reference
+    its `verify_<workload>()` returned (torch.allclose(..., atol=1e-2))."""
+    check_close(bench.out, reference, rtol=1e-5, atol=1e-2)
+
+
+def run_benchmarks(chan, bench_dir, repo, kernel, device):
+    """The hub's benchmark convention: each Benchmark subclass of each
+    `benchmarks/benchmark*.py`, smallest workload once, verified when
+    `verify_<workload>` exists (torch.allclose(out, ref, atol=1e-2) as the hub)."""
+    runs = []
+    for cls in benchmark_classes(bench_dir, repo):
+        workload = smallest_workload(cls)
+        if workload is not None:
+            runs.append((cls, workload))
     if not runs:
         raise SmokeError("no Benchmark subclass with a benchmark_<workload> method in %s" % bench_dir)
     total_ms, verified = 0.0, True
     for cls, workload in runs:
         chan.enter("smoke", what="%s.%s" % (cls.__name__, workload))
-        bench = cls()
-        bench.kernel = kernel
-        bench.device = device
-        if bench.seed is not None:
-            import random
-
-            random.seed(bench.seed)
-            torch = sys.modules.get("torch")
-            if torch is not None:
-                torch.manual_seed(bench.seed)
-        getattr(bench, "setup_" + workload, bench.setup)()
+        bench = prepare(cls, workload, kernel, device)
         with Timer(device) as timer:
             getattr(bench, "benchmark_" + workload)()
             synchronize(device)
@@ -242,6 +278,6 @@ def run_benchmarks(chan, bench_dir, repo, kernel, device):
             verified = False
             continue
         chan.enter("verify", what="%s.%s" % (cls.__name__, workload))
-        check_close(bench.out, verify(), rtol=1e-5, atol=1e-2)
+        check_benchmark(bench, verify())
     chan.timing("smoke", total_ms)
     return "verified" if verified else "smoke"

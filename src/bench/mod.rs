@@ -1,3 +1,70 @@
 //! Benchmark mode: the working variants of one kernel timed side by side.
+//!
+//! A client of `run`'s plan: the variants are probed (or answered from the
+//! cache) first, and only those that pass are timed, each in a bench child
+//! of its own that stays alive across interleaved rounds
+//! ([`session::bench`]). The results rank the variants with bootstrap
+//! verdicts ([`result::BenchReport::rank`]) and go to the cache's bench
+//! bucket ([`session::store`]), where `select --fastest` finds them.
 
 pub mod result;
+pub mod session;
+mod store;
+
+pub use session::{BenchEvent, BenchOptions, BenchReporter, bench};
+pub use store::store;
+
+use crate::probe::ProbeError;
+
+/// Why a bench could not be run: bad input (see [`BenchError::is_bad_input`]),
+/// or a fault of preflight or the machine.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// No variant of the target passes here: nothing to time.
+    #[error("no variant passes here, so none can be timed (see `preflight check`)")]
+    NothingPasses,
+    /// `--variants` names a variant the target does not have.
+    #[error("--variants: no variant {variant} (variants: {})", known.join(", "))]
+    UnknownVariant {
+        /// The name given.
+        variant: String,
+        /// The target's variants.
+        known: Vec<String>,
+    },
+    /// The variants have no workload to time.
+    #[error(
+        "no workload to time: give --smoke FILE (def smoke(kernel, device)) or a kernel repo with benchmarks/benchmark*.py"
+    )]
+    NoWorkload,
+    /// `--workload` names no `benchmark_<workload>` of the repo's scripts.
+    #[error("--workload {workload}: no benchmark_{workload} in {} (workloads: {})", dir.display(), if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    UnknownWorkload {
+        /// The workload given.
+        workload: String,
+        /// The `benchmarks/` folder.
+        dir: std::path::PathBuf,
+        /// The workloads its scripts define.
+        known: Vec<String>,
+    },
+    /// `--workload` was given, but the workload is a smoke file.
+    #[error(
+        "--workload {0}: workloads are those of the repo's benchmarks/benchmark*.py, and the workload here is a smoke file"
+    )]
+    WorkloadWithoutBenchmarks(String),
+    /// Native modules have no bench mode yet.
+    #[error("{0}: native modules (preflight.toml) cannot be benchmarked yet")]
+    Native(String),
+    /// A child could not be run at all.
+    #[error("{0}")]
+    Probe(ProbeError),
+    /// The user interrupted the bench.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl BenchError {
+    /// Whether the user can fix it (exit 2) rather than preflight (exit 3).
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, BenchError::Probe(_) | BenchError::Interrupted)
+    }
+}

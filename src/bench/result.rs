@@ -12,6 +12,9 @@ pub enum Timer {
     DeviceEvents,
     /// The host's monotonic clock (CPU variants).
     HostClock,
+    /// The CPU time of the variant's process (CPU variants, `--cpu-time`):
+    /// other load cannot lengthen it, but it adds up every thread.
+    CpuTime,
 }
 
 /// A variant that was timed to the end.

@@ -12,13 +12,14 @@
 //! <root>/identities-v2/warm/<ab>/<key>.json       warm records: a plan and its stats
 //! <root>/fingerprints-v2/measured/<ab>/<key>.json full-fingerprint facts, by fast hash
 //! <root>/fingerprints-v2/tools/<ab>/<key>.json    tool versions, by the tool's path
-//! <root>/bench-v1/…                               bench results
+//! <root>/bench-v1/<ab>/<key>.json                 bench results
 //! ```
 //!
 //! A path is built from typed pieces (bucket → shard → entry, see
 //! [`bucket`]); a folder of another version is never read, and `prune`
 //! removes it. Directories are 0700, files 0600.
 
+pub mod bench;
 pub mod bucket;
 mod facts;
 pub mod identity;
@@ -28,6 +29,7 @@ pub mod ops;
 pub mod outcomes;
 pub mod warm;
 
+pub use bench::{BenchKey, BenchParts, BenchRecord};
 pub use bucket::{Bucket, Entry, Lookup, Parts, Shelf};
 pub use identity::{Identities, IdentityStats, IdentityWitness};
 pub use job::{JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};

@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 the answer is "no"; 2 bad input or usage; 3 an
 //! internal error.
 
+mod bench;
 mod cache;
 mod check;
 mod cuda_child;
@@ -47,6 +48,9 @@ enum Command {
     /// Print the path of the best variant that works here (instant when
     /// its outcomes are cached): the fallback for get_kernel.
     Select(select::Args),
+    /// Time the variants that work here side by side, each in a child of
+    /// its own, with verdicts (faster, slower, same, ambiguous).
+    Bench(bench::Args),
     /// Probe every variant that has no cached outcome yet (default: every
     /// kernel in the hub cache), for a new machine.
     Warmup(warmup::Args),
@@ -161,6 +165,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Select(args) => select::run(args),
         Command::Warmup(args) => warmup::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Cache(args) => cache::run(args),
         Command::CudaChild(_) => unreachable!("handled before"),

@@ -126,6 +126,14 @@ impl Probing {
         }
     }
 
+    /// The python executor: `--python`, else the fingerprint's interpreter.
+    pub fn python_executor(&self, fingerprint: &Fingerprint) -> Option<PythonExecutor> {
+        self.python
+            .clone()
+            .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
+            .map(PythonExecutor::new)
+    }
+
     /// Plan `targets` and answer every job (what `check`, `select` and
     /// `warmup` share): `all` probes variants for another OS or CPU too;
     /// `judge` adds the embedded-architecture check to declared verdicts.
@@ -147,11 +155,7 @@ impl Probing {
             eprintln!("preflight: warning: {warning}");
         }
         let executors = Executors {
-            python: self
-                .python
-                .clone()
-                .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-                .map(PythonExecutor::new),
+            python: self.python_executor(&fingerprint),
             cuda: plan
                 .needs_cuda()
                 .then(|| Executors::cuda_for(&fingerprint.toolkits))

@@ -107,3 +107,30 @@ pub fn add_every_cached_ref(targets: &mut Targets) -> Vec<String> {
     }
     problems
 }
+
+/// The one target of a command that takes a TARGET or one `--repo`. A path
+/// is made absolute, so that a printed path can be loaded from anywhere.
+pub fn one_kernel(
+    target: Option<&std::path::Path>,
+    repo: &RepoArgs,
+    command: &str,
+) -> Result<discover::Named, Failure> {
+    Ok(match (target, repo.single(command)?) {
+        (Some(path), _) => discover::Named {
+            given: path.display().to_string(),
+            target: discover::discover(
+                &std::path::absolute(path)
+                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?,
+            )?,
+        },
+        (None, Some(repo_name)) => discover::Named {
+            given: repo_name.to_string(),
+            target: discover::Target::Hub(discover_repo(repo_name, &repo.spec())?),
+        },
+        (None, None) => {
+            return Err(BadInput(format!(
+                "{command} needs a TARGET or --repo ORG/NAME"
+            )));
+        }
+    })
+}

@@ -2,9 +2,10 @@
 
 use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
+use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
 use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::check;
-use kernel_preflight::run::select::{Names, Rank, Selection};
+use kernel_preflight::run::select::{Basis, Names, Rank, Selection, Speed};
 use std::path::PathBuf;
 
 /// Arguments of `preflight select`.
@@ -15,8 +16,10 @@ pub struct Args {
     target: Option<PathBuf>,
     #[command(flatten)]
     repo: super::repo::RepoArgs,
-    /// Pick the variant with the shortest measured smoke time instead of the
-    /// hub loader's preference.
+    /// Pick the variant with the shortest bench median kept for this
+    /// machine (`preflight bench`), saying when the top two are ambiguous;
+    /// without bench results, the shortest smoke call (one cold call, not a
+    /// speed), said on stderr.
     #[arg(long)]
     fastest: bool,
     /// Let evidence overrule names: when no variant the hub accepts by name
@@ -99,7 +102,14 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     } else {
         Names::Decide
     };
-    let selection = Selection::new(&report.results, rank, names);
+    let bench = match rank {
+        Rank::Fastest => plan.bench_results(DEFAULT_WORKLOAD),
+        Rank::Preference => Vec::new(),
+    };
+    let selection = Selection::new(&report.results, rank, names, &bench);
+    if let (Some(speed), Some(variant)) = (&selection.speed, selection.variant) {
+        speed_note(variant, speed);
+    }
     if selection.overrules_name
         && let Some(variant) = selection.variant
     {
@@ -118,4 +128,32 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         eprintln!("{}", check::table(&report, &plan));
     }
     Ok(if found { Answer::Yes } else { Answer::No })
+}
+
+/// Say on stderr what `--fastest` ranked by: bench medians (and whether
+/// they tell the top two apart), or nothing that measures speed.
+fn speed_note(variant: &str, speed: &Speed) {
+    match (speed.basis, &speed.runner_up, &speed.vs_runner_up) {
+        (Basis::NoBenchData, _, _) => eprintln!(
+            "preflight: no bench results for this machine: ranked by the smoke's one cold call, \
+             which is not a speed measurement (run `preflight bench` for one)"
+        ),
+        (Basis::Bench, Some(other), Some(vs)) if speed.ambiguous => eprintln!(
+            "preflight: ambiguous: the bench cannot tell {variant} from {other} \
+             ({:.3}x, 95% interval {:.3}-{:.3}, {}); either may be the faster",
+            vs.speedup,
+            vs.low,
+            vs.high,
+            serde_json::to_value(vs.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        ),
+        (Basis::Bench, Some(other), Some(vs)) => eprintln!(
+            "preflight: {variant} is the fastest by bench medians: {:.3}x {other} \
+             (95% interval {:.3}-{:.3})",
+            vs.speedup, vs.low, vs.high
+        ),
+        (Basis::Bench, _, _) => {}
+    }
 }

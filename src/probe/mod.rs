@@ -10,6 +10,7 @@
 //! launches CUDA modules through the driver API. Both children speak
 //! [`crate::protocol`].
 
+mod bench;
 pub mod cuda;
 mod job;
 pub mod library;
@@ -17,6 +18,7 @@ pub mod machine;
 mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
+pub use bench::{BenchChild, BenchRole, BenchSpec, Stopped};
 pub use job::{Executor, Job, Placement, ProbeError, Subject};
 pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor, torch_device};
 

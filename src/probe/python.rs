@@ -43,9 +43,13 @@ pub const DRIVER_FILES: &[(&str, &str)] = &[
         "preflight_smoke_sources.py",
         include_str!("../../probes/python/smoke.py"),
     ),
+    (
+        "preflight_bench.py",
+        include_str!("../../probes/python/bench.py"),
+    ),
     ("preflight_python_depends.json", PYTHON_DEPENDS),
 ];
-const CHANNEL_NAME: &str = "preflight_result.jsonl";
+pub(super) const CHANNEL_NAME: &str = "preflight_result.jsonl";
 const SMOKE_NAME: &str = "preflight_smoke.py";
 
 /// Runs hub variants in a Python interpreter, one sandboxed child each.
@@ -67,7 +71,7 @@ impl PythonExecutor {
     }
 
     /// The child's command line, with the driver (and a library smoke) written into `dir`.
-    fn command(
+    pub(super) fn command(
         &self,
         dir: &Path,
         variant: &Path,

@@ -86,6 +86,8 @@ pub enum Event {
         /// Elements compared.
         compared: u64,
     },
+    /// A bench child is verified and warmed up, and waits for rounds.
+    Bench(BenchSetup),
     /// One timed run of a workload.
     Sample(Sample),
     /// The work failed; nothing follows.
@@ -207,7 +209,7 @@ pub enum Span {
 }
 
 /// One timed run: a bench sample, or a timed smoke launch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// What ran: a kernel function, a `Benchmark.workload`, a variant.
     pub label: String,
@@ -216,6 +218,59 @@ pub struct Sample {
     pub round: u32,
     /// Milliseconds, from device events where the child has them.
     pub ms: f64,
+    /// The CPU time the child's process spent in the sample (milliseconds),
+    /// where it was timed with the host clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<f64>,
+    /// The SM clock just after the sample (MHz), where NVML can be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<u32>,
+    /// NVML's clock-event (throttle) reasons just after the sample, a bit mask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_reasons: Option<u64>,
+    /// Whether one of those reasons slowed the clock down: the sample does
+    /// not measure the kernel, and a bench drops it (and counts it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub throttled: bool,
+}
+
+impl Sample {
+    /// A sample without clock facts.
+    pub fn new(label: impl Into<String>, round: u32, ms: f64) -> Sample {
+        Sample {
+            label: label.into(),
+            round,
+            ms,
+            ..Sample::default()
+        }
+    }
+}
+
+/// How a bench child times, announced once it is verified and warmed up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchSetup {
+    /// What its samples are labelled (`Relu.small`, `smoke`, `reference:…`).
+    pub label: String,
+    /// `variant` (the kernel's call) or `reference` (the workload's own
+    /// reference computation).
+    pub role: String,
+    /// `device_events` or `host_clock`.
+    pub timer: String,
+    /// Bytes written before each sample to flush the L2 cache (0: none).
+    #[serde(default)]
+    pub flush_bytes: u64,
+    /// Whether NVML clock facts come with the samples.
+    #[serde(default)]
+    pub nvml: bool,
+    /// Calls made to warm up.
+    #[serde(default)]
+    pub warmup_calls: u32,
+    /// One sample's expected length (ms), from the end of the warm-up.
+    pub estimate_ms: f64,
+    /// Whether the workload has a reference computation to time
+    /// (`verify_<workload>` of the hub's convention).
+    #[serde(default)]
+    pub has_reference: bool,
 }
 
 /// What a device said about itself.

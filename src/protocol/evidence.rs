@@ -150,7 +150,7 @@ impl Report {
                     }
                 }
                 Event::Done { depth } => r.done = Some(*depth),
-                Event::Unknown => {}
+                Event::Bench(_) | Event::Unknown => {}
             }
         }
         r

@@ -90,10 +90,16 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
             label: String::new(),
             compared: 0,
         },
-        Event::Sample(Sample {
+        Event::Sample(Sample::new(String::new(), 0, 0.0)),
+        Event::Bench(BenchSetup {
             label: String::new(),
-            round: 0,
-            ms: 0.0,
+            role: String::new(),
+            timer: String::new(),
+            flush_bytes: 0,
+            nvml: false,
+            warmup_calls: 0,
+            estimate_ms: 0.0,
+            has_reference: false,
         }),
         Event::Done { depth: Depth::Load },
     ];
@@ -268,21 +274,9 @@ fn timings_take_the_first_launch_median_and_round() {
             span: Span::Load,
             ms: 1.23456789,
         },
-        Event::Sample(Sample {
-            label: "f".into(),
-            round: 0,
-            ms: 3.0,
-        }),
-        Event::Sample(Sample {
-            label: "g".into(),
-            round: 0,
-            ms: 9.0,
-        }),
-        Event::Sample(Sample {
-            label: "f".into(),
-            round: 1,
-            ms: 1.0,
-        }),
+        Event::Sample(Sample::new("f", 0, 3.0)),
+        Event::Sample(Sample::new("g", 0, 9.0)),
+        Event::Sample(Sample::new("f", 1, 1.0)),
     ];
     let t = Report::fold(&events).timings(10.0004);
     assert_eq!(t.total_ms, 10.0);

@@ -97,6 +97,7 @@ fn conditions(report: &BenchReport, code: fn(&str) -> String) -> [String; 3] {
     let mut timers: Vec<&str> = timed(report)
         .map(|(_, v)| match v.timed().map(|t| t.timer) {
             Some(Timer::DeviceEvents) => "device events",
+            Some(Timer::CpuTime) => "the process's CPU time",
             _ => "the host clock",
         })
         .collect();

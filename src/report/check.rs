@@ -42,8 +42,8 @@ pub fn table(report: &CheckReport, plan: &Plan) -> String {
     out.trim_end().to_string()
 }
 
-/// One hub kernel: variant · declared · observed · depth · smoke · total,
-/// then the notes and the device depth's line per shared object.
+/// One hub kernel: variant · declared · observed · depth · smoke call ·
+/// total, then the notes and the device depth's line per shared object.
 fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
     let kernel = discovery.kernel.as_deref().unwrap_or("kernel");
     let _ = writeln!(
@@ -52,7 +52,14 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         rows.len(),
         discovery.root.display()
     );
-    let mut table = super::table(&["variant", "declared", "observed", "depth", "smoke", "total"]);
+    let mut table = super::table(&[
+        "variant",
+        "declared",
+        "observed",
+        "depth",
+        "smoke call",
+        "total",
+    ]);
     for r in rows {
         table.add_row(vec![
             r.variant.clone(),
@@ -64,6 +71,13 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         ]);
     }
     let _ = writeln!(out, "{table}");
+    if rows.iter().any(|r| r.timings.smoke_ms.is_some()) {
+        // A cold call, probes sharing the device: never a speed.
+        let _ = writeln!(
+            out,
+            "smoke call: one cold call of the workload, not a speed (`preflight bench` times variants)"
+        );
+    }
     notes(out, rows);
     super::device::lines(out, rows);
     let passing: Vec<&str> = rows

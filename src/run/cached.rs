@@ -6,7 +6,8 @@ use super::plan::Job;
 use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
 use crate::cache::warm::{WarmOutcome, Witness, now_ns};
 use crate::cache::{
-    Cache, IdentityWitness, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles,
+    BenchKey, BenchRecord, Cache, IdentityWitness, JobIdentity, Lookup, OutcomeKey, OutcomeRecord,
+    VariantFiles,
 };
 use crate::classify::{Outcome, Timings};
 use crate::discover::native::ModuleKind;
@@ -39,6 +40,11 @@ impl RunCache {
             fingerprint: hash,
         }
     }
+
+    /// The cache itself.
+    pub(super) fn cache(&self) -> &Cache {
+        &self.cache
+    }
 }
 
 /// Where a job's outcome is kept.
@@ -50,6 +56,25 @@ pub struct JobKey {
     /// The `stat`s a hub variant's identity was computed from (what a warm
     /// record keeps); `None` for a native module.
     witness: Option<IdentityWitness>,
+}
+
+impl JobKey {
+    /// The outcome key: the machine's fingerprint hash and the job identity.
+    pub fn outcome(&self) -> &OutcomeKey {
+        &self.key
+    }
+
+    /// Where the bench results of this job's `workload` are kept.
+    pub fn bench(&self, workload: &str) -> BenchKey {
+        let parts = &self.key.parts;
+        BenchKey::new(&parts.fingerprint, parts.job.clone(), workload)
+    }
+}
+
+/// The bench result of `key` for `workload`, if one is kept (an invalid
+/// entry is removed and counts as none).
+pub(super) fn bench_lookup(cache: &RunCache, key: &JobKey, workload: &str) -> Option<BenchRecord> {
+    cache.cache.bench().get(&key.bench(workload)).hit()
 }
 
 /// The key of `job`, which probes the hub `variant` (with the device load

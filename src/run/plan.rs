@@ -118,6 +118,23 @@ impl Plan {
         plan
     }
 
+    /// The cache the plan keys its jobs in; `None` with `--no-cache`.
+    pub fn cache(&self) -> Option<&Cache> {
+        self.cache.as_ref().map(|c| c.cache())
+    }
+
+    /// The kept bench result of each job for `workload`, by [`JobId`]:
+    /// `None` where none is kept for this machine.
+    pub fn bench_results(&self, workload: &str) -> Vec<Option<crate::cache::BenchRecord>> {
+        self.jobs
+            .iter()
+            .map(|job| match (&self.cache, &job.key) {
+                (Some(cache), Some(key)) => cached::bench_lookup(cache, key, workload),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Jobs that will be probed or answered from the cache (not skipped).
     pub fn probe_count(&self) -> usize {
         self.jobs.iter().filter(|j| j.skip.is_none()).count()

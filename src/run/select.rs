@@ -1,7 +1,9 @@
 //! Choosing the variant to load: the best one that works here.
 
 use super::CheckResult;
+use crate::cache::BenchRecord;
 use crate::classify::{Depth, Outcome};
+use crate::stats::{Comparison, Verdict, compare};
 use serde::Serialize;
 
 /// How to rank the variants that work.
@@ -9,10 +11,43 @@ use serde::Serialize;
 pub enum Rank {
     /// The hub loader's preference order.
     Preference,
-    /// The shortest measured smoke time; variants without one follow, in
-    /// preference order.
+    /// The shortest bench median of this machine (`preflight bench`);
+    /// where no variant has one, the shortest smoke call, which is one cold
+    /// call and not a speed. Variants without either follow, in preference
+    /// order.
     Fastest,
 }
+
+/// What `--fastest` ranked by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Bench medians kept for this machine.
+    Bench,
+    /// No bench result is kept for this machine: the smoke's one cold
+    /// call decided, which says little about speed.
+    NoBenchData,
+}
+
+/// How the fastest variant was found, as `select --fastest --json` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Speed {
+    /// What the ranking is based on.
+    pub basis: Basis,
+    /// The chosen variant's bench median (ms), when it has one.
+    pub median_ms: Option<f64>,
+    /// The next variant by bench median, when there is one.
+    pub runner_up: Option<String>,
+    /// The chosen variant against the runner-up (speedup > 1: chosen is faster).
+    pub vs_runner_up: Option<Comparison>,
+    /// Whether the bench cannot tell the chosen variant from the runner-up
+    /// (their verdict is `same` or `ambiguous`): either may be the faster.
+    pub ambiguous: bool,
+}
+
+/// The seed of the comparison between the top two: fixed, so that one
+/// cache gives one answer.
+const SEED: u64 = 0x5e1ec7;
 
 /// Which variants may be chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,26 +75,88 @@ fn eligible(result: &CheckResult, names: Names) -> bool {
 /// The variant to load, among `results` in the hub's preference order:
 /// a name-accepted one that works; with [`Names::Overruled`], a
 /// name-rejected one with smoke evidence only when no accepted one works.
-pub fn choose(results: &[CheckResult], rank: Rank, names: Names) -> Option<&CheckResult> {
-    let accepted = pick(results.iter().filter(|r| eligible(r, Names::Decide)), rank);
+/// `bench` holds each job's kept bench result, by job (see
+/// [`super::Plan::bench_results`]); only [`Rank::Fastest`] reads it.
+pub fn choose<'a>(
+    results: &'a [CheckResult],
+    rank: Rank,
+    names: Names,
+    bench: &[Option<BenchRecord>],
+) -> Option<&'a CheckResult> {
+    let accepted = pick(results, |r| eligible(r, Names::Decide), rank, bench);
     match names {
         Names::Decide => accepted,
-        Names::Overruled => {
-            accepted.or_else(|| pick(results.iter().filter(|r| eligible(r, names)), rank))
+        Names::Overruled => accepted.or_else(|| pick(results, |r| eligible(r, names), rank, bench)),
+    }
+}
+
+fn pick<'a>(
+    results: &'a [CheckResult],
+    eligible: impl Fn(&CheckResult) -> bool,
+    rank: Rank,
+    bench: &[Option<BenchRecord>],
+) -> Option<&'a CheckResult> {
+    let mut passing = results.iter().filter(|r| eligible(r));
+    match rank {
+        Rank::Preference => passing.next(),
+        Rank::Fastest => {
+            let passing: Vec<&CheckResult> = passing.collect();
+            let benched = passing.iter().any(|r| median(bench, r).is_some());
+            // Without bench data the smoke call decides: one cold call, but
+            // the only time there is.
+            let time = |r: &CheckResult| match benched {
+                true => median(bench, r),
+                false => r.timings.smoke_ms,
+            };
+            passing
+                .into_iter()
+                .enumerate()
+                .min_by(|(i, a), (j, b)| {
+                    let t = |r| time(r).unwrap_or(f64::INFINITY);
+                    t(a).total_cmp(&t(b)).then(i.cmp(j))
+                })
+                .map(|(_, r)| r)
         }
     }
 }
 
-fn pick<'a>(passing: impl Iterator<Item = &'a CheckResult>, rank: Rank) -> Option<&'a CheckResult> {
-    match rank {
-        Rank::Preference => passing.into_iter().next(),
-        Rank::Fastest => passing
-            .enumerate()
-            .min_by(|(i, a), (j, b)| {
-                let time = |r: &CheckResult| r.timings.smoke_ms.unwrap_or(f64::INFINITY);
-                time(a).total_cmp(&time(b)).then(i.cmp(j))
-            })
-            .map(|(_, r)| r),
+fn record<'b>(bench: &'b [Option<BenchRecord>], r: &CheckResult) -> Option<&'b BenchRecord> {
+    bench.get(r.job.0).and_then(Option::as_ref)
+}
+
+fn median(bench: &[Option<BenchRecord>], r: &CheckResult) -> Option<f64> {
+    record(bench, r).map(|b| b.summary.median)
+}
+
+/// How `chosen` was found fastest among `results`: by bench medians (with
+/// the verdict against the runner-up), or without bench data.
+fn speed(
+    results: &[CheckResult],
+    chosen: &CheckResult,
+    names: Names,
+    bench: &[Option<BenchRecord>],
+) -> Speed {
+    let Some(mine) = record(bench, chosen) else {
+        return Speed {
+            basis: Basis::NoBenchData,
+            median_ms: None,
+            runner_up: None,
+            vs_runner_up: None,
+            ambiguous: false,
+        };
+    };
+    let runner_up = results
+        .iter()
+        .filter(|r| eligible(r, names) && !std::ptr::eq(*r, chosen))
+        .filter_map(|r| record(bench, r).map(|b| (r, b)))
+        .min_by(|(_, a), (_, b)| a.summary.median.total_cmp(&b.summary.median));
+    let vs = runner_up.map(|(_, b)| compare(&mine.samples_ms, &b.samples_ms, SEED));
+    Speed {
+        basis: Basis::Bench,
+        median_ms: Some(mine.summary.median),
+        runner_up: runner_up.map(|(r, _)| r.variant.clone()),
+        vs_runner_up: vs,
+        ambiguous: vs.is_some_and(|c| c.verdict != Verdict::Faster),
     }
 }
 
@@ -92,14 +189,23 @@ pub struct Selection<'a> {
     pub overrules_name: bool,
     /// Whether every outcome came from the cache (nothing was probed).
     pub cached: bool,
+    /// With `--fastest`: what the ranking is based on, and whether it is
+    /// ambiguous.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed: Option<Speed>,
     /// Every other variant, in preference order.
     pub alternatives: Vec<Alternative<'a>>,
 }
 
 impl<'a> Selection<'a> {
-    /// The selection among `results`.
-    pub fn new(results: &'a [CheckResult], rank: Rank, names: Names) -> Selection<'a> {
-        let chosen = choose(results, rank, names);
+    /// The selection among `results`; `bench` as for [`choose`].
+    pub fn new(
+        results: &'a [CheckResult],
+        rank: Rank,
+        names: Names,
+        bench: &[Option<BenchRecord>],
+    ) -> Selection<'a> {
+        let chosen = choose(results, rank, names, bench);
         let probed: Vec<&CheckResult> = results
             .iter()
             .filter(|r| r.outcome.kind != crate::classify::OutcomeKind::Skipped)
@@ -110,6 +216,10 @@ impl<'a> Selection<'a> {
             outcome: chosen.map(|c| &c.outcome),
             overrules_name: chosen.is_some_and(|c| !c.declared.accepted),
             cached: probed.iter().all(|r| r.cached),
+            speed: match (rank, chosen) {
+                (Rank::Fastest, Some(c)) => Some(speed(results, c, names, bench)),
+                _ => None,
+            },
             alternatives: results
                 .iter()
                 .filter(|r| chosen.is_none_or(|c| !std::ptr::eq(*r, c)))

@@ -430,11 +430,8 @@ impl Child<'_> {
             run(&mut params).map_err(at(Phase::Launch))?;
             end.record().map_err(at(Phase::Launch))?;
             let ms = end.since(&start).map_err(at(Phase::Launch))?;
-            self.log.emit(&Event::Sample(Sample {
-                label: name.clone(),
-                round,
-                ms,
-            }));
+            self.log
+                .emit(&Event::Sample(Sample::new(name.clone(), round, ms)));
         }
         Ok(())
     }

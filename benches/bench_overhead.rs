@@ -1,0 +1,138 @@
+//! What `preflight bench`'s harness costs per sample, against a bare loop
+//! of the same calls in the same child.
+//!
+//! One bench child per workload (an empty call, and a ~0.2 ms busy loop),
+//! each a real sandboxed python child in its bench mode. Round by round,
+//! alternating: a harness round (K samples, each timed by the child's
+//! clock and sent as a `sample` event, the round trip through the FIFOs
+//! included), and a bare round (the same K calls in a plain `for` loop,
+//! timed as one by the same child). Per workload it prints, from the least
+//! disturbed round (other load on the machine only adds), the bare call and
+//! the mean sample the harness reports, both in the child's CPU time (which
+//! preemption by other load cannot lengthen); their difference, the timer's
+//! own cost in a sample (its bias); and the wall time per sample the parent
+//! sees, whose excess over the bare call is what the harness costs per
+//! sample (the timer, the event, the round trip).
+//!
+//! `cargo bench --bench bench_overhead` (rounds: `PREFLIGHT_BENCH_ROUNDS`,
+//! default 40; interpreter: `PREFLIGHT_BENCH_PYTHON`, else `.venv/bin/python`,
+//! else `python3` on PATH).
+
+mod support;
+
+use kernel_preflight::probe::{
+    BenchRole, BenchSpec, Job, PythonExecutor, SmokeSource, Subject, find_python,
+};
+use kernel_preflight::sandbox::Cancel;
+use kernel_preflight::variant::VariantName;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use support::rounds;
+
+/// Samples per round.
+const K: u32 = 200;
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        return venv;
+    }
+    find_python(Path::new("python3")).expect("python3 on PATH")
+}
+
+/// A variant with an empty call and a short busy loop, and a smoke file
+/// that calls `name`.
+fn fixture(root: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let dir = root.join("build/torch-universal");
+    std::fs::create_dir_all(&dir).expect("variant dir");
+    std::fs::write(
+        dir.join("metadata.json"),
+        r#"{"name":"overhead","id":"_overhead_0","version":1,"license":"MIT","python-depends":[],"backend":{"type":"cpu"}}"#,
+    )
+    .expect("metadata");
+    std::fs::write(
+        dir.join("__init__.py"),
+        "def noop():\n    return 0\n\n\
+         def spin():\n    x = 0\n    for i in range(4000):\n        x ^= i\n    return x\n",
+    )
+    .expect("init");
+    let smoke = root.join(format!("smoke_{name}.py"));
+    std::fs::write(
+        &smoke,
+        format!("def smoke(kernel, device):\n    kernel.{name}()\n"),
+    )
+    .expect("smoke");
+    (dir, smoke)
+}
+
+/// The least disturbed round: the overhead is a property of the code
+/// path, and other load on the machine only ever adds to it.
+fn least(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let rounds = rounds(40);
+    let executor = PythonExecutor::new(python());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    println!(
+        "harness overhead per sample ({rounds} rounds of {K} samples; per round the mean \
+         sample and the mean bare call; the least disturbed round; microseconds)"
+    );
+    println!(
+        "{:<8} {:>12} {:>16} {:>12} {:>16} {:>18}",
+        "workload", "bare call", "reported sample", "bias", "wall per sample", "overhead/sample"
+    );
+    for name in ["noop", "spin"] {
+        let (variant, smoke) = fixture(tmp.path(), name);
+        let job = Job {
+            smoke: SmokeSource::File(smoke),
+            ..Job::new(Subject::Variant {
+                name: VariantName::parse("torch-universal").expect("name"),
+                path: variant,
+            })
+        };
+        let spec = BenchSpec {
+            role: BenchRole::Variant,
+            workload: None,
+            flush_l2: true,
+        };
+        let mut child = executor
+            .bench(&job, &spec, &Cancel::new())
+            .expect("bench child");
+        child
+            .ready(Duration::from_secs(60))
+            .expect("the child warms up");
+        let within = Duration::from_secs(60);
+        let (mut bare, mut reported, mut wall) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..rounds as u32 {
+            let start = Instant::now();
+            let samples = child.round(2 * round, K, within).expect("a harness round");
+            wall.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(K));
+            // The mean CPU time, like the bare round's: one statistic for
+            // both, which preemption by other load cannot lengthen.
+            let cpu = |s: &kernel_preflight::protocol::Sample| s.cpu_ms.unwrap_or(s.ms) * 1e3;
+            reported.push(samples.iter().map(cpu).sum::<f64>() / samples.len() as f64);
+            let plain = child
+                .bare_round(2 * round + 1, K, within)
+                .expect("a bare round");
+            bare.push(cpu(&plain));
+        }
+        let evidence = child.finish(within).expect("the child ends");
+        assert!(
+            kernel_preflight::classify::classify(&evidence)
+                .kind
+                .passed(),
+            "{evidence:?}"
+        );
+        let (bare, reported, wall) = (least(&bare), least(&reported), least(&wall));
+        println!(
+            "{name:<8} {bare:>12.2} {reported:>16.2} {:>12.2} {wall:>16.2} {:>18.2}",
+            reported - bare,
+            wall - bare
+        );
+    }
+}

@@ -1,0 +1,51 @@
+//! The bench's seam to the cache: each timed variant's result, kept in the
+//! bench bucket under its job and workload for `select --fastest`.
+
+use super::result::{BenchReport, BenchStatus, Timer};
+use crate::cache::bench::{BenchRecord, DEFAULT_WORKLOAD};
+use crate::cache::outcomes::machine_line;
+use crate::run::Plan;
+
+/// Keep each timed variant's result in the cache under its job and
+/// `workload` (as asked for: `None` is [`DEFAULT_WORKLOAD`]); `Err` says
+/// why the cache could not be written.
+pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Result<(), String> {
+    let Some(cache) = plan.cache() else {
+        return Ok(());
+    };
+    let machine = machine_line(&plan.fingerprint, &report.fingerprint);
+    for row in &report.variants {
+        let BenchStatus::Timed(t) = &row.status else {
+            continue;
+        };
+        let Some(key) = plan
+            .jobs
+            .iter()
+            .find(|j| j.name == row.variant)
+            .and_then(|j| j.key.as_ref())
+        else {
+            continue;
+        };
+        let record = BenchRecord {
+            variant: row.variant.clone(),
+            label: report.workload.clone(),
+            summary: t.summary,
+            samples_ms: t.samples_ms.clone(),
+            stop: t.stop,
+            dropped_throttled: t.dropped_throttled,
+            timer: match t.timer {
+                Timer::DeviceEvents => "device_events",
+                Timer::HostClock => "host_clock",
+                Timer::CpuTime => "cpu_time",
+            }
+            .into(),
+            flush_l2: report.flush_l2,
+            machine: machine.clone(),
+        };
+        cache
+            .bench()
+            .put(&key.bench(workload.unwrap_or(DEFAULT_WORKLOAD)), record)
+            .map_err(|e| format!("bench results are not cached: {e}"))?;
+    }
+    Ok(())
+}

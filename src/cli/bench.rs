@@ -1,0 +1,252 @@
+//! `preflight bench`
+
+use super::probing::{ProbeArgs, Progress, progress_bar};
+use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
+use kernel_preflight::bench::result::BenchStatus;
+use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter};
+use kernel_preflight::report::bench as render;
+use kernel_preflight::sandbox;
+use kernel_preflight::stats::StopCriteria;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How `bench` prints its report.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// A table for people, fastest first, with a bar per variant.
+    Table,
+    /// A GitHub markdown table, for a PR or a model card.
+    Markdown,
+    /// Every summary, the fingerprint and the job identities.
+    Json,
+}
+
+/// Arguments of `preflight bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Kernel repo, directory of variants, or hub cache folder.
+    #[arg(required_unless_present = "repo", conflicts_with = "repo")]
+    target: Option<PathBuf>,
+    #[command(flatten)]
+    repo: super::repo::RepoArgs,
+    /// Time only these variants (comma-separated names).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    variants: Option<Vec<String>>,
+    /// The workload of the repo's benchmarks/benchmark*.py to time
+    /// (`benchmark_<W>`; default: the smallest of the first class).
+    #[arg(long, value_name = "W")]
+    workload: Option<String>,
+    /// Stop a variant once its relative noise (stdev / mean) is below PCT percent.
+    #[arg(long, default_value_t = 0.5, value_name = "PCT")]
+    max_noise: f64,
+    /// Samples each variant takes at least.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    min_samples: usize,
+    /// Seconds each variant is timed at least.
+    #[arg(long, default_value_t = 0.5, value_name = "S")]
+    min_time: f64,
+    /// Seconds each variant is timed at most, whatever its noise.
+    #[arg(long, default_value_t = 30.0, value_name = "S")]
+    timeout: f64,
+    /// Do not flush the L2 cache before each sample on a GPU.
+    #[arg(long)]
+    no_flush: bool,
+    /// Time variants that run on the host by their process's CPU time
+    /// instead of the wall clock: other load on the machine cannot lengthen
+    /// it, but it adds up every thread, so a multi-threaded kernel looks
+    /// slower than it is. Device events are kept on a GPU.
+    #[arg(long)]
+    cpu_time: bool,
+    /// Print JSON (the same as --format json).
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+    /// How to print the report.
+    #[arg(long, value_enum, value_name = "F")]
+    format: Option<Format>,
+    /// Probes at the same time before the bench (the bench itself times
+    /// one variant at a time).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: Option<u32>,
+    /// Seconds each probe, and each bench child's import and warm-up, may take.
+    #[arg(long, default_value_t = 60.0, value_name = "S")]
+    probe_timeout: f64,
+    /// The Python interpreter (default: as for the fingerprint).
+    #[arg(long, value_name = "P")]
+    python: Option<PathBuf>,
+    /// Smoke file with `def smoke(kernel, device)` to time, instead of the
+    /// repo's benchmarks.
+    #[arg(long, value_name = "FILE")]
+    smoke: Option<PathBuf>,
+    /// Probe every variant again, and keep no outcome and no bench result.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+fn positive(name: &str, value: f64) -> Result<Duration, Failure> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            BadInput(format!(
+                "--{name} {value}: expected a positive number of seconds"
+            ))
+        })
+}
+
+impl Args {
+    fn criteria(&self) -> Result<StopCriteria, Failure> {
+        if !(self.max_noise.is_finite() && self.max_noise > 0.0 && self.max_noise < 100.0) {
+            return Err(BadInput(format!(
+                "--max-noise {}: expected a percentage above 0 and below 100",
+                self.max_noise
+            )));
+        }
+        if self.min_samples < 2 {
+            return Err(BadInput(format!(
+                "--min-samples {}: expected at least 2",
+                self.min_samples
+            )));
+        }
+        let (min_time, timeout) = (
+            positive("min-time", self.min_time)?,
+            positive("timeout", self.timeout)?,
+        );
+        if min_time > timeout {
+            return Err(BadInput(format!(
+                "--min-time {} is longer than --timeout {}",
+                self.min_time, self.timeout
+            )));
+        }
+        Ok(StopCriteria {
+            min_samples: self.min_samples,
+            min_time,
+            max_noise: self.max_noise / 100.0,
+            timeout,
+        })
+    }
+}
+
+pub fn run(args: Args) -> Result<Answer, Failure> {
+    let criteria = args.criteria()?;
+    let format = match (args.json, args.format) {
+        (true, _) => Format::Json,
+        (false, f) => f.unwrap_or(Format::Table),
+    };
+    let probing = ProbeArgs {
+        jobs: args.jobs,
+        timeout: args.probe_timeout,
+        grace: 5.0,
+        python: args.python.clone(),
+        smoke: args.smoke.clone(),
+        no_cache: args.no_cache,
+    }
+    .validate()?;
+    let named = super::repo::one_kernel(args.target.as_deref(), &args.repo, "bench")?;
+    let progress = Progress::new();
+    let (plan, check) = probing.run(vec![named], false, false, &progress)?;
+    progress.finish();
+    let python = probing
+        .python_executor(&plan.fingerprint)
+        .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
+    let options = BenchOptions {
+        workload: args.workload.clone(),
+        variants: args.variants.clone(),
+        criteria,
+        flush_l2: !args.no_flush,
+        seed: 0x5eed,
+        cpu_time: args.cpu_time,
+    };
+    let cancel = sandbox::install_interrupt_handler();
+    let bar = BenchProgress::default();
+    let result = bench::bench(&plan, &check, &python, &options, &cancel, &bar);
+    bar.finish();
+    super::exit_if_interrupted(&cancel, "every bench child was stopped; nothing was kept");
+    let report = result.map_err(|e| match e {
+        e if e.is_bad_input() => BadInput(e.to_string()),
+        BenchError::Probe(e) => Internal(e.to_string()),
+        e => Internal(e.to_string()),
+    })?;
+    if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
+        eprintln!("preflight: warning: {why}");
+    }
+    match format {
+        Format::Json => emit_json(&report),
+        Format::Markdown => emit(&render::markdown(&report)),
+        Format::Table => emit(&render::table(&report, width())),
+    }
+    let timed = report
+        .variants
+        .iter()
+        .any(|v| matches!(v.status, BenchStatus::Timed(_)));
+    Ok(if timed { Answer::Yes } else { Answer::No })
+}
+
+/// The terminal's width from `COLUMNS`, else 100.
+fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|w| *w >= 40)
+        .unwrap_or(100)
+}
+
+/// A progress bar over the participants on stderr, when it is a terminal.
+#[derive(Default)]
+struct BenchProgress {
+    bar: Mutex<Option<indicatif::ProgressBar>>,
+}
+
+impl BenchProgress {
+    fn finish(&self) {
+        if let Ok(mut bar) = self.bar.lock()
+            && let Some(bar) = bar.take()
+        {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl BenchReporter for BenchProgress {
+    fn report(&self, event: BenchEvent<'_>) {
+        let Ok(mut bar) = self.bar.lock() else {
+            return;
+        };
+        match event {
+            BenchEvent::WarmingUp { variant } => {
+                if bar.is_none() {
+                    *bar = progress_bar(1, "warming up");
+                }
+                if let Some(bar) = bar.as_ref() {
+                    bar.set_message(variant.to_owned());
+                }
+            }
+            BenchEvent::Timing { participants } => {
+                if let Some(old) = bar.take() {
+                    old.finish_and_clear();
+                }
+                *bar = progress_bar(participants, "timing");
+            }
+            BenchEvent::Round {
+                variant,
+                round,
+                samples,
+                done,
+            } => {
+                if let Some(bar) = bar.as_ref() {
+                    if done {
+                        bar.inc(1);
+                    }
+                    bar.set_message(format!("round {round}: {variant} ({samples} samples)"));
+                }
+            }
+            BenchEvent::Excluded { variant, why } => {
+                let line = || eprintln!("preflight: {variant} is excluded: {why}");
+                match bar.as_ref() {
+                    Some(bar) => bar.suspend(line),
+                    None => line(),
+                }
+            }
+        }
+    }
+}

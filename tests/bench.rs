@@ -1,0 +1,315 @@
+//! `preflight bench` with real children on the CPU: fixture variants whose
+//! workloads are busy loops of known relative lengths, timed side by side,
+//! and variants that fail verification, drift or crash in the middle.
+
+mod common;
+
+use common::{kernel_repo, preflight_cmd, stderr, variant_names};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One bench at a time: two benches timing on one machine at once would
+/// measure each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Calls of `spin` per sample: a few milliseconds of pure Python.
+const N: u32 = 60_000;
+
+/// A variant's `__init__.py`: `spin(n)` loops `n * FACTOR` times; `extra`
+/// runs first on each call (to misbehave).
+fn spin_variant(factor: f64, extra: &str) -> String {
+    let head = format!("import os, signal, time\nFACTOR = {factor:?}\n");
+    head + r#"_first = []
+
+
+def spin(n):
+    if not _first:
+        _first.append(time.monotonic())
+    late = time.monotonic() - _first[0] > 0.3
+"# + extra
+        + r#"    x = 0
+    for i in range(int(n * FACTOR)):
+        x = (x + i) & 0xFFFF
+    return x
+"#
+}
+
+/// The hub's benchmark convention: `benchmark_spin` runs the variant,
+/// `verify_spin` computes what it must return.
+const BENCHMARK: &str = r#"from kernels.benchmark import Benchmark
+
+N = {N}
+
+
+def reference(n):
+    x = 0
+    for i in range(n):
+        x = (x + i) & 0xFFFF
+    return x
+
+
+class Spin(Benchmark):
+    def setup(self):
+        self.n = N
+
+    def benchmark_spin(self):
+        self.out = self.kernel.spin(self.n)
+
+    def verify_spin(self):
+        return reference(int(self.n * self.kernel.FACTOR))
+"#;
+
+/// A kernel repo with one variant per `(name, factor, extra)` and the
+/// benchmark script.
+fn repo(root: &Path, variants: &[(&str, f64, &str)]) -> PathBuf {
+    let names: Vec<String> = variants.iter().map(|v| v.0.to_string()).collect();
+    let repo = kernel_repo(root, "spin", &names, "");
+    for (name, factor, extra) in variants {
+        std::fs::write(
+            repo.join("build").join(name).join("__init__.py"),
+            spin_variant(*factor, extra),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(repo.join("benchmarks")).unwrap();
+    std::fs::write(
+        repo.join("benchmarks/benchmark_spin.py"),
+        BENCHMARK.replace("{N}", &N.to_string()),
+    )
+    .unwrap();
+    repo
+}
+
+/// Three names the hub layout allows on this host, none needing a device.
+fn names() -> Vec<String> {
+    let all = variant_names(4);
+    vec![all[0].clone(), all[1].clone(), all[3].clone()]
+}
+
+/// Short stopping bounds, to keep the tests short.
+const QUICK: [&str; 4] = ["--min-time", "0.4", "--max-noise", "1"];
+
+/// `preflight bench REPO --json ARGS` with the cache at `cache`.
+fn bench(repo: &Path, cache: &Path, args: &[&str]) -> (std::process::Output, Value) {
+    let out = preflight_cmd()
+        .env("PREFLIGHT_CACHE", cache)
+        .arg("bench")
+        .arg(repo)
+        .arg("--python")
+        .arg(common::venv_python())
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out, doc)
+}
+
+fn row<'a>(doc: &'a Value, variant: &str) -> &'a Value {
+    doc["variants"]
+        .as_array()
+        .and_then(|v| v.iter().find(|r| r["variant"] == variant))
+        .unwrap_or_else(|| panic!("no row for {variant} in {doc}"))
+}
+
+fn median(row: &Value) -> f64 {
+    row["status"]["summary"]["median"].as_f64().unwrap()
+}
+
+#[test]
+fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let names = names();
+    // Listed out of order, so that neither the hub's preference nor the
+    // listing can pass for the ranking.
+    let repo = repo(
+        tmp.path(),
+        &[
+            (&names[0], 3.0, ""),
+            (&names[1], 1.5, ""),
+            (&names[2], 1.0, ""),
+        ],
+    );
+    let cache = tmp.path().join("cache");
+    // CPU time: the loaded test machine's other work lengthens wall time
+    // unevenly, and this test is about what the harness measures.
+    let (out, doc) = bench(
+        &repo,
+        &cache,
+        &[&QUICK[..], &["--cpu-time", "--min-samples", "20"]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let order: Vec<&str> = doc["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, [&names[2], &names[1], &names[0]], "{doc}");
+    let fastest = median(row(&doc, &names[2]));
+    for (name, truth) in [(&names[1], 1.5), (&names[0], 3.0)] {
+        let r = row(&doc, name);
+        let ratio = median(r) / fastest;
+        assert!(
+            (ratio / truth - 1.0).abs() < 0.15,
+            "{name}: measured {ratio:.3}, true {truth}\n{doc}"
+        );
+        assert_eq!(r["vs_fastest"]["verdict"], "slower", "{name}: {doc}");
+        assert!(r["vs_fastest"]["speedup"].as_f64().unwrap() < 1.0);
+    }
+    assert!(row(&doc, &names[2])["vs_fastest"].is_null());
+
+    // The JSON: every summary, the fingerprint, the job identities, the
+    // reference computation (verify_spin) timed like a variant.
+    assert_eq!(doc["workload"], "Spin.spin");
+    assert_eq!(doc["fingerprint"].as_str().unwrap().len(), 64);
+    assert_eq!(doc["criteria"]["min_samples"], 20);
+    for r in doc["variants"].as_array().unwrap() {
+        assert_eq!(r["job"].as_str().unwrap().len(), 64, "{r}");
+        let status = &r["status"];
+        assert_eq!(status["status"], "timed", "{r}");
+        assert_eq!(status["timer"], "cpu_time");
+        assert!(status["summary"]["samples"].as_u64().unwrap() >= 20, "{r}");
+        for field in [
+            "median",
+            "q1",
+            "q3",
+            "iqr",
+            "min",
+            "mean",
+            "stdev",
+            "rel_noise",
+        ] {
+            assert!(status["summary"][field].is_number(), "{field}: {r}");
+        }
+        assert!(
+            ["noise", "plateau", "timeout", "max_samples"]
+                .contains(&status["stop"].as_str().unwrap()),
+            "{r}"
+        );
+        assert_eq!(
+            status["samples_ms"].as_array().unwrap().len() as u64,
+            status["summary"]["samples"].as_u64().unwrap()
+        );
+        assert!(r["vs_reference"]["verdict"].is_string(), "{r}");
+    }
+    assert_eq!(doc["reference"]["status"]["status"], "timed", "{doc}");
+
+    // select --fastest ranks by the stored medians, not by the hub's
+    // preference (names[0] first) or a smoke call.
+    let out = preflight_cmd()
+        .env("PREFLIGHT_CACHE", &cache)
+        .args(["select", "--fastest", "--json", "--python"])
+        .arg(common::venv_python())
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let selection: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Only the names the hub accepts here may be chosen (no torch in the
+    // test environment: the torch-versioned name is not among them).
+    assert_eq!(selection["variant"], names[1].as_str(), "{selection}");
+    assert_eq!(selection["speed"]["basis"], "bench", "{selection}");
+    assert!(selection["speed"]["median_ms"].is_number(), "{selection}");
+    assert_eq!(selection["speed"]["runner_up"], names[0].as_str());
+    assert_eq!(selection["speed"]["ambiguous"], false, "{selection}");
+}
+
+#[test]
+fn two_equal_variants_are_never_called_faster() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let names = names();
+    let repo = repo(tmp.path(), &[(&names[0], 1.0, ""), (&names[1], 1.0, "")]);
+    // A smoke file's `smoke` as the workload (timed whole: it has no
+    // reference of its own to time), and the wall clock, as by default.
+    let smoke = tmp.path().join("smoke.py");
+    std::fs::write(
+        &smoke,
+        "def smoke(kernel, device):\n    return (kernel.spin(60000), kernel.spin(60000))\n",
+    )
+    .unwrap();
+    let args = [&QUICK[..], &["--smoke", smoke.to_str().unwrap()]].concat();
+    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(doc["workload"], "smoke");
+    assert!(doc["reference"].is_null(), "{doc}");
+    let second = &doc["variants"][1];
+    assert_eq!(second["status"]["timer"], "host_clock");
+    let verdict = second["vs_fastest"]["verdict"].as_str().unwrap();
+    assert!(["same", "ambiguous"].contains(&verdict), "{doc}");
+}
+
+#[test]
+fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_rest_finish() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let names = variant_names(7);
+    let (good, wrong, crash, drift, hang) = (&names[0], &names[1], &names[3], &names[4], &names[5]);
+    let repo = repo(
+        tmp.path(),
+        &[
+            (good, 1.0, ""),
+            // Wrong from the first call: its probe fails, it is never timed.
+            (wrong, 1.0, "    return -1\n"),
+            // Crashes once it has been timed for a while.
+            (
+                crash,
+                1.0,
+                "    if late:\n        os.kill(os.getpid(), signal.SIGSEGV)\n",
+            ),
+            // Goes wrong under repetition: caught by the last verification.
+            (drift, 1.0, "    if late:\n        return -1\n"),
+            // Hangs in the middle of a round: stopped after --timeout.
+            (hang, 1.0, "    if late:\n        time.sleep(3600)\n"),
+        ],
+    );
+    let args = [&QUICK[..], &["--timeout", "3"]].concat();
+    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(row(&doc, good)["status"]["status"], "timed", "{doc}");
+    let excluded = |name: &str, outcome: &str, reason: &str| {
+        let status = &row(&doc, name)["status"];
+        assert_eq!(status["status"], "excluded", "{name}: {doc}");
+        assert_eq!(status["outcome"], outcome, "{name}: {doc}");
+        let why = status["reason"].as_str().unwrap();
+        assert!(why.contains(reason), "{name}: {why}");
+    };
+    excluded(wrong, "wrong_result", "differs from the reference");
+    excluded(crash, "crashed", "SIGSEGV");
+    excluded(drift, "wrong_result", "differs from the reference");
+    excluded(hang, "timeout", "no result within 3.0 s");
+    // Excluded variants come last; the one timed variant is the fastest.
+    assert_eq!(doc["variants"][0]["variant"], good.as_str());
+}
+
+#[test]
+fn bad_input_is_exit_2_with_one_message() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let names = names();
+    let repo = repo(tmp.path(), &[(&names[0], 1.0, "")]);
+    let cache = tmp.path().join("cache");
+    for (args, says) in [
+        (vec!["--max-noise", "0"], "--max-noise 0"),
+        (
+            vec!["--min-time", "5", "--timeout", "1"],
+            "longer than --timeout",
+        ),
+        (
+            vec!["--variants", "torch-nothing"],
+            "no variant torch-nothing",
+        ),
+        (vec!["--workload", "nothing"], "no benchmark_nothing"),
+    ] {
+        let (out, _) = bench(&repo, &cache, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
