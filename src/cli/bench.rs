@@ -9,7 +9,6 @@ use kernel_preflight::sandbox;
 use kernel_preflight::stats::StopCriteria;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
 /// How `bench` prints its report.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,17 +82,6 @@ pub struct Args {
     no_cache: bool,
 }
 
-fn positive(name: &str, value: f64) -> Result<Duration, Failure> {
-    Duration::try_from_secs_f64(value)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            BadInput(format!(
-                "--{name} {value}: expected a positive number of seconds"
-            ))
-        })
-}
-
 impl Args {
     fn criteria(&self) -> Result<StopCriteria, Failure> {
         if !(self.max_noise.is_finite() && self.max_noise > 0.0 && self.max_noise < 100.0) {
@@ -109,8 +97,8 @@ impl Args {
             )));
         }
         let (min_time, timeout) = (
-            positive("min-time", self.min_time)?,
-            positive("timeout", self.timeout)?,
+            super::probing::seconds("min-time", self.min_time)?,
+            super::probing::seconds("timeout", self.timeout)?,
         );
         if min_time > timeout {
             return Err(BadInput(format!(

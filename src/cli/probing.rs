@@ -38,7 +38,8 @@ pub struct ProbeArgs {
     pub no_cache: bool,
 }
 
-fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
+/// `--NAME VALUE` as a positive duration, else one message (exit 2).
+pub(super) fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| !d.is_zero())
