@@ -271,6 +271,9 @@ fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_res
     let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(row(&doc, good)["status"]["status"], "timed", "{doc}");
+    // The timed variant is universal: its child picked its device, and on
+    // this GPU-less machine it timed on the host; the report says so.
+    assert_eq!(doc["device"], "cpu", "{doc}");
     let excluded = |name: &str, outcome: &str, reason: &str| {
         let status = &row(&doc, name)["status"];
         assert_eq!(status["status"], "excluded", "{name}: {doc}");

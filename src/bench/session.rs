@@ -480,6 +480,16 @@ fn device(plan: &Plan, timed: &[Participant]) -> String {
             _ => None,
         })
         .unwrap_or_else(|| "cpu".into());
+    // A universal variant's child chooses its device itself (`auto`): the
+    // timer it reported says which it took.
+    let on_device = timed
+        .iter()
+        .any(|p| p.setup.as_ref().is_some_and(|s| s.timer == "device_events"));
+    let torch = match torch.as_str() {
+        "auto" if on_device => "cuda".to_owned(),
+        "auto" => "cpu".to_owned(),
+        _ => torch,
+    };
     match plan
         .fingerprint
         .gpus
@@ -487,7 +497,7 @@ fn device(plan: &Plan, timed: &[Participant]) -> String {
         .first()
         .and_then(|g| g.model.clone())
     {
-        Some(model) if torch.starts_with("cuda") || torch == "auto" => {
+        Some(model) if torch.starts_with("cuda") => {
             format!("{torch} ({model})")
         }
         _ => torch,
