@@ -20,28 +20,15 @@
 
 mod support;
 
-use kernel_preflight::probe::{
-    BenchRole, BenchSpec, Job, PythonExecutor, SmokeSource, Subject, find_python,
-};
+use kernel_preflight::probe::{BenchRole, BenchSpec, Job, PythonExecutor, SmokeSource, Subject};
 use kernel_preflight::sandbox::Cancel;
 use kernel_preflight::variant::VariantName;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::rounds;
+use support::{python, rounds};
 
 /// Samples per round.
 const K: u32 = 200;
-
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    if venv.exists() {
-        return venv;
-    }
-    find_python(Path::new("python3")).expect("python3 on PATH")
-}
 
 /// A variant with an empty call and a short busy loop, and a smoke file
 /// that calls `name`.

@@ -14,25 +14,12 @@
 mod support;
 
 use kernel_preflight::classify::{self, OutcomeKind};
-use kernel_preflight::probe::{
-    Executor, Job, Placement, PythonExecutor, SmokeSource, Subject, find_python,
-};
+use kernel_preflight::probe::{Executor, Job, Placement, PythonExecutor, SmokeSource, Subject};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use kernel_preflight::variant::VariantName;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::{Case, measure, print_cases, rounds};
-
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    if venv.exists() {
-        return venv;
-    }
-    find_python(Path::new("python3")).expect("python3 on PATH")
-}
+use support::{Case, measure, print_cases, python, rounds};
 
 /// A variant like the example's `torch-universal`: metadata and a package.
 fn variant(root: &Path) -> PathBuf {

@@ -7,6 +7,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The interpreter the probe benchmarks use: `PREFLIGHT_BENCH_PYTHON`, else
+/// the test environment's `.venv`, else `python3` from `PATH`.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PREFLIGHT_BENCH_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if venv.exists() {
+        return venv;
+    }
+    kernel_preflight::probe::find_python(Path::new("python3")).expect("python3 on PATH")
+}
+
 /// A named case of an interleaved benchmark.
 pub type Case<'a> = (&'static str, Box<dyn FnMut() + 'a>);
 
