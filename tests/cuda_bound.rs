@@ -20,13 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn cu13_lib() -> PathBuf {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
-    std::fs::read_dir(&venv)
-        .expect("the test venv: run scripts/setup-env.sh")
-        .flatten()
-        .map(|e| e.path().join("site-packages/nvidia/cu13/lib"))
-        .find(|p| p.is_dir())
-        .expect("the nvidia-cuda-* 13 wheels in the test venv")
+    fake_cuda::cu13().join("lib")
 }
 
 fn axpy(shared_mem_bytes: u32) -> Launch {

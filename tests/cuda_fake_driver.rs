@@ -6,7 +6,7 @@
 
 mod fake_cuda;
 
-use fake_cuda::fake_libcuda;
+use fake_cuda::{cu13, fake_libcuda};
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
@@ -14,7 +14,7 @@ use kernel_preflight::probe::cuda::{
 use kernel_preflight::probe::{Executor, Job, Subject};
 use kernel_preflight::protocol::{Evidence, Failure, Report, Timings};
 use kernel_preflight::sandbox::{Cancel, Limits};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -227,17 +227,6 @@ fn a_death_or_a_hang_is_attributed_to_its_phase() {
         (run.outcome.kind, run.outcome.phase),
         (OutcomeKind::Timeout, Phase::Load)
     );
-}
-
-/// The CUDA 13 wheel layout of the test environment (`scripts/setup-env.sh`).
-fn cu13() -> PathBuf {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
-    std::fs::read_dir(&venv)
-        .expect("the test venv: run scripts/setup-env.sh")
-        .flatten()
-        .map(|e| e.path().join("site-packages/nvidia/cu13"))
-        .find(|p| p.is_dir())
-        .expect("the nvidia-cuda-* 13 wheels in the test venv")
 }
 
 #[test]

@@ -25,3 +25,14 @@ pub fn fake_libcuda() -> &'static Path {
     })
     .1
 }
+
+/// The CUDA 13 wheel layout of the test environment (`scripts/setup-env.sh`).
+pub fn cu13() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");
+    std::fs::read_dir(&venv)
+        .expect("the test venv: run scripts/setup-env.sh")
+        .flatten()
+        .map(|e| e.path().join("site-packages/nvidia/cu13"))
+        .find(|p| p.is_dir())
+        .expect("the nvidia-cuda-* 13 wheels in the test venv")
+}
