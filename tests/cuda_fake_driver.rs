@@ -126,7 +126,13 @@ fn a_good_launch_is_verified_and_timed() {
             .iter()
             .all(|s| s.label == "preflight_axpy")
     );
-    assert_eq!(run.timings.smoke_ms, Some(0.25));
+    // Each launch of the stand-in busy-waits 250 us by default, and its
+    // events measure that: never less.
+    assert!(
+        run.timings.smoke_ms.is_some_and(|ms| ms >= 0.25),
+        "{:?}",
+        run.timings
+    );
     assert_eq!(run.evidence.channel, Default::default());
     assert!(run.timings.import_ms.is_some(), "load time");
 }

@@ -1,4 +1,5 @@
-//! A bench child: one sandboxed child of an executor that stays alive
+//! A bench child: one sandboxed child of an executor (the python
+//! executor's `bench.py`, or the cuda executor's bench mode) that stays alive
 //! across rounds, so that its variant is imported, verified and warmed up
 //! once and then timed in as many rounds as the caller asks for.
 //!
@@ -17,7 +18,7 @@ use super::{Job, ProbeError, SmokeSource, Subject, torch_device};
 use crate::protocol::{
     BenchSetup, ChannelProblems, Event, Evidence, ExecutorKind, PROTOCOL_VERSION, Sample,
 };
-use crate::sandbox::{Cancel, RunReport, Sandbox, SandboxError, Termination};
+use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError, Termination};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -74,6 +75,7 @@ type Run = JoinHandle<(Sandbox, Result<RunReport, SandboxError>)>;
 /// One live bench child.
 #[derive(Debug)]
 pub struct BenchChild {
+    executor: ExecutorKind,
     commands: Option<File>,
     replies: File,
     channel: PathBuf,
@@ -109,6 +111,53 @@ impl PythonExecutor {
         };
         let sandbox = Sandbox::new()?;
         let dir = sandbox.dir().to_path_buf();
+        let fifos = Fifos::make(&dir)?;
+        let mut command = self.command(&dir, path, &torch_device(name, job.device), &job.smoke)?;
+        command.args.extend(
+            [
+                "--bench",
+                spec.role.as_str(),
+                "--flush",
+                if spec.flush_l2 { "yes" } else { "no" },
+            ]
+            .map(Into::into),
+        );
+        command.args.extend([
+            "--commands".into(),
+            fifos.commands_path.clone().into(),
+            "--replies".into(),
+            fifos.replies_path.clone().into(),
+        ]);
+        if let (Some(w), SmokeSource::Benchmarks { .. }) = (&spec.workload, &job.smoke) {
+            command.args.extend(["--workload".into(), w.into()]);
+        }
+        BenchChild::spawn(
+            ExecutorKind::Python,
+            sandbox,
+            fifos,
+            command,
+            job.limits.clone(),
+            dir.join(CHANNEL_NAME),
+            interrupt,
+        )
+    }
+}
+
+/// The two FIFOs of a bench child, made in its sandbox directory, with the
+/// parent's ends open.
+#[derive(Debug)]
+pub(crate) struct Fifos {
+    /// Where the child reads its commands.
+    pub(crate) commands_path: PathBuf,
+    /// Where the child writes its wake-up lines.
+    pub(crate) replies_path: PathBuf,
+    commands: File,
+    replies: File,
+}
+
+impl Fifos {
+    /// Make both FIFOs in `dir` and open the parent's ends.
+    pub(crate) fn make(dir: &Path) -> Result<Fifos, ProbeError> {
         let fifo = |name: &str| {
             let path = dir.join(name);
             nix::unistd::mkfifo(
@@ -127,27 +176,29 @@ impl PythonExecutor {
         let commands = open(&commands_path, libc::O_RDWR)?;
         // Non-blocking read end: the child's open for writing finds a reader.
         let replies = open(&replies_path, libc::O_RDONLY | libc::O_NONBLOCK)?;
-        let mut command = self.command(&dir, path, &torch_device(name, job.device), &job.smoke)?;
-        command.args.extend(
-            [
-                "--bench",
-                spec.role.as_str(),
-                "--flush",
-                if spec.flush_l2 { "yes" } else { "no" },
-            ]
-            .map(Into::into),
-        );
-        command.args.extend([
-            "--commands".into(),
-            commands_path.into(),
-            "--replies".into(),
-            replies_path.into(),
-        ]);
-        if let (Some(w), SmokeSource::Benchmarks { .. }) = (&spec.workload, &job.smoke) {
-            command.args.extend(["--workload".into(), w.into()]);
-        }
+        Ok(Fifos {
+            commands_path,
+            replies_path,
+            commands,
+            replies,
+        })
+    }
+}
+
+impl BenchChild {
+    /// Run `command` in `sandbox` on a thread of its own: a bench child of
+    /// `executor` that talks through `fifos` and writes its events to
+    /// `channel`. What differs between executors is only the command.
+    pub(crate) fn spawn(
+        executor: ExecutorKind,
+        sandbox: Sandbox,
+        fifos: Fifos,
+        command: ChildCommand,
+        limits: Limits,
+        channel: PathBuf,
+        interrupt: &Cancel,
+    ) -> Result<BenchChild, ProbeError> {
         let own = Cancel::new();
-        let limits = job.limits.clone();
         let cancel = own.clone();
         let run = std::thread::Builder::new()
             .name("preflight-bench".into())
@@ -157,9 +208,10 @@ impl PythonExecutor {
             })
             .map_err(|e| ProbeError::Sandbox(SandboxError::Io("spawning a thread", e)))?;
         Ok(BenchChild {
-            commands: Some(commands),
-            replies,
-            channel: dir.join(CHANNEL_NAME),
+            executor,
+            commands: Some(fifos.commands),
+            replies: fifos.replies,
+            channel,
             offset: 0,
             partial: Vec::new(),
             events: Vec::new(),
@@ -397,7 +449,7 @@ impl BenchChild {
         let leaked = report.leak_summary();
         drop(sandbox);
         Ok(Evidence {
-            executor: ExecutorKind::Python,
+            executor: self.executor,
             termination,
             events: std::mem::take(&mut self.events),
             channel: std::mem::take(&mut self.problems),

@@ -5,13 +5,13 @@
 //! into a [`Failure`] fact, never into a crash it could have avoided.
 
 use super::driver::{self, Driver, Module};
-use super::request::{Arg, CudaRequest, Launch, ModuleKind, ModuleSpec};
+use super::launch::Prepared;
+use super::request::{CudaRequest, Launch, ModuleKind, ModuleSpec};
 use super::{bound, embedded, nvrtc};
 use crate::protocol::{
     CompileInfo, Depth, Event, EventLog, ExecutorKind, Failure, Phase, Runtime, Sample, Span,
 };
 use std::cell::Cell;
-use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::process::ExitCode;
@@ -106,17 +106,20 @@ fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Failure {
     }
 }
 
-type Failed = (Phase, Failure);
+/// A failure and the phase it happened in.
+pub(super) type Failed = (Phase, Failure);
 
-struct Child<'a> {
-    log: &'a mut EventLog,
+/// The child's state while it works: where its events go and how far it got.
+pub(super) struct Child<'a> {
+    pub(super) log: &'a mut EventLog,
     phase: &'a Cell<Phase>,
     /// How far the work got.
-    depth: Depth,
+    pub(super) depth: Depth,
 }
 
 impl Child<'_> {
-    fn enter(&mut self, phase: Phase, what: &str) {
+    /// Say which phase the child enters, before it does.
+    pub(super) fn enter(&mut self, phase: Phase, what: &str) {
         self.phase.set(phase);
         self.log.emit(&Event::Phase {
             phase,
@@ -149,6 +152,16 @@ impl Child<'_> {
             }
             (Err(failure), None) => return Err((Phase::Start, failure)),
         };
+        if let Some(bench) = &request.bench {
+            self.depth = Depth::Device;
+            return super::bench_child::serve(
+                self,
+                &driver,
+                &device,
+                bench,
+                request.nvrtc_library.as_deref(),
+            );
+        }
         if let Some(variant) = &request.variant {
             self.load_embedded(&driver, &device, variant)?;
             self.depth = Depth::Device;
@@ -158,24 +171,7 @@ impl Child<'_> {
         let Some(spec) = &request.module else {
             return Ok(());
         };
-        let (image, kind) = match spec.kind {
-            ModuleKind::Cuda => {
-                let compiled =
-                    self.compile(spec, Some(&device.sm()), request.nvrtc_library.as_deref())?;
-                (compiled.image, compiled.kind)
-            }
-            kind => {
-                let bytes = std::fs::read(&spec.path).map_err(|e| {
-                    (
-                        Phase::Load,
-                        Failure::InvalidInput {
-                            message: format!("cannot read {}: {e}", spec.path.display()),
-                        },
-                    )
-                })?;
-                (bytes, kind)
-            }
-        };
+        let (image, kind) = self.image(spec, &device, request.nvrtc_library.as_deref())?;
         self.enter(Phase::Load, "load");
         let started = std::time::Instant::now();
         let driver::Loaded {
@@ -190,6 +186,33 @@ impl Child<'_> {
             self.launch(&driver, &module, launch)?;
         }
         Ok(())
+    }
+
+    /// What the driver loads for `spec`: its file, or the image NVRTC
+    /// compiled from its source for `device`.
+    pub(super) fn image(
+        &mut self,
+        spec: &ModuleSpec,
+        device: &crate::protocol::DeviceInfo,
+        nvrtc: Option<&Path>,
+    ) -> Result<(Vec<u8>, ModuleKind), Failed> {
+        Ok(match spec.kind {
+            ModuleKind::Cuda => {
+                let compiled = self.compile(spec, Some(&device.sm()), nvrtc)?;
+                (compiled.image, compiled.kind)
+            }
+            kind => {
+                let bytes = std::fs::read(&spec.path).map_err(|e| {
+                    (
+                        Phase::Load,
+                        Failure::InvalidInput {
+                            message: format!("cannot read {}: {e}", spec.path.display()),
+                        },
+                    )
+                })?;
+                (bytes, kind)
+            }
+        })
     }
 
     /// A device-list request: the driver's version (asked before `cuInit`,
@@ -323,48 +346,8 @@ impl Child<'_> {
         let name = &launch.function;
         self.enter(Phase::Launch, name);
         let at = |phase| move |f| (phase, f);
-        let function = module.function(name).map_err(at(Phase::Launch))?;
-        allow_shared_memory(driver, function, launch).map_err(at(Phase::Launch))?;
-        // Each parameter lives in its own 8-byte-aligned slot that stays put
-        // until the launches are done: the driver reads them through `params`.
-        let mut slots: Vec<Box<[u64; 1]>> = Vec::with_capacity(launch.args.len());
-        let mut buffers = Vec::new();
-        for (index, arg) in launch.args.iter().enumerate() {
-            let mut slot = Box::new([0u64; 1]);
-            match arg {
-                Arg::Scalar { ty, value } => {
-                    let mut bytes = Vec::with_capacity(8);
-                    ty.encode(*value, &mut bytes);
-                    let mut word = [0u8; 8];
-                    word[..bytes.len()].copy_from_slice(&bytes);
-                    slot[0] = u64::from_ne_bytes(word);
-                }
-                Arg::Buffer { ty, init, .. } => {
-                    let mut bytes = Vec::with_capacity(init.len() * ty.size());
-                    for v in init {
-                        ty.encode(*v, &mut bytes);
-                    }
-                    let buffer = driver.upload(&bytes).map_err(at(Phase::Launch))?;
-                    slot[0] = buffer.ptr();
-                    buffers.push((index, buffer));
-                }
-            }
-            slots.push(slot);
-        }
-        let mut params: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|s| s.as_mut_ptr().cast::<c_void>())
-            .collect();
-        let run = |params: &mut [*mut c_void]| {
-            driver.launch(
-                function,
-                launch.grid,
-                launch.block,
-                launch.shared_mem_bytes,
-                params,
-            )
-        };
-        run(&mut params).map_err(at(Phase::Launch))?;
+        let mut prepared = Prepared::new(driver, module, launch).map_err(at(Phase::Launch))?;
+        prepared.run(driver).map_err(at(Phase::Launch))?;
         driver.synchronize().map_err(at(Phase::Launch))?;
         self.log.emit(&Event::Launched {
             function: name.clone(),
@@ -372,42 +355,7 @@ impl Child<'_> {
         self.depth = self.depth.max(Depth::Smoke);
 
         self.enter(Phase::Verify, name);
-        let mut compared = 0;
-        for (index, buffer) in &buffers {
-            let Some(Arg::Buffer {
-                ty,
-                expect: Some(expect),
-                tolerance,
-                ..
-            }) = launch.args.get(*index)
-            else {
-                continue;
-            };
-            let bytes = driver.download(buffer).map_err(at(Phase::Verify))?;
-            let got: Vec<f64> = bytes
-                .chunks_exact(ty.size())
-                .map(|c| ty.decode(c))
-                .collect();
-            let bad: Vec<usize> = (0..expect.len())
-                .filter(|&i| !got.get(i).is_some_and(|g| tolerance.accepts(*g, expect[i])))
-                .collect();
-            if let Some(&first) = bad.first() {
-                let value = got.get(first).copied().unwrap_or(f64::NAN);
-                return Err((
-                    Phase::Verify,
-                    Failure::Mismatch {
-                        label: Some(name.clone()),
-                        message: format!(
-                            "argument {index} has {} of {} values outside the tolerance; first at [{first}]: got {value}, expected {}",
-                            bad.len(),
-                            expect.len(),
-                            expect[first]
-                        ),
-                    },
-                ));
-            }
-            compared += expect.len() as u64;
-        }
+        let compared = prepared.verify(driver).map_err(at(Phase::Verify))?;
         if compared > 0 {
             self.log.emit(&Event::Verified {
                 label: name.clone(),
@@ -418,7 +366,7 @@ impl Child<'_> {
 
         self.enter(Phase::Launch, &format!("time {name}"));
         for _ in 0..launch.warmup {
-            run(&mut params).map_err(at(Phase::Launch))?;
+            prepared.run(driver).map_err(at(Phase::Launch))?;
         }
         driver.synchronize().map_err(at(Phase::Launch))?;
         let (start, end) = (
@@ -427,7 +375,7 @@ impl Child<'_> {
         );
         for round in 0..launch.iterations {
             start.record().map_err(at(Phase::Launch))?;
-            run(&mut params).map_err(at(Phase::Launch))?;
+            prepared.run(driver).map_err(at(Phase::Launch))?;
             end.record().map_err(at(Phase::Launch))?;
             let ms = end.since(&start).map_err(at(Phase::Launch))?;
             self.log
@@ -445,44 +393,5 @@ fn load_libcuda(request: &CudaRequest) -> Result<Option<String>, Failure> {
         "libcuda",
         request.libcuda.as_deref(),
         driver::bound_library(),
-    )
-}
-
-/// The most dynamic shared memory a launch gets without asking.
-const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
-
-/// A launch asking for more than 48 KiB of dynamic shared memory must say
-/// so first (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), up to the
-/// device's opt-in maximum (227 KiB on Hopper) less the kernel's static
-/// shared memory; beyond it, the launch cannot run on this device at all,
-/// which is said with both numbers.
-fn allow_shared_memory(
-    driver: &Driver,
-    function: driver::Function,
-    launch: &Launch,
-) -> Result<(), Failure> {
-    let asked = launch.shared_mem_bytes;
-    if asked <= DEFAULT_DYNAMIC_SHARED {
-        return Ok(());
-    }
-    let optin = driver.attribute(driver::ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
-    let fixed = function.attribute(driver::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
-    let room = optin - fixed;
-    if i64::from(asked) > room {
-        return Err(Failure::InvalidInput {
-            message: format!(
-                "launch of {} asks for {asked} bytes of dynamic shared memory; this device allows at most {optin} bytes per block (opt-in maximum){}",
-                launch.function,
-                if fixed > 0 {
-                    format!(", of which the kernel's static shared memory takes {fixed}")
-                } else {
-                    String::new()
-                }
-            ),
-        });
-    }
-    function.set_attribute(
-        driver::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        i64::from(asked),
     )
 }

@@ -237,6 +237,8 @@ const ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 const ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
 pub const ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
+/// `CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`, in bytes.
+pub const ATTRIBUTE_L2_CACHE_SIZE: c_int = 38;
 /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`: a kernel's static shared memory.
 pub const FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: c_int = 1;
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
@@ -339,6 +341,29 @@ impl Driver {
         })
     }
 
+    /// Copies `bytes` into the start of a device buffer (its initial
+    /// contents again, before a launch is verified once more).
+    pub fn write(&self, buffer: &DeviceBuffer, bytes: &[u8]) -> Result<(), Failure> {
+        let n = bytes.len().min(buffer.len);
+        if n > 0 {
+            cu!(cuMemcpyHtoD_v2(buffer.ptr => DevicePtr, bytes.as_ptr().cast() => *const c_void, n => usize))?;
+        }
+        Ok(())
+    }
+
+    /// Allocates `bytes` of device memory, left as the driver gives it.
+    pub fn alloc(&self, bytes: usize) -> Result<DeviceBuffer, Failure> {
+        let mut ptr: DevicePtr = 0;
+        cu!(cuMemAlloc_v2(&mut ptr => *mut DevicePtr, bytes.max(1) => usize))?;
+        Ok(DeviceBuffer { ptr, len: bytes })
+    }
+
+    /// Fills a device buffer with `value`, on the default stream: in
+    /// stream order before whatever is launched next.
+    pub fn memset(&self, buffer: &DeviceBuffer, value: u8) -> Result<(), Failure> {
+        cu!(cuMemsetD8_v2(buffer.ptr => DevicePtr, value => u8, buffer.len => usize))
+    }
+
     /// Copies a device buffer back to the host.
     pub fn download(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>, Failure> {
         let mut out = vec![0u8; buffer.len];
@@ -435,6 +460,11 @@ impl DeviceBuffer {
     /// The device address, as a kernel parameter takes it.
     pub fn ptr(&self) -> DevicePtr {
         self.ptr
+    }
+
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.len
     }
 }
 

@@ -13,16 +13,22 @@
 //! every fatbin embedded in the variant's shared objects on the device
 //! (the device depth of a compiled variant).
 
+mod bench_child;
 mod bound;
 pub mod child;
 mod driver;
 mod embedded;
+mod launch;
 mod nvrtc;
 pub mod request;
 
-pub use request::{Arg, CudaRequest, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance};
+pub use request::{
+    Arg, BenchModule, BenchRequest, CudaRequest, ElemType, Launch, ModuleKind, ModuleSpec,
+    Tolerance,
+};
 
-use super::{Executor, Job, ProbeError, Subject};
+use super::bench::Fifos;
+use super::{BenchChild, BenchSpec, Executor, Job, ProbeError, Subject};
 use crate::protocol::{Depth, Evidence, ExecutorKind};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use std::ffi::OsString;
@@ -134,6 +140,95 @@ impl CudaExecutor {
             variant,
             events,
             list_devices: job.subject == Subject::Devices,
+            bench: None,
+        })
+    }
+
+    /// Start a bench child for a native target: `jobs` are its modules
+    /// (each a [`Subject::Module`] job), all loaded by one child and all
+    /// their launches timed together in each sample, labelled `label`; the
+    /// first job's device and limits are the child's. `interrupt` stops
+    /// it with everything else.
+    pub fn bench(
+        &self,
+        jobs: &[&Job],
+        label: &str,
+        spec: &BenchSpec,
+        interrupt: &Cancel,
+    ) -> Result<BenchChild, ProbeError> {
+        let mut modules = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let Subject::Module { spec, launches } = &job.subject else {
+                return Err(ProbeError::Unsupported {
+                    executor: ExecutorKind::Cuda,
+                    subject: job.subject.describe(),
+                });
+            };
+            let path = std::path::absolute(&spec.path).map_err(|source| ProbeError::Path {
+                path: spec.path.clone(),
+                source,
+            })?;
+            modules.push(BenchModule {
+                module: ModuleSpec {
+                    path,
+                    ..spec.clone()
+                },
+                launches: launches.clone(),
+            });
+        }
+        let Some(first) = jobs.first() else {
+            return Err(ProbeError::Unsupported {
+                executor: ExecutorKind::Cuda,
+                subject: "a native target without modules".into(),
+            });
+        };
+        let sandbox = Sandbox::new()?;
+        let dir = sandbox.dir().to_path_buf();
+        let fifos = Fifos::make(&dir)?;
+        let events = dir.join(EVENTS_NAME);
+        let request = CudaRequest {
+            device: first.device.ordinal(),
+            module: None,
+            launches: Vec::new(),
+            nvrtc_library: self.nvrtc.clone(),
+            libcuda: self.libcuda.clone(),
+            variant: None,
+            events: events.clone(),
+            list_devices: false,
+            bench: Some(BenchRequest {
+                modules,
+                label: label.to_owned(),
+                flush_l2: spec.flush_l2,
+                commands: fifos.commands_path.clone(),
+                replies: fifos.replies_path.clone(),
+            }),
+        };
+        let command = self.write_request(&dir, &request)?;
+        BenchChild::spawn(
+            ExecutorKind::Cuda,
+            sandbox,
+            fifos,
+            command,
+            first.limits.clone(),
+            events,
+            interrupt,
+        )
+    }
+
+    /// Write `request` into the sandbox directory `dir`: the command that
+    /// runs the child on it.
+    fn write_request(&self, dir: &Path, request: &CudaRequest) -> Result<ChildCommand, ProbeError> {
+        let request_path = dir.join(REQUEST_NAME);
+        let setup = |source| ProbeError::Setup {
+            path: request_path.clone(),
+            source,
+        };
+        let json = serde_json::to_vec_pretty(request).map_err(|e| setup(e.into()))?;
+        std::fs::write(&request_path, json).map_err(setup)?;
+        Ok(ChildCommand {
+            program: self.program.clone(),
+            args: vec![CHILD_SUBCOMMAND.into(), request_path.into()],
+            env: self.child_env(),
         })
     }
 
@@ -177,18 +272,7 @@ impl Executor for CudaExecutor {
         let sandbox = Sandbox::new()?;
         let events = sandbox.dir().join(EVENTS_NAME);
         let request = self.request(job, events.clone())?;
-        let request_path = sandbox.dir().join(REQUEST_NAME);
-        let setup = |source| ProbeError::Setup {
-            path: request_path.clone(),
-            source,
-        };
-        let json = serde_json::to_vec_pretty(&request).map_err(|e| setup(e.into()))?;
-        std::fs::write(&request_path, json).map_err(setup)?;
-        let command = ChildCommand {
-            program: self.program.clone(),
-            args: vec![CHILD_SUBCOMMAND.into(), request_path.clone().into()],
-            env: self.child_env(),
-        };
+        let command = self.write_request(sandbox.dir(), &request)?;
         let run = sandbox.run(&command, &job.limits, cancel)?;
         Ok(super::evidence(self.kind(), run, &events))
     }

@@ -44,4 +44,37 @@ pub struct CudaRequest {
     /// full fingerprint measures.
     #[serde(default)]
     pub list_devices: bool,
+    /// Bench mode: load these modules, verify their launches once, then
+    /// time all of them together on command, instead of `module` and
+    /// `launches`.
+    #[serde(default)]
+    pub bench: Option<BenchRequest>,
+}
+
+/// What the cuda child times in bench mode: a native target's modules and
+/// launches, all of them in each sample (a target needs every module), and
+/// the FIFOs it is driven through (see `crate::probe::BenchChild`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchRequest {
+    /// The modules, each with its launches, in the order they run.
+    pub modules: Vec<BenchModule>,
+    /// What the samples are labelled.
+    pub label: String,
+    /// Flush the L2 cache before each sample.
+    pub flush_l2: bool,
+    /// The FIFO of round commands (`{"round": N, "samples": K}`).
+    pub commands: PathBuf,
+    /// The FIFO the child writes a line to when it is ready and after each round.
+    pub replies: PathBuf,
+}
+
+/// One module of a bench request and its launches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchModule {
+    /// The module file.
+    pub module: ModuleSpec,
+    /// Its launches, in order.
+    pub launches: Vec<Launch>,
 }
