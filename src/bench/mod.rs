@@ -1,5 +1,9 @@
 //! Benchmark mode: the working variants of one kernel timed side by side.
 //!
+//! A native target (a directory with a `preflight.toml`) is timed as a
+//! whole — every launch of every module in each sample — and several are
+//! compared side by side like variants ([`native`]).
+//!
 //! A client of `run`'s plan: the variants are probed (or answered from the
 //! cache) first, and only those that pass are timed, each in a bench child
 //! of its own that stays alive across interleaved rounds
@@ -7,6 +11,7 @@
 //! verdicts ([`result::BenchReport::rank`]) and go to the cache's bench
 //! bucket ([`session::store`]), where `select --fastest` finds them.
 
+mod native;
 pub mod result;
 pub mod session;
 mod store;
@@ -51,9 +56,21 @@ pub enum BenchError {
         "--workload {0}: workloads are those of the repo's benchmarks/benchmark*.py, and the workload here is a smoke file"
     )]
     WorkloadWithoutBenchmarks(String),
-    /// Native modules have no bench mode yet.
-    #[error("{0}: native modules (preflight.toml) cannot be benchmarked yet")]
-    Native(String),
+    /// Several targets that are not all native: a bench compares the
+    /// variants of one hub kernel, or native targets side by side.
+    #[error(
+        "bench takes one hub kernel (its variants are compared), or native targets (directories with a preflight.toml, compared with each other); not several hub kernels, nor a mix"
+    )]
+    SeveralKernels,
+    /// An option that only applies to hub variants, given for native targets.
+    #[error("{0} applies to hub variants; native targets are timed on their preflight.toml launches")]
+    HubOnly(&'static str),
+    /// One native target given twice.
+    #[error("{0} is given twice")]
+    GivenTwice(String),
+    /// The executor a participant needs was not provided.
+    #[error("no {0} executor to time with")]
+    NoExecutor(&'static str),
     /// A child could not be run at all.
     #[error("{0}")]
     Probe(ProbeError),
@@ -65,6 +82,9 @@ pub enum BenchError {
 impl BenchError {
     /// Whether the user can fix it (exit 2) rather than preflight (exit 3).
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, BenchError::Probe(_) | BenchError::Interrupted)
+        !matches!(
+            self,
+            BenchError::Probe(_) | BenchError::Interrupted | BenchError::NoExecutor(_)
+        )
     }
 }

@@ -15,11 +15,9 @@
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, Timed, Timer, VariantBench};
 use crate::classify::{Outcome, classify};
-use crate::probe::{
-    BenchChild, BenchRole, BenchSpec, Evidence, ProbeError, PythonExecutor, SmokeSource, Subject,
-};
+use crate::probe::{BenchChild, BenchRole, BenchSpec, Evidence, ProbeError, SmokeSource, Subject};
 use crate::protocol::BenchSetup;
-use crate::run::{CheckReport, Job, Plan};
+use crate::run::{CheckReport, Executors, Job, JobKey, Plan};
 use crate::sandbox::Cancel;
 use crate::stats::{MAX_SAMPLES, StopCriteria, StopRule, Stopper, Summary};
 use std::time::{Duration, Instant};
@@ -93,10 +91,42 @@ pub trait BenchReporter: Sync {
     fn report(&self, event: BenchEvent<'_>);
 }
 
+/// What one participant is: a hub variant (the python executor's bench
+/// child), or a native target as a whole (the cuda executor's, loading
+/// every module of it).
+pub(super) enum Unit<'p> {
+    /// A hub variant's job.
+    Variant(&'p Job),
+    /// A native target's module jobs, and the key of the target as a whole.
+    Native {
+        jobs: Vec<&'p Job>,
+        key: Option<JobKey>,
+    },
+}
+
+impl Unit<'_> {
+    /// The job whose limits and device the child takes.
+    fn first(&self) -> Option<&Job> {
+        match self {
+            Unit::Variant(job) => Some(job),
+            Unit::Native { jobs, .. } => jobs.first().copied(),
+        }
+    }
+
+    /// The job identity key, hex, as reports show it.
+    fn key_hex(&self) -> String {
+        let key = match self {
+            Unit::Variant(job) => job.key.as_ref(),
+            Unit::Native { key, .. } => key.as_ref(),
+        };
+        key.map_or_else(String::new, |k| k.outcome().key.to_string())
+    }
+}
+
 /// One child being timed.
-struct Participant<'p> {
-    name: String,
-    job: &'p Job,
+pub(super) struct Participant<'p> {
+    pub(super) name: String,
+    unit: Unit<'p>,
     child: Option<BenchChild>,
     setup: Option<BenchSetup>,
     stopper: Stopper,
@@ -109,10 +139,10 @@ struct Participant<'p> {
 }
 
 impl<'p> Participant<'p> {
-    fn new(job: &'p Job, name: String, criteria: StopCriteria) -> Participant<'p> {
+    pub(super) fn new(unit: Unit<'p>, name: String, criteria: StopCriteria) -> Participant<'p> {
         Participant {
             name,
-            job,
+            unit,
             child: None,
             setup: None,
             stopper: Stopper::new(criteria),
@@ -142,11 +172,21 @@ impl<'p> Participant<'p> {
 pub fn bench(
     plan: &Plan,
     check: &CheckReport,
-    python: &PythonExecutor,
+    executors: &Executors,
     options: &BenchOptions,
     interrupt: &Cancel,
     reporter: &dyn BenchReporter,
 ) -> Result<BenchReport, BenchError> {
+    if plan
+        .targets
+        .iter()
+        .any(|t| matches!(t.target, crate::discover::Target::Native(_)))
+    {
+        return super::native::bench(plan, check, executors, options, interrupt, reporter);
+    }
+    if plan.targets.len() > 1 {
+        return Err(BenchError::SeveralKernels);
+    }
     let wanted = |name: &str| {
         options
             .variants
@@ -194,19 +234,13 @@ pub fn bench(
         (SmokeSource::Benchmarks { .. }, None) | (_, None) => {}
         (_, Some(w)) => return Err(BenchError::WorkloadWithoutBenchmarks(w.clone())),
     }
-    if let Some(job) = passing
-        .iter()
-        .find(|j| !matches!(j.probe.subject, Subject::Variant { .. }))
-    {
-        return Err(BenchError::Native(job.name.clone()));
-    }
-    let participant = |job, name| Participant::new(job, name, options.criteria);
+    let participant = |job, name| Participant::new(Unit::Variant(job), name, options.criteria);
     let mut timed: Vec<Participant> = passing
         .iter()
         .map(|job| participant(job, job.name.clone()))
         .collect();
     for p in &mut timed {
-        start(p, BenchRole::Variant, python, options, interrupt, reporter)?;
+        start(p, BenchRole::Variant, executors, options, interrupt, reporter)?;
     }
     // The reference computation, in a child of its own (in the first
     // variant's company: the workload's setup may use it), when a variant
@@ -219,22 +253,64 @@ pub fn bench(
         start(
             p,
             BenchRole::Reference,
-            python,
+            executors,
             options,
             interrupt,
             reporter,
         )?;
     }
+    time_all(&mut timed, &mut reference, options, interrupt, reporter)?;
+
+    let workload = timed
+        .iter()
+        .find_map(|p| p.setup.as_ref())
+        .map_or_else(|| "smoke".to_owned(), |s| s.label.clone());
+    let mut report = BenchReport {
+        target: plan
+            .targets
+            .get(first.target.0)
+            .map_or_else(String::new, |t| t.given.clone()),
+        workload,
+        fingerprint: plan.fingerprint.hash(),
+        device: device(plan, &timed),
+        flush_l2: flushed(&timed),
+        criteria: options.criteria,
+        variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
+        reference: reference.as_ref().map(|p| result(p, options.cpu_time)),
+    };
+    report.variants.append(&mut variants);
+    report.rank(options.seed);
+    Ok(report)
+}
+
+/// Whether the samples were taken after an L2 flush: only a child timing
+/// a GPU flushes (it says how many bytes).
+pub(super) fn flushed(timed: &[Participant]) -> bool {
+    timed
+        .iter()
+        .filter_map(|p| p.setup.as_ref())
+        .any(|s| s.flush_bytes > 0)
+}
+
+/// Time every started participant (and the reference) in interleaved
+/// rounds until each one's stopper is satisfied, then end every child.
+pub(super) fn time_all<'p>(
+    timed: &mut [Participant<'p>],
+    reference: &mut Option<Participant<'p>>,
+    options: &BenchOptions,
+    interrupt: &Cancel,
+    reporter: &dyn BenchReporter,
+) -> Result<(), BenchError> {
     reporter.report(BenchEvent::Timing {
-        participants: timed.iter().chain(&reference).filter(|p| p.live()).count(),
+        participants: timed.iter().chain(reference.iter()).filter(|p| p.live()).count(),
     });
 
     let mut round = 0u32;
     // A participant whose stopper is satisfied keeps its place in the
     // rounds until every one's is: then all samples span the same stretch
     // of time, and the machine's drift weighs on every median alike.
-    while timed.iter().chain(&reference).any(Participant::wants_more) {
-        for p in timed.iter_mut().chain(&mut reference).filter(|p| p.live()) {
+    while timed.iter().chain(reference.iter()).any(Participant::wants_more) {
+        for p in timed.iter_mut().chain(reference.iter_mut()).filter(|p| p.live()) {
             let satisfied = p.stop.is_some();
             time_round(p, round, options, interrupt)?;
             if let Some(outcome) = &p.excluded {
@@ -255,7 +331,7 @@ pub fn bench(
         }
         round += 1;
     }
-    for p in timed.iter_mut().chain(&mut reference) {
+    for p in timed.iter_mut().chain(reference.iter_mut()) {
         if let Some(child) = p.child.take() {
             let outcome = end(child, interrupt)?;
             if !outcome.kind.passed() {
@@ -266,31 +342,7 @@ pub fn bench(
     if interrupt.is_cancelled() {
         return Err(BenchError::Interrupted);
     }
-
-    let workload = timed
-        .iter()
-        .find_map(|p| p.setup.as_ref())
-        .map_or_else(|| "smoke".to_owned(), |s| s.label.clone());
-    let mut report = BenchReport {
-        target: plan
-            .targets
-            .get(first.target.0)
-            .map_or_else(String::new, |t| t.given.clone()),
-        workload,
-        fingerprint: plan.fingerprint.hash(),
-        device: device(plan, &timed),
-        // Only a child timing a GPU flushes (it says how many bytes).
-        flush_l2: timed
-            .iter()
-            .filter_map(|p| p.setup.as_ref())
-            .any(|s| s.flush_bytes > 0),
-        criteria: options.criteria,
-        variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
-        reference: reference.as_ref().map(|p| result(p, options.cpu_time)),
-    };
-    report.variants.append(&mut variants);
-    report.rank(options.seed);
-    Ok(report)
+    Ok(())
 }
 
 /// The workloads the scripts of a `benchmarks/` folder define, read from
@@ -331,10 +383,10 @@ fn workloads(dir: &std::path::Path) -> Vec<String> {
 
 /// Start `p`'s child and wait until it is verified and warmed up (or
 /// excluded by how it ended).
-fn start(
+pub(super) fn start(
     p: &mut Participant,
     role: BenchRole,
-    python: &PythonExecutor,
+    executors: &Executors,
     options: &BenchOptions,
     interrupt: &Cancel,
     reporter: &dyn BenchReporter,
@@ -345,8 +397,26 @@ fn start(
         workload: options.workload.clone(),
         flush_l2: options.flush_l2,
     };
-    let mut child = python.bench(&p.job.probe, &spec, interrupt)?;
-    match child.ready(p.job.probe.limits.timeout) {
+    let mut child = match &p.unit {
+        Unit::Variant(job) => executors
+            .python
+            .as_ref()
+            .ok_or(BenchError::NoExecutor("python"))?
+            .bench(&job.probe, &spec, interrupt)?,
+        Unit::Native { jobs, .. } => {
+            let probes: Vec<&crate::probe::Job> = jobs.iter().map(|j| &j.probe).collect();
+            executors
+                .cuda
+                .as_ref()
+                .ok_or(BenchError::NoExecutor("cuda"))?
+                .bench(&probes, super::native::LABEL, &spec, interrupt)?
+        }
+    };
+    let within = p
+        .unit
+        .first()
+        .map_or(HANG_FLOOR, |j| j.probe.limits.timeout);
+    match child.ready(within) {
         Ok(setup) => {
             p.setup = Some(setup);
             p.child = Some(child);
@@ -363,7 +433,7 @@ fn start(
 fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
     VariantBench {
         variant: job.name.clone(),
-        job: job_hex(job),
+        job: Unit::Variant(job).key_hex(),
         status: BenchStatus::Excluded {
             outcome: outcome.kind.as_str().to_owned(),
             reason: outcome.message.clone(),
@@ -371,12 +441,6 @@ fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
         vs_fastest: None,
         vs_reference: None,
     }
-}
-
-fn job_hex(job: &Job) -> String {
-    job.key
-        .as_ref()
-        .map_or_else(String::new, |k| k.outcome().key.to_string())
 }
 
 /// One round of one participant: as many samples as fill
@@ -437,7 +501,7 @@ fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
 }
 
 /// A participant's row.
-fn result(p: &Participant, cpu_time: bool) -> VariantBench {
+pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
     let status = match (&p.excluded, Summary::of(&p.samples), p.stop) {
         (Some(outcome), _, _) => BenchStatus::Excluded {
             outcome: outcome.kind.as_str().to_owned(),
@@ -461,7 +525,7 @@ fn result(p: &Participant, cpu_time: bool) -> VariantBench {
     };
     VariantBench {
         variant: p.name.clone(),
-        job: job_hex(p.job),
+        job: p.unit.key_hex(),
         status,
         vs_fastest: None,
         vs_reference: None,
@@ -473,9 +537,9 @@ fn result(p: &Participant, cpu_time: bool) -> VariantBench {
 fn device(plan: &Plan, timed: &[Participant]) -> String {
     let torch = timed
         .iter()
-        .find_map(|p| match &p.job.probe.subject {
-            Subject::Variant { name, .. } => {
-                Some(crate::probe::torch_device(name, p.job.probe.device))
+        .find_map(|p| match p.unit.first().map(|j| (&j.probe.subject, j.probe.device)) {
+            Some((Subject::Variant { name, .. }, device)) => {
+                Some(crate::probe::torch_device(name, device))
             }
             _ => None,
         })

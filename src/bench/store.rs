@@ -4,7 +4,8 @@
 use super::result::{BenchReport, BenchStatus, Timer};
 use crate::cache::bench::{BenchRecord, DEFAULT_WORKLOAD};
 use crate::cache::outcomes::machine_line;
-use crate::run::Plan;
+use crate::discover::Target;
+use crate::run::{Plan, TargetId};
 
 /// Keep each timed variant's result in the cache under its job and
 /// `workload` (as asked for: `None` is [`DEFAULT_WORKLOAD`]); `Err` says
@@ -18,12 +19,21 @@ pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Resul
         let BenchStatus::Timed(t) = &row.status else {
             continue;
         };
-        let Some(key) = plan
-            .jobs
+        // A hub variant is one job; a native target (named as given) is
+        // kept under the key of all its modules together.
+        let native = plan
+            .targets
             .iter()
-            .find(|j| j.name == row.variant)
-            .and_then(|j| j.key.as_ref())
-        else {
+            .position(|t| matches!(t.target, Target::Native(_)) && t.given == row.variant);
+        let key = match native {
+            Some(target) => plan.target_key(TargetId(target)),
+            None => plan
+                .jobs
+                .iter()
+                .find(|j| j.name == row.variant)
+                .and_then(|j| j.key.clone()),
+        };
+        let Some(key) = key else {
             continue;
         };
         let record = BenchRecord {

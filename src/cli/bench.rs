@@ -4,7 +4,10 @@ use super::probing::{ProbeArgs, Progress, progress_bar};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use kernel_preflight::bench::result::BenchStatus;
 use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter};
+use kernel_preflight::discover::native::{MANIFEST, is_native_target};
+use kernel_preflight::discover::{self, Named};
 use kernel_preflight::report::bench as render;
+use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox;
 use kernel_preflight::stats::StopCriteria;
 use std::path::PathBuf;
@@ -23,13 +26,25 @@ enum Format {
 
 /// Arguments of `preflight bench`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+A hub kernel (TARGET or --repo): its variants that pass are timed side by side.
+Native targets (directories with a preflight.toml): each one is timed as a
+whole — every launch of every module in each sample — and several given
+together are compared side by side, e.g. one kernel built -O3 and -G:
+  preflight bench build-o3 build-debug")]
 pub struct Args {
-    /// Kernel repo, directory of variants, or hub cache folder.
-    #[arg(required_unless_present = "repo", conflicts_with = "repo")]
-    target: Option<PathBuf>,
+    /// A kernel repo, directory of variants, or hub cache folder; or one or
+    /// more native targets (directories with a preflight.toml), compared
+    /// with each other.
+    #[arg(
+        value_name = "TARGET",
+        required_unless_present = "repo",
+        conflicts_with = "repo"
+    )]
+    targets: Vec<PathBuf>,
     #[command(flatten)]
     repo: super::repo::RepoArgs,
-    /// Time only these variants (comma-separated names).
+    /// Time only these variants (comma-separated names; hub kernels).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     variants: Option<Vec<String>>,
     /// The workload of the repo's benchmarks/benchmark*.py to time
@@ -130,13 +145,37 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         no_cache: args.no_cache,
     }
     .validate()?;
-    let named = super::repo::one_kernel(args.target.as_deref(), &args.repo, "bench")?;
+    let targets = targets(&args)?;
+    // Refused before anything is probed: these name parts of a hub kernel.
+    if targets
+        .iter()
+        .all(|t| matches!(t.target, discover::Target::Native(_)))
+    {
+        for (given, name) in [
+            (args.workload.is_some(), "--workload"),
+            (args.variants.is_some(), "--variants"),
+        ] {
+            if given {
+                return Err(BadInput(BenchError::HubOnly(name).to_string()));
+            }
+        }
+    }
     let progress = Progress::new();
-    let (plan, check) = probing.run(vec![named], false, false, &progress)?;
+    let (plan, check) = probing.run(targets, false, false, &progress)?;
     progress.finish();
-    let python = probing
-        .python_executor(&plan.fingerprint)
-        .ok_or_else(|| BadInput("no Python interpreter found: give --python P".into()))?;
+    let executors = Executors {
+        python: probing.python_executor(&plan.fingerprint),
+        cuda: plan
+            .needs_cuda()
+            .then(|| Executors::cuda_for(&plan.fingerprint.toolkits))
+            .transpose()
+            .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
+    };
+    if plan.needs_python() && executors.python.is_none() {
+        return Err(BadInput(
+            "no Python interpreter found: give --python P".into(),
+        ));
+    }
     let options = BenchOptions {
         workload: args.workload.clone(),
         variants: args.variants.clone(),
@@ -147,7 +186,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     };
     let cancel = sandbox::install_interrupt_handler();
     let bar = BenchProgress::default();
-    let result = bench::bench(&plan, &check, &python, &options, &cancel, &bar);
+    let result = bench::bench(&plan, &check, &executors, &options, &cancel, &bar);
     bar.finish();
     super::exit_if_interrupted(&cancel, "every bench child was stopped; nothing was kept");
     let report = result.map_err(|e| match e {
@@ -168,6 +207,31 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         .iter()
         .any(|v| matches!(v.status, BenchStatus::Timed(_)));
     Ok(if timed { Answer::Yes } else { Answer::No })
+}
+
+/// What to bench: one hub kernel (a TARGET or `--repo`), or one or more
+/// native targets; several TARGETs must all be native.
+fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
+    let [_, _, ..] = args.targets.as_slice() else {
+        let one = super::repo::one_kernel(args.targets.first().map(PathBuf::as_path), &args.repo, "bench")?;
+        return Ok(vec![one]);
+    };
+    let mut named = Vec::with_capacity(args.targets.len());
+    for path in &args.targets {
+        let absolute = std::path::absolute(path)
+            .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        if !is_native_target(&absolute) {
+            return Err(BadInput(format!(
+                "{}: not a native target (no {MANIFEST}); bench takes several TARGETs only when each is a native target — a hub kernel's variants are compared within one TARGET",
+                path.display()
+            )));
+        }
+        named.push(Named {
+            given: path.display().to_string(),
+            target: discover::discover(&absolute)?,
+        });
+    }
+    Ok(named)
 }
 
 /// The terminal's width from `COLUMNS`, else 100.

@@ -156,6 +156,46 @@ pub(super) fn module_key(
     })
 }
 
+/// The key a whole native target's bench results are kept under: its one
+/// module's own key, or, for several, one identity made of all of theirs
+/// (a target is timed as the sum of its launches, so every module is part
+/// of what was timed). `None` when a module has no key.
+pub(super) fn target_key(keys: &[Option<&JobKey>]) -> Option<JobKey> {
+    let keys: Vec<&JobKey> = keys.iter().copied().collect::<Option<_>>()?;
+    match keys.as_slice() {
+        [] => None,
+        [one] => Some((*one).clone()),
+        [first, ..] => {
+            let jobs: Vec<&JobIdentity> = keys.iter().map(|k| &k.key.parts.job).collect();
+            let files: Vec<&VariantFiles> = jobs.iter().map(|j| &j.files).collect();
+            let smokes: Vec<&str> = jobs.iter().map(|j| j.smoke.as_str()).collect();
+            let head = &first.key.parts.job;
+            let identity = JobIdentity {
+                executor: head.executor,
+                name: jobs
+                    .iter()
+                    .map(|j| j.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+                device: head.device.clone(),
+                files: VariantFiles {
+                    content: format!("modules:{}", digest(&files)),
+                    metadata: None,
+                },
+                smoke: format!("launches:{}", digest(&smokes)),
+                depth: head.depth,
+                protocol: head.protocol,
+                device_code: None,
+            };
+            Some(JobKey {
+                key: OutcomeKey::new(&first.key.parts.fingerprint, identity),
+                smoke: "launches".into(),
+                witness: None,
+            })
+        }
+    }
+}
+
 /// sha256 of a value's JSON form (plain structs of strings and numbers,
 /// which always serialize).
 fn digest<T: Serialize>(value: &T) -> String {

@@ -118,6 +118,19 @@ impl Plan {
         plan
     }
 
+    /// The jobs of `target`, in plan order.
+    pub fn jobs_of(&self, target: TargetId) -> impl Iterator<Item = &Job> {
+        self.jobs.iter().filter(move |j| j.target == target)
+    }
+
+    /// The key of a native target as a whole (what `bench` times and keeps
+    /// its result under): see [`cached::target_key`]; `None` when a module
+    /// is not cached.
+    pub fn target_key(&self, target: TargetId) -> Option<JobKey> {
+        let keys: Vec<Option<&JobKey>> = self.jobs_of(target).map(|j| j.key.as_ref()).collect();
+        cached::target_key(&keys)
+    }
+
     /// The cache the plan keys its jobs in; `None` with `--no-cache`.
     pub fn cache(&self) -> Option<&Cache> {
         self.cache.as_ref().map(|c| c.cache())

@@ -1,0 +1,136 @@
+//! Native targets on the bench: each directory with a `preflight.toml` is
+//! one participant, timed as a whole by one cuda bench child (every launch
+//! of every module, in file order, in each sample). Several native targets
+//! given together — the same kernel built two ways, or two sources of one
+//! computation — are compared side by side as a hub kernel's variants are.
+//!
+//! A target takes part when every one of its modules passed its probe; the
+//! first that did not excludes it, with that module's outcome.
+
+use super::BenchError;
+use super::result::{BenchReport, BenchStatus, VariantBench};
+use super::session::{
+    BenchOptions, BenchReporter, Participant, Unit, flushed, result, start, time_all,
+};
+use crate::discover::Target;
+use crate::probe::BenchRole;
+use crate::run::{CheckReport, Executors, Job, Plan, TargetId};
+use crate::sandbox::Cancel;
+use std::collections::HashSet;
+
+/// What a native target's samples are labelled: its `preflight.toml`
+/// launches (the workload a report names).
+pub(super) const LABEL: &str = "launches";
+
+/// Bench the native targets of `plan` side by side, after `check` answered
+/// every module.
+pub(super) fn bench(
+    plan: &Plan,
+    check: &CheckReport,
+    executors: &Executors,
+    options: &BenchOptions,
+    interrupt: &Cancel,
+    reporter: &dyn BenchReporter,
+) -> Result<BenchReport, BenchError> {
+    if plan
+        .targets
+        .iter()
+        .any(|t| !matches!(t.target, Target::Native(_)))
+    {
+        return Err(BenchError::SeveralKernels);
+    }
+    if options.workload.is_some() {
+        return Err(BenchError::HubOnly("--workload"));
+    }
+    if options.variants.is_some() {
+        return Err(BenchError::HubOnly("--variants"));
+    }
+    let mut seen = HashSet::new();
+    for named in &plan.targets {
+        if let Target::Native(t) = &named.target
+            && !seen.insert(t.dir.clone())
+        {
+            return Err(BenchError::GivenTwice(named.given.clone()));
+        }
+    }
+
+    let mut timed = Vec::new();
+    let mut excluded = Vec::new();
+    for (i, named) in plan.targets.iter().enumerate() {
+        let id = TargetId(i);
+        let jobs: Vec<&Job> = plan.jobs_of(id).collect();
+        let key = plan.target_key(id);
+        let failing = check
+            .results
+            .iter()
+            .filter(|r| r.target_id == id)
+            .find(|r| !r.outcome.kind.passed());
+        if let Some(row) = failing {
+            excluded.push(VariantBench {
+                variant: named.given.clone(),
+                job: key.map_or_else(String::new, |k| k.outcome().key.to_string()),
+                status: BenchStatus::Excluded {
+                    outcome: row.outcome.kind.as_str().to_owned(),
+                    reason: format!("{}: {}", row.variant, row.outcome.message),
+                },
+                vs_fastest: None,
+                vs_reference: None,
+            });
+            continue;
+        }
+        if jobs.is_empty() {
+            continue;
+        }
+        timed.push(Participant::new(
+            Unit::Native { jobs, key },
+            named.given.clone(),
+            options.criteria,
+        ));
+    }
+    if timed.is_empty() {
+        return Err(BenchError::NothingPasses);
+    }
+    for p in &mut timed {
+        start(p, BenchRole::Variant, executors, options, interrupt, reporter)?;
+    }
+    time_all(&mut timed, &mut None, options, interrupt, reporter)?;
+
+    let mut report = BenchReport {
+        target: plan
+            .targets
+            .iter()
+            .map(|t| t.given.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        workload: LABEL.to_owned(),
+        fingerprint: plan.fingerprint.hash(),
+        device: device(plan),
+        flush_l2: flushed(&timed),
+        criteria: options.criteria,
+        variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
+        reference: None,
+    };
+    report.variants.append(&mut excluded);
+    report.rank(options.seed);
+    Ok(report)
+}
+
+/// The device timed on, for people: the CUDA ordinal the modules ran on,
+/// with the GPU's model where the fingerprint knows it.
+fn device(plan: &Plan) -> String {
+    let ordinal = plan
+        .jobs
+        .first()
+        .map_or(0, |j| j.probe.device.ordinal());
+    let model = plan
+        .fingerprint
+        .gpus
+        .devices
+        .get(ordinal as usize)
+        .and_then(|g| g.model.clone());
+    match model {
+        Some(model) => format!("cuda:{ordinal} ({model})"),
+        None => format!("cuda:{ordinal}"),
+    }
+}
+
