@@ -19,9 +19,10 @@
 # (CUDA_VISIBLE_DEVICES=); and the device depth of compiled hub variants
 # (a shared object with only SASS for another architecture is
 # unsupported_arch at depth device, one with PTX passes with its JIT time;
-# needs torch with CUDA in PYTHON); and `bench` of two hub variants of one
-# torch kernel, the faster called with device events and an L2 flush
-# (needs torch with CUDA in PYTHON). Every command runs under `timeout`.
+# needs torch with CUDA in PYTHON); and `bench` of one kernel built twice
+# (-O3 and -G) as two native targets, the -O3 one called faster with a
+# verdict, and of two hub variants of one torch kernel, the faster called
+# with device events and an L2 flush (needs torch with CUDA in PYTHON). Every command runs under `timeout`.
 # Prints one PASS/FAIL/SKIP line per expectation and `N passed, N failed`;
 # exits 1 when anything failed. When cargo is on PATH it also runs the Rust
 # tests marked `#[ignore = "needs a GPU…"]` (they need the test environment
@@ -291,11 +292,49 @@ else
   skip "device depth of hub variants and out_of_memory: no torch with CUDA in $PY (set PYTHON)"
 fi
 
-# 7. bench on the GPU: two variants of one hub kernel (torch), one a single
-# matmul, the other the same product in 16 row blocks (16 launches); bench
-# times them with device events and an L2 flush and calls the faster. (The
-# cuda executor has no bench mode yet: native -O3 against -G builds wait
-# for it.)
+# 7. bench on the GPU.
+# 7a. native: one kernel built twice with the local nvcc, -O3 and a -G debug
+# build, as two native targets; the cuda executor's bench mode times each
+# with CUDA events and an L2 flush, and must call the -O3 one faster with a
+# verdict (faster/slower, not ambiguous). The kernel has axpy's signature
+# and result, with a dependent loop of 16 n FMAs that a -G build keeps in
+# local memory (acc converges to exactly 2.0, so y = a x + y).
+NB=$WORK/nbench
+mkdir -p "$NB/o3" "$NB/debug"
+cat >"$NB/axpy_loop.cu" <<'CU'
+extern "C" __global__ void preflight_axpy(float a, const float* x, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (unsigned k = 0; k < 16 * n; ++k) acc = fmaf(acc, 0.5f, 1.0f);
+    y[i] = a * x[i] + y[i] * (acc - 1.0f);
+}
+CU
+nbuild() { # nbuild DIR NVCC-ARGS…: DIR/axpy.cubin of the loop kernel, with the fixture's launch
+  local dir=$1
+  shift
+  if t 300 "$NVCC" -cubin -arch="$sm" "$@" -o "$dir/axpy.cubin" "$NB/axpy_loop.cu" 2>"$dir/nvcc.err"; then
+    manifest "$dir" axpy.cubin
+    pass "nvcc -cubin $* builds $(basename "$dir")/axpy.cubin"
+  else
+    fail "nvcc -cubin $* builds $(basename "$dir")/axpy.cubin: $(tail -n 2 "$dir/nvcc.err")"
+  fi
+}
+nbuild "$NB/o3" -O3
+nbuild "$NB/debug" -G
+(cd "$NB" && PREFLIGHT_CACHE=$WORK/nbench-cache t 300 "$BIN" bench --json o3 debug) \
+  >"$WORK/nbench.json" 2>"$WORK/nbench.err"
+expect "bench (GPU, native -O3 and -G): exit status" 0 "$?"
+expect "bench native: the -O3 build first" o3 "$(jget "$WORK/nbench.json" "d['variants'][0]['variant']")"
+expect "bench native: the -G build's verdict" slower "$(jget "$WORK/nbench.json" "d['variants'][1]['vs_fastest']['verdict']")"
+expect "bench native: timer" device_events "$(jget "$WORK/nbench.json" "d['variants'][0]['status']['timer']")"
+expect "bench native: L2 flushed" True "$(jget "$WORK/nbench.json" "d['flush_l2']")"
+expect "bench native: kept in the cache" 2 "$(find "$WORK/nbench-cache/bench-v1" -name '*.json' 2>/dev/null | wc -l | tr -d ' ')"
+(cd "$NB" && PREFLIGHT_CACHE=$WORK/nbench-cache t 300 "$BIN" bench o3 debug 2>/dev/null) | sed 's/^/    /'
+
+# 7b. hub: two variants of one hub kernel (torch), one a single matmul, the
+# other the same product in 16 row blocks (16 launches); bench times them
+# with device events and an L2 flush and calls the faster.
 if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
   BR=$WORK/benchkernel
   for v in torch-universal torch-cuda; do
