@@ -75,7 +75,10 @@ fn bench(
         .args(targets)
         .args(args);
     for (name, us) in spins {
-        cmd.env(format!("FAKE_CUDA_SPIN_US_preflight_axpy_{name}"), us.to_string());
+        cmd.env(
+            format!("FAKE_CUDA_SPIN_US_preflight_axpy_{name}"),
+            us.to_string(),
+        );
     }
     for (k, v) in env {
         cmd.env(k, v);
@@ -206,7 +209,9 @@ fn two_equal_native_targets_are_never_called_faster() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(doc["flush_l2"], false, "{doc}");
-    let verdict = doc["variants"][1]["vs_fastest"]["verdict"].as_str().unwrap();
+    let verdict = doc["variants"][1]["vs_fastest"]["verdict"]
+        .as_str()
+        .unwrap();
     assert!(["same", "ambiguous"].contains(&verdict), "{doc}");
 }
 
@@ -268,8 +273,14 @@ fn bad_input_exits_2_before_anything_is_timed() {
         (&["a", "plain"][..], "plain: not a native target"),
         (&["a", "a"][..], "a is given twice"),
         (&["a", "./a"][..], "./a is given twice"),
-        (&["a", "--workload", "w"][..], "--workload applies to hub variants"),
-        (&["a", "--variants", "x"][..], "--variants applies to hub variants"),
+        (
+            &["a", "--workload", "w"][..],
+            "--workload applies to hub variants",
+        ),
+        (
+            &["a", "--variants", "x"][..],
+            "--variants applies to hub variants",
+        ),
         (&["a", "broken"][..], "preflight.toml"),
         (&["a", "--min-samples", "1"][..], "--min-samples 1"),
     ] {

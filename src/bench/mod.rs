@@ -13,6 +13,7 @@
 
 mod native;
 pub mod result;
+mod rounds;
 pub mod session;
 mod store;
 
@@ -63,7 +64,9 @@ pub enum BenchError {
     )]
     SeveralKernels,
     /// An option that only applies to hub variants, given for native targets.
-    #[error("{0} applies to hub variants; native targets are timed on their preflight.toml launches")]
+    #[error(
+        "{0} applies to hub variants; native targets are timed on their preflight.toml launches"
+    )]
     HubOnly(&'static str),
     /// One native target given twice.
     #[error("{0} is given twice")]

@@ -9,9 +9,8 @@
 
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
-use super::session::{
-    BenchOptions, BenchReporter, Participant, Unit, flushed, result, start, time_all,
-};
+use super::rounds::{Participant, Unit, flushed, key_hex, result, start, time_all};
+use super::session::{BenchOptions, BenchReporter};
 use crate::discover::Target;
 use crate::probe::BenchRole;
 use crate::run::{CheckReport, Executors, Job, Plan, TargetId};
@@ -59,7 +58,10 @@ pub(super) fn bench(
     for (i, named) in plan.targets.iter().enumerate() {
         let id = TargetId(i);
         let jobs: Vec<&Job> = plan.jobs_of(id).collect();
-        let key = plan.target_key(id);
+        let key = plan
+            .target_key(id)
+            .as_ref()
+            .map_or_else(String::new, key_hex);
         let failing = check
             .results
             .iter()
@@ -68,7 +70,7 @@ pub(super) fn bench(
         if let Some(row) = failing {
             excluded.push(VariantBench {
                 variant: named.given.clone(),
-                job: key.map_or_else(String::new, |k| k.outcome().key.to_string()),
+                job: key,
                 status: BenchStatus::Excluded {
                     outcome: row.outcome.kind.as_str().to_owned(),
                     reason: format!("{}: {}", row.variant, row.outcome.message),
@@ -91,7 +93,14 @@ pub(super) fn bench(
         return Err(BenchError::NothingPasses);
     }
     for p in &mut timed {
-        start(p, BenchRole::Variant, executors, options, interrupt, reporter)?;
+        start(
+            p,
+            BenchRole::Variant,
+            executors,
+            options,
+            interrupt,
+            reporter,
+        )?;
     }
     time_all(&mut timed, &mut None, options, interrupt, reporter)?;
 
@@ -118,10 +127,7 @@ pub(super) fn bench(
 /// The device timed on, for people: the CUDA ordinal the modules ran on,
 /// with the GPU's model where the fingerprint knows it.
 fn device(plan: &Plan) -> String {
-    let ordinal = plan
-        .jobs
-        .first()
-        .map_or(0, |j| j.probe.device.ordinal());
+    let ordinal = plan.jobs.first().map_or(0, |j| j.probe.device.ordinal());
     let model = plan
         .fingerprint
         .gpus
@@ -133,4 +139,3 @@ fn device(plan: &Plan) -> String {
         None => format!("cuda:{ordinal}"),
     }
 }
-

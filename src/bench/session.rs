@@ -1,6 +1,6 @@
 //! One bench session: the passing variants of one kernel, each in a bench
 //! child of its own, timed in interleaved rounds until each one's
-//! [`Stopper`] is satisfied.
+//! [`Stopper`](crate::stats::Stopper) is satisfied.
 //!
 //! Children are started and warmed up one after another, and rounds run
 //! one child at a time (A B C A B C …), so that no two variants ever time
@@ -13,25 +13,13 @@
 //! `--timeout`).
 
 use super::BenchError;
-use super::result::{BenchReport, BenchStatus, Timed, Timer, VariantBench};
-use crate::classify::{Outcome, classify};
-use crate::probe::{BenchChild, BenchRole, BenchSpec, Evidence, ProbeError, SmokeSource, Subject};
-use crate::protocol::BenchSetup;
-use crate::run::{CheckReport, Executors, Job, JobKey, Plan};
+use super::result::{BenchReport, BenchStatus, VariantBench};
+use super::rounds::{Participant, Unit, flushed, result, start, time_all};
+use crate::classify::Outcome;
+use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
+use crate::run::{CheckReport, Executors, Job, Plan};
 use crate::sandbox::Cancel;
-use crate::stats::{MAX_SAMPLES, StopCriteria, StopRule, Stopper, Summary};
-use std::time::{Duration, Instant};
-
-/// How long one round aims to take: short enough that drift hits every
-/// variant alike, long enough that the round trip is negligible.
-const ROUND_TARGET: Duration = Duration::from_millis(10);
-/// A round that takes this many times longer than expected is a hang…
-const HANG_FACTOR: u32 = 20;
-/// …once it has also had this long, or the variant's whole `--timeout`
-/// if that is shorter.
-const HANG_FLOOR: Duration = Duration::from_secs(10);
-/// Time for a child's last verification and exit.
-const FINISH_WITHIN: Duration = Duration::from_secs(30);
+use crate::stats::StopCriteria;
 
 /// How to bench.
 #[derive(Debug, Clone)]
@@ -89,82 +77,6 @@ pub enum BenchEvent<'a> {
 pub trait BenchReporter: Sync {
     /// One event.
     fn report(&self, event: BenchEvent<'_>);
-}
-
-/// What one participant is: a hub variant (the python executor's bench
-/// child), or a native target as a whole (the cuda executor's, loading
-/// every module of it).
-pub(super) enum Unit<'p> {
-    /// A hub variant's job.
-    Variant(&'p Job),
-    /// A native target's module jobs, and the key of the target as a whole.
-    Native {
-        jobs: Vec<&'p Job>,
-        key: Option<JobKey>,
-    },
-}
-
-impl Unit<'_> {
-    /// The job whose limits and device the child takes.
-    fn first(&self) -> Option<&Job> {
-        match self {
-            Unit::Variant(job) => Some(job),
-            Unit::Native { jobs, .. } => jobs.first().copied(),
-        }
-    }
-
-    /// The job identity key, hex, as reports show it.
-    fn key_hex(&self) -> String {
-        let key = match self {
-            Unit::Variant(job) => job.key.as_ref(),
-            Unit::Native { key, .. } => key.as_ref(),
-        };
-        key.map_or_else(String::new, |k| k.outcome().key.to_string())
-    }
-}
-
-/// One child being timed.
-pub(super) struct Participant<'p> {
-    pub(super) name: String,
-    unit: Unit<'p>,
-    child: Option<BenchChild>,
-    setup: Option<BenchSetup>,
-    stopper: Stopper,
-    samples: Vec<f64>,
-    throttled: u32,
-    timed: Duration,
-    stop: Option<StopRule>,
-    /// Why it was excluded: an outcome, once known.
-    excluded: Option<Outcome>,
-}
-
-impl<'p> Participant<'p> {
-    pub(super) fn new(unit: Unit<'p>, name: String, criteria: StopCriteria) -> Participant<'p> {
-        Participant {
-            name,
-            unit,
-            child: None,
-            setup: None,
-            stopper: Stopper::new(criteria),
-            samples: Vec::new(),
-            throttled: 0,
-            timed: Duration::ZERO,
-            stop: None,
-            excluded: None,
-        }
-    }
-
-    /// Still in the rounds: its child answers, and it has room for more
-    /// samples (a satisfied variant of a very short kernel would otherwise
-    /// pile them up while a slow one finishes).
-    fn live(&self) -> bool {
-        self.excluded.is_none() && self.child.is_some() && self.samples.len() < MAX_SAMPLES
-    }
-
-    /// In the rounds, and its stopper not yet satisfied.
-    fn wants_more(&self) -> bool {
-        self.live() && self.stop.is_none()
-    }
 }
 
 /// Bench the passing variants of `plan`'s first target, after `check`
@@ -240,7 +152,14 @@ pub fn bench(
         .map(|job| participant(job, job.name.clone()))
         .collect();
     for p in &mut timed {
-        start(p, BenchRole::Variant, executors, options, interrupt, reporter)?;
+        start(
+            p,
+            BenchRole::Variant,
+            executors,
+            options,
+            interrupt,
+            reporter,
+        )?;
     }
     // The reference computation, in a child of its own (in the first
     // variant's company: the workload's setup may use it), when a variant
@@ -283,68 +202,6 @@ pub fn bench(
     Ok(report)
 }
 
-/// Whether the samples were taken after an L2 flush: only a child timing
-/// a GPU flushes (it says how many bytes).
-pub(super) fn flushed(timed: &[Participant]) -> bool {
-    timed
-        .iter()
-        .filter_map(|p| p.setup.as_ref())
-        .any(|s| s.flush_bytes > 0)
-}
-
-/// Time every started participant (and the reference) in interleaved
-/// rounds until each one's stopper is satisfied, then end every child.
-pub(super) fn time_all<'p>(
-    timed: &mut [Participant<'p>],
-    reference: &mut Option<Participant<'p>>,
-    options: &BenchOptions,
-    interrupt: &Cancel,
-    reporter: &dyn BenchReporter,
-) -> Result<(), BenchError> {
-    reporter.report(BenchEvent::Timing {
-        participants: timed.iter().chain(reference.iter()).filter(|p| p.live()).count(),
-    });
-
-    let mut round = 0u32;
-    // A participant whose stopper is satisfied keeps its place in the
-    // rounds until every one's is: then all samples span the same stretch
-    // of time, and the machine's drift weighs on every median alike.
-    while timed.iter().chain(reference.iter()).any(Participant::wants_more) {
-        for p in timed.iter_mut().chain(reference.iter_mut()).filter(|p| p.live()) {
-            let satisfied = p.stop.is_some();
-            time_round(p, round, options, interrupt)?;
-            if let Some(outcome) = &p.excluded {
-                reporter.report(BenchEvent::Excluded {
-                    variant: &p.name,
-                    why: &outcome.message,
-                });
-            }
-            reporter.report(BenchEvent::Round {
-                variant: &p.name,
-                round,
-                samples: p.samples.len(),
-                done: !satisfied && p.stop.is_some(),
-            });
-        }
-        if interrupt.is_cancelled() {
-            return Err(BenchError::Interrupted);
-        }
-        round += 1;
-    }
-    for p in timed.iter_mut().chain(reference.iter_mut()) {
-        if let Some(child) = p.child.take() {
-            let outcome = end(child, interrupt)?;
-            if !outcome.kind.passed() {
-                p.excluded = Some(outcome);
-            }
-        }
-    }
-    if interrupt.is_cancelled() {
-        return Err(BenchError::Interrupted);
-    }
-    Ok(())
-}
-
 /// The workloads the scripts of a `benchmarks/` folder define, read from
 /// their text (`def benchmark_<w>(`), sorted: enough to refuse a misspelt
 /// `--workload` before any child starts.
@@ -381,54 +238,6 @@ fn workloads(dir: &std::path::Path) -> Vec<String> {
     found
 }
 
-/// Start `p`'s child and wait until it is verified and warmed up (or
-/// excluded by how it ended).
-pub(super) fn start(
-    p: &mut Participant,
-    role: BenchRole,
-    executors: &Executors,
-    options: &BenchOptions,
-    interrupt: &Cancel,
-    reporter: &dyn BenchReporter,
-) -> Result<(), BenchError> {
-    reporter.report(BenchEvent::WarmingUp { variant: &p.name });
-    let spec = BenchSpec {
-        role,
-        workload: options.workload.clone(),
-        flush_l2: options.flush_l2,
-    };
-    let mut child = match &p.unit {
-        Unit::Variant(job) => executors
-            .python
-            .as_ref()
-            .ok_or(BenchError::NoExecutor("python"))?
-            .bench(&job.probe, &spec, interrupt)?,
-        Unit::Native { jobs, .. } => {
-            let probes: Vec<&crate::probe::Job> = jobs.iter().map(|j| &j.probe).collect();
-            executors
-                .cuda
-                .as_ref()
-                .ok_or(BenchError::NoExecutor("cuda"))?
-                .bench(&probes, super::native::LABEL, &spec, interrupt)?
-        }
-    };
-    let within = p
-        .unit
-        .first()
-        .map_or(HANG_FLOOR, |j| j.probe.limits.timeout);
-    match child.ready(within) {
-        Ok(setup) => {
-            p.setup = Some(setup);
-            p.child = Some(child);
-        }
-        Err(_) => p.excluded = Some(end(child, interrupt)?),
-    }
-    if interrupt.is_cancelled() {
-        return Err(BenchError::Interrupted);
-    }
-    Ok(())
-}
-
 /// A variant that is not timed, with the outcome that excludes it.
 fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
     VariantBench {
@@ -443,106 +252,19 @@ fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
     }
 }
 
-/// One round of one participant: as many samples as fill
-/// [`ROUND_TARGET`], each pushed to its stopper until it says stop.
-fn time_round(
-    p: &mut Participant,
-    round: u32,
-    options: &BenchOptions,
-    interrupt: &Cancel,
-) -> Result<(), BenchError> {
-    let (Some(child), Some(setup)) = (p.child.as_mut(), p.setup.as_ref()) else {
-        return Ok(());
-    };
-    let estimate = Duration::from_secs_f64(setup.estimate_ms.max(1e-6) / 1e3);
-    let samples = (ROUND_TARGET.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 10_000.0) as u32;
-    let within = (estimate * samples * HANG_FACTOR).max(HANG_FLOOR.min(options.criteria.timeout));
-    let started = Instant::now();
-    let got = match child.round(round, samples, within) {
-        Ok(got) => got,
-        Err(_) => {
-            if let Some(child) = p.child.take() {
-                p.excluded = Some(end(child, interrupt)?);
-            }
-            return Ok(());
-        }
-    };
-    // The stopper's clock is the wall time this participant was timed,
-    // spread evenly over the round's samples.
-    let per_sample = started.elapsed() / samples.max(1);
-    for sample in got {
-        p.timed += per_sample;
-        if sample.throttled {
-            p.throttled += 1;
-            continue;
-        }
-        let ms = match sample.cpu_ms {
-            Some(cpu) if options.cpu_time => cpu,
-            _ => sample.ms,
-        };
-        p.samples.push(ms);
-        if p.stop.is_none() {
-            p.stop = p.stopper.push(ms, p.timed);
-        }
-    }
-    if p.stop.is_none() && p.stopper.timed_out(p.timed) {
-        p.stop = Some(StopRule::Timeout);
-    }
-    Ok(())
-}
-
-/// Close a child and classify how it ended.
-fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
-    let evidence: Evidence = child.finish(FINISH_WITHIN)?;
-    if interrupt.is_cancelled() {
-        return Err(BenchError::Interrupted);
-    }
-    Ok(classify(&evidence))
-}
-
-/// A participant's row.
-pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
-    let status = match (&p.excluded, Summary::of(&p.samples), p.stop) {
-        (Some(outcome), _, _) => BenchStatus::Excluded {
-            outcome: outcome.kind.as_str().to_owned(),
-            reason: outcome.message.clone(),
-        },
-        (None, Some(summary), Some(stop)) => BenchStatus::Timed(Timed {
-            summary,
-            stop,
-            samples_ms: p.samples.clone(),
-            dropped_throttled: p.throttled,
-            timer: match p.setup.as_ref().map(|s| s.timer.as_str()) {
-                Some("device_events") => Timer::DeviceEvents,
-                _ if cpu_time => Timer::CpuTime,
-                _ => Timer::HostClock,
-            },
-        }),
-        (None, _, _) => BenchStatus::Excluded {
-            outcome: "probe_error".into(),
-            reason: format!("no sample was kept ({} throttled)", p.throttled),
-        },
-    };
-    VariantBench {
-        variant: p.name.clone(),
-        job: p.unit.key_hex(),
-        status,
-        vs_fastest: None,
-        vs_reference: None,
-    }
-}
-
 /// The device timed on, for people: the framework device the children
 /// reported, with the GPU's model where there is one.
 fn device(plan: &Plan, timed: &[Participant]) -> String {
     let torch = timed
         .iter()
-        .find_map(|p| match p.unit.first().map(|j| (&j.probe.subject, j.probe.device)) {
-            Some((Subject::Variant { name, .. }, device)) => {
-                Some(crate::probe::torch_device(name, device))
-            }
-            _ => None,
-        })
+        .find_map(
+            |p| match p.unit.first().map(|j| (&j.probe.subject, j.probe.device)) {
+                Some((Subject::Variant { name, .. }, device)) => {
+                    Some(crate::probe::torch_device(name, device))
+                }
+                _ => None,
+            },
+        )
         .unwrap_or_else(|| "cpu".into());
     // A universal variant's child chooses its device itself (`auto`): the
     // timer it reported says which it took.

@@ -213,13 +213,17 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
 /// native targets; several TARGETs must all be native.
 fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
     let [_, _, ..] = args.targets.as_slice() else {
-        let one = super::repo::one_kernel(args.targets.first().map(PathBuf::as_path), &args.repo, "bench")?;
+        let one = super::repo::one_kernel(
+            args.targets.first().map(PathBuf::as_path),
+            &args.repo,
+            "bench",
+        )?;
         return Ok(vec![one]);
     };
     let mut named = Vec::with_capacity(args.targets.len());
     for path in &args.targets {
-        let absolute = std::path::absolute(path)
-            .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        let absolute =
+            std::path::absolute(path).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
         if !is_native_target(&absolute) {
             return Err(BadInput(format!(
                 "{}: not a native target (no {MANIFEST}); bench takes several TARGETs only when each is a native target — a hub kernel's variants are compared within one TARGET",

@@ -48,8 +48,9 @@ enum Command {
     /// Print the path of the best variant that works here (instant when
     /// its outcomes are cached): the fallback for get_kernel.
     Select(select::Args),
-    /// Time the variants that work here side by side, each in a child of
-    /// its own, with verdicts (faster, slower, same, ambiguous).
+    /// Time the variants that work here (or native targets) side by side,
+    /// each in a child of its own, with verdicts (faster, slower, same,
+    /// ambiguous).
     Bench(bench::Args),
     /// Probe every variant that has no cached outcome yet (default: every
     /// kernel in the hub cache), for a new machine.

@@ -93,7 +93,8 @@ pub(super) fn serve(
         });
         for launch in &m.launches {
             child.enter(Phase::Launch, &launch.function);
-            launches.push(Prepared::new(driver, &loaded.module, launch).map_err(at(Phase::Launch))?);
+            launches
+                .push(Prepared::new(driver, &loaded.module, launch).map_err(at(Phase::Launch))?);
         }
         modules.push(loaded.module);
     }
@@ -105,7 +106,11 @@ pub(super) fn serve(
             .attribute(driver::ATTRIBUTE_L2_CACHE_SIZE)
             .map_err(at(Phase::Launch))?;
         // Twice the cache, as bench.py writes: no line of the last sample survives.
-        let bytes = usize::try_from(l2).ok().filter(|b| *b > 0).unwrap_or(FALLBACK_L2) * 2;
+        let bytes = usize::try_from(l2)
+            .ok()
+            .filter(|b| *b > 0)
+            .unwrap_or(FALLBACK_L2)
+            * 2;
         Some(driver.alloc(bytes).map_err(at(Phase::Launch))?)
     } else {
         None
@@ -146,8 +151,8 @@ pub(super) fn serve(
     replies
         .write_all(b"ready\n")
         .map_err(|e| fail("write", &request.replies, e))?;
-    let commands = std::fs::File::open(&request.commands)
-        .map_err(|e| fail("open", &request.commands, e))?;
+    let commands =
+        std::fs::File::open(&request.commands).map_err(|e| fail("open", &request.commands, e))?;
     for line in BufReader::new(commands).lines() {
         let line = line.map_err(|e| fail("read", &request.commands, e))?;
         if line.trim().is_empty() {

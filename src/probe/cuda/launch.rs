@@ -16,9 +16,10 @@ const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 pub(super) struct Prepared<'l> {
     pub(super) launch: &'l Launch,
     function: driver::Function,
-    /// Each parameter in its own 8-byte-aligned slot (boxed: the driver
-    /// reads them through `params`, which must not move).
-    _slots: Vec<Box<[u64; 1]>>,
+    /// Each parameter in its own 8-byte-aligned slot. The driver reads
+    /// them through `params`: the vector is filled once and never grows,
+    /// so its buffer stays put when the struct moves.
+    _slots: Vec<u64>,
     params: Vec<*mut c_void>,
     /// The buffers, by argument index, with their initial bytes.
     buffers: Vec<(usize, DeviceBuffer, Vec<u8>)>,
@@ -34,17 +35,16 @@ impl<'l> Prepared<'l> {
     ) -> Result<Prepared<'l>, Failure> {
         let function = module.function(&launch.function)?;
         allow_shared_memory(driver, function, launch)?;
-        let mut slots: Vec<Box<[u64; 1]>> = Vec::with_capacity(launch.args.len());
+        let mut slots: Vec<u64> = Vec::with_capacity(launch.args.len());
         let mut buffers = Vec::new();
         for (index, arg) in launch.args.iter().enumerate() {
-            let mut slot = Box::new([0u64; 1]);
-            match arg {
+            let slot = match arg {
                 Arg::Scalar { ty, value } => {
                     let mut bytes = Vec::with_capacity(8);
                     ty.encode(*value, &mut bytes);
                     let mut word = [0u8; 8];
                     word[..bytes.len()].copy_from_slice(&bytes);
-                    slot[0] = u64::from_ne_bytes(word);
+                    u64::from_ne_bytes(word)
                 }
                 Arg::Buffer { ty, init, .. } => {
                     let mut bytes = Vec::with_capacity(init.len() * ty.size());
@@ -52,15 +52,16 @@ impl<'l> Prepared<'l> {
                         ty.encode(*v, &mut bytes);
                     }
                     let buffer = driver.upload(&bytes)?;
-                    slot[0] = buffer.ptr();
+                    let ptr = buffer.ptr();
                     buffers.push((index, buffer, bytes));
+                    ptr
                 }
-            }
+            };
             slots.push(slot);
         }
         let params = slots
             .iter_mut()
-            .map(|s| s.as_mut_ptr().cast::<c_void>())
+            .map(|s| std::ptr::from_mut(s).cast::<c_void>())
             .collect();
         Ok(Prepared {
             launch,
