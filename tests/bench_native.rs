@@ -71,9 +71,12 @@ fn bench(
     cmd.current_dir(root)
         .env("PREFLIGHT_CACHE", root.join("cache"))
         .env("PREFLIGHT_LIBCUDA", fake_libcuda())
-        .args(["bench", "--json", "--min-time", "0.3", "--max-noise", "1"])
+        .args(["bench", "--json", "--max-noise", "1"])
         .args(targets)
         .args(args);
+    if !args.contains(&"--min-time") {
+        cmd.args(["--min-time", "0.3"]);
+    }
     for (name, us) in spins {
         cmd.env(
             format!("FAKE_CUDA_SPIN_US_preflight_axpy_{name}"),
@@ -398,4 +401,26 @@ fn the_cuda_bench_child_answers_rounds_like_the_python_one() {
         .filter(|e| matches!(e, kernel_preflight::protocol::Event::Verified { .. }))
         .count();
     assert_eq!(verified, 2, "before and after timing");
+}
+
+/// `--probe-timeout` bounds each child's import and warm-up, not the whole
+/// session it lives through: two targets timed for at least 1.2 s each
+/// outlive a 1 s probe timeout and are both timed.
+#[test]
+fn a_session_longer_than_the_probe_timeout_keeps_its_children() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    target(tmp.path(), "p", RIGHT);
+    target(tmp.path(), "q", RIGHT);
+    let (out, doc) = bench(
+        tmp.path(),
+        &["p", "q"],
+        &[("p", 1000), ("q", 1000)],
+        &[],
+        &["--min-time", "1.2", "--probe-timeout", "1"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in ["p", "q"] {
+        assert_eq!(row(&doc, name)["status"]["status"], "timed", "{doc}");
+    }
 }

@@ -92,10 +92,12 @@ pub(super) fn bench(
     if timed.is_empty() {
         return Err(BenchError::NothingPasses);
     }
+    let participants = timed.len();
     for p in &mut timed {
         start(
             p,
             BenchRole::Variant,
+            participants,
             executors,
             options,
             interrupt,

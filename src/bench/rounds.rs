@@ -177,11 +177,12 @@ pub(super) fn time_all<'p>(
     Ok(())
 }
 
-/// Start `p`'s child and wait until it is verified and warmed up (or
-/// excluded by how it ended).
+/// Start `p`'s child, one of `participants` in the session, and wait
+/// until it is verified and warmed up (or excluded by how it ended).
 pub(super) fn start(
     p: &mut Participant,
     role: BenchRole,
+    participants: usize,
     executors: &Executors,
     options: &BenchOptions,
     interrupt: &Cancel,
@@ -193,14 +194,32 @@ pub(super) fn start(
         workload: options.workload.clone(),
         flush_l2: options.flush_l2,
     };
+    let within = p
+        .unit
+        .first()
+        .map_or(HANG_FLOOR, |j| j.probe.limits.timeout);
+    // The probe timeout bounds the import and the warm-up (`ready`), and
+    // the parent's deadline each round; the child itself lives through
+    // every participant's warm-up and the whole session, so its sandbox
+    // only stops one that outlives all of that.
+    let participants = u32::try_from(participants.max(1)).unwrap_or(u32::MAX);
+    let lifetime = (within + options.criteria.timeout * 2)
+        .saturating_mul(participants)
+        .saturating_add(FINISH_WITHIN);
+    let probe = |job: &Job| {
+        let mut probe = job.probe.clone();
+        probe.limits.timeout = lifetime;
+        probe
+    };
     let mut child = match &p.unit {
         Unit::Variant(job) => executors
             .python
             .as_ref()
             .ok_or(BenchError::NoExecutor("python"))?
-            .bench(&job.probe, &spec, interrupt)?,
+            .bench(&probe(job), &spec, interrupt)?,
         Unit::Native { jobs, .. } => {
-            let probes: Vec<&crate::probe::Job> = jobs.iter().map(|j| &j.probe).collect();
+            let probes: Vec<crate::probe::Job> = jobs.iter().map(|j| probe(j)).collect();
+            let probes: Vec<&crate::probe::Job> = probes.iter().collect();
             executors
                 .cuda
                 .as_ref()
@@ -208,10 +227,6 @@ pub(super) fn start(
                 .bench(&probes, super::native::LABEL, &spec, interrupt)?
         }
     };
-    let within = p
-        .unit
-        .first()
-        .map_or(HANG_FLOOR, |j| j.probe.limits.timeout);
     match child.ready(within) {
         Ok(setup) => {
             p.setup = Some(setup);

@@ -151,10 +151,13 @@ pub fn bench(
         .iter()
         .map(|job| participant(job, job.name.clone()))
         .collect();
+    // At most one more: the reference.
+    let participants = timed.len() + 1;
     for p in &mut timed {
         start(
             p,
             BenchRole::Variant,
+            participants,
             executors,
             options,
             interrupt,
@@ -172,6 +175,7 @@ pub fn bench(
         start(
             p,
             BenchRole::Reference,
+            participants,
             executors,
             options,
             interrupt,
