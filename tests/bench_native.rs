@@ -424,3 +424,34 @@ fn a_session_longer_than_the_probe_timeout_keeps_its_children() {
         assert_eq!(row(&doc, name)["status"]["status"], "timed", "{doc}");
     }
 }
+
+/// A target of two modules is timed as a whole: each sample is both
+/// launches, in file order, and it is kept once, under the key of both.
+#[test]
+fn a_target_of_several_modules_is_timed_as_the_sum_of_its_launches() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    target(tmp.path(), "single", RIGHT);
+    let pair = target(tmp.path(), "pair", RIGHT);
+    let manifest = std::fs::read_to_string(pair.join("preflight.toml")).unwrap();
+    let second = manifest
+        .replace("k.cubin", "k2.cubin")
+        .replace("preflight_axpy_pair", "preflight_axpy_pair2");
+    std::fs::write(pair.join("k2.cubin"), b"another module").unwrap();
+    std::fs::write(pair.join("preflight.toml"), format!("{manifest}\n{second}")).unwrap();
+    let (out, doc) = bench(
+        tmp.path(),
+        &["pair", "single"],
+        &[("single", 400), ("pair", 400), ("pair2", 800)],
+        &[],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let ratio = median(row(&doc, "pair")) / median(row(&doc, "single"));
+    assert!(
+        (ratio / 3.0 - 1.0).abs() < 0.15,
+        "measured {ratio:.3}\n{doc}"
+    );
+    assert_eq!(row(&doc, "pair")["vs_fastest"]["verdict"], "slower");
+    assert_eq!(kept(&tmp.path().join("cache")), 2);
+}
