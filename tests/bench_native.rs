@@ -284,6 +284,10 @@ fn bad_input_exits_2_before_anything_is_timed() {
             &["a", "--variants", "x"][..],
             "--variants applies to hub variants",
         ),
+        (
+            &["a", "--smoke", "a/k.cubin"][..],
+            "--smoke applies to hub variants",
+        ),
         (&["a", "broken"][..], "preflight.toml"),
         (&["a", "--min-samples", "1"][..], "--min-samples 1"),
     ] {

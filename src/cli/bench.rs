@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     variants: Option<Vec<String>>,
     /// The workload of the repo's benchmarks/benchmark*.py to time
-    /// (`benchmark_<W>`; default: the smallest of the first class).
+    /// (`benchmark_<W>`; default: the smallest of the first class; hub
+    /// kernels).
     #[arg(long, value_name = "W")]
     workload: Option<String>,
     /// Stop a variant once its relative noise (stdev / mean) is below PCT percent.
@@ -89,7 +90,7 @@ pub struct Args {
     #[arg(long, value_name = "P")]
     python: Option<PathBuf>,
     /// Smoke file with `def smoke(kernel, device)` to time, instead of the
-    /// repo's benchmarks.
+    /// repo's benchmarks (hub kernels).
     #[arg(long, value_name = "FILE")]
     smoke: Option<PathBuf>,
     /// Probe every variant again, and keep no outcome and no bench result.
@@ -154,6 +155,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         for (given, name) in [
             (args.workload.is_some(), "--workload"),
             (args.variants.is_some(), "--variants"),
+            (args.smoke.is_some(), "--smoke"),
         ] {
             if given {
                 return Err(BadInput(BenchError::HubOnly(name).to_string()));
