@@ -2,14 +2,14 @@
 //!
 //! A native target (a directory with a `preflight.toml`) is timed as a
 //! whole — every launch of every module in each sample — and several are
-//! compared side by side like variants ([`native`]).
+//! compared side by side like variants (`native.rs`).
 //!
 //! A client of `run`'s plan: the variants are probed (or answered from the
 //! cache) first, and only those that pass are timed, each in a bench child
 //! of its own that stays alive across interleaved rounds
 //! ([`session::bench`]). The results rank the variants with bootstrap
 //! verdicts ([`result::BenchReport::rank`]) and go to the cache's bench
-//! bucket ([`session::store`]), where `select --fastest` finds them.
+//! bucket ([`store()`]), where `select --fastest` finds them.
 
 mod native;
 pub mod result;

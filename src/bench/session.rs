@@ -79,8 +79,10 @@ pub trait BenchReporter: Sync {
     fn report(&self, event: BenchEvent<'_>);
 }
 
-/// Bench the passing variants of `plan`'s first target, after `check`
-/// answered every job. The caller's `interrupt` stops every child.
+/// Bench the passing variants of `plan`'s hub kernel — or, when its
+/// targets are native (`preflight.toml`), those targets side by side, each
+/// as a whole — after `check` answered every job. The caller's `interrupt`
+/// stops every child.
 pub fn bench(
     plan: &Plan,
     check: &CheckReport,

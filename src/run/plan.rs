@@ -124,8 +124,8 @@ impl Plan {
     }
 
     /// The key of a native target as a whole (what `bench` times and keeps
-    /// its result under): see [`cached::target_key`]; `None` when a module
-    /// is not cached.
+    /// its result under): its one module's own key, or one identity made of
+    /// all of theirs; `None` when a module is not cached.
     pub fn target_key(&self, target: TargetId) -> Option<JobKey> {
         let keys: Vec<Option<&JobKey>> = self.jobs_of(target).map(|j| j.key.as_ref()).collect();
         cached::target_key(&keys)
