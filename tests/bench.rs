@@ -216,6 +216,47 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     assert!(selection["speed"]["median_ms"].is_number(), "{selection}");
     assert_eq!(selection["speed"]["runner_up"], names[0].as_str());
     assert_eq!(selection["speed"]["ambiguous"], false, "{selection}");
+    assert_eq!(selection["speed"]["workload"], "default", "{selection}");
+
+    // Results are kept per workload: `select --fastest --workload W` reads
+    // only W's. Benching the slowest variant alone under `spin` makes it
+    // the only one with a median there, so it is chosen.
+    let fastest = |workload: &str| {
+        let out = preflight_cmd()
+            .env("PREFLIGHT_CACHE", &cache)
+            .args([
+                "select",
+                "--fastest",
+                "--json",
+                "--workload",
+                workload,
+                "--python",
+            ])
+            .arg(common::venv_python())
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (doc, stderr(&out))
+    };
+    let (before, err) = fastest("spin");
+    assert_eq!(before["speed"]["basis"], "no_bench_data", "{before}");
+    assert_eq!(before["speed"]["workload"], "spin", "{before}");
+    assert!(err.contains("no bench results of workload spin"), "{err}");
+    let (out, _) = bench(
+        &repo,
+        &cache,
+        &[
+            &QUICK[..],
+            &["--cpu-time", "--workload", "spin", "--variants", &names[0]],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (after, _) = fastest("spin");
+    assert_eq!(after["speed"]["basis"], "bench", "{after}");
+    assert_eq!(after["variant"], names[0].as_str(), "{after}");
 }
 
 #[test]
