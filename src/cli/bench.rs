@@ -170,13 +170,15 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     Ok(if timed { Answer::Yes } else { Answer::No })
 }
 
-/// The terminal's width from `COLUMNS`, else 100.
+/// The width to fit: `COLUMNS`, else the terminal's; into a pipe or a
+/// file, wide enough that no cell wraps.
 fn width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())
         .filter(|w| *w >= 40)
-        .unwrap_or(100)
+        .or_else(|| comfy_table::Table::new().width().map(usize::from))
+        .unwrap_or(200)
 }
 
 /// A progress bar over the participants on stderr, when it is a terminal.
