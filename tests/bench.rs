@@ -198,17 +198,24 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     }
     assert_eq!(doc["reference"]["status"]["status"], "timed", "{doc}");
 
+    // `select --fastest ARGS --json`: its document and its stderr.
+    let fastest = |args: &[&str]| {
+        let out = preflight_cmd()
+            .env("PREFLIGHT_CACHE", &cache)
+            .args(["select", "--fastest", "--json"])
+            .args(args)
+            .arg("--python")
+            .arg(common::venv_python())
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (doc, stderr(&out))
+    };
     // select --fastest ranks by the stored medians, not by the hub's
     // preference (names[0] first) or a smoke call.
-    let out = preflight_cmd()
-        .env("PREFLIGHT_CACHE", &cache)
-        .args(["select", "--fastest", "--json", "--python"])
-        .arg(common::venv_python())
-        .arg(&repo)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let selection: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (selection, _) = fastest(&[]);
     // Only the names the hub accepts here may be chosen (no torch in the
     // test environment: the torch-versioned name is not among them).
     assert_eq!(selection["variant"], names[1].as_str(), "{selection}");
@@ -221,26 +228,7 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     // Results are kept per workload: `select --fastest --workload W` reads
     // only W's. Benching the slowest variant alone under `spin` makes it
     // the only one with a median there, so it is chosen.
-    let fastest = |workload: &str| {
-        let out = preflight_cmd()
-            .env("PREFLIGHT_CACHE", &cache)
-            .args([
-                "select",
-                "--fastest",
-                "--json",
-                "--workload",
-                workload,
-                "--python",
-            ])
-            .arg(common::venv_python())
-            .arg(&repo)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        (doc, stderr(&out))
-    };
-    let (before, err) = fastest("spin");
+    let (before, err) = fastest(&["--workload", "spin"]);
     assert_eq!(before["speed"]["basis"], "no_bench_data", "{before}");
     assert_eq!(before["speed"]["workload"], "spin", "{before}");
     assert!(err.contains("no bench results of workload spin"), "{err}");
@@ -254,7 +242,7 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
         .concat(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let (after, _) = fastest("spin");
+    let (after, _) = fastest(&["--workload", "spin"]);
     assert_eq!(after["speed"]["basis"], "bench", "{after}");
     assert_eq!(after["variant"], names[0].as_str(), "{after}");
 }

@@ -64,6 +64,13 @@ fn warm_records(cache: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The one warm record under `cache` (one target), as stored.
+fn the_record(cache: &Path) -> serde_json::Value {
+    let records = warm_records(cache);
+    assert_eq!(records.len(), 1, "one warm record per target");
+    serde_json::from_slice(&std::fs::read(&records[0]).unwrap()).unwrap()
+}
+
 /// Make every warm record under `cache` answer `wrong` (a variant the
 /// accepted one before it says passes): a run that prints `wrong` used it.
 fn plant(cache: &Path, wrong: &str) {
@@ -108,10 +115,7 @@ fn warm_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
         "{}",
         stdout(&out)
     );
-    let records = warm_records(&cache);
-    assert_eq!(records.len(), 1, "one warm record per target");
-    let entry: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&records[0]).unwrap()).unwrap();
+    let entry = the_record(&cache);
     let kept = entry["record"]["jobs"]
         .as_array()
         .unwrap()
@@ -291,10 +295,7 @@ fn installing_a_missing_module_retires_the_outcome_that_said_so() {
     // missing module's with what was installed then.
     age(&cache.join("outcomes-v2"));
     assert!(select().ends_with("build/torch-universal"));
-    let records = warm_records(&cache);
-    assert_eq!(records.len(), 1);
-    let entry: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&records[0]).unwrap()).unwrap();
+    let entry = the_record(&cache);
     let cpu = entry["record"]["jobs"]
         .as_array()
         .unwrap()
