@@ -131,7 +131,11 @@ pub fn answer(
         return Ok(None);
     }
     let installed = OnceCell::new();
-    let packages = || installed.get_or_init(|| distributions_digest(site_packages)).as_str();
+    let packages = || {
+        installed
+            .get_or_init(|| distributions_digest(site_packages))
+            .as_str()
+    };
     Ok(chosen(&record.jobs, packages).map(|job| Answer {
         path: job.path.clone(),
         warnings: record.warnings.clone(),
