@@ -85,6 +85,7 @@ fn fill(cache: &Path, n: usize) {
             outcome: outcome.clone(),
             timings: Timings::default(),
             machine: "filler".into(),
+            packages: None,
         };
         let key = OutcomeKey::new(&"0".repeat(64), job);
         cache.outcomes().put(&key, record).expect("fill cache");

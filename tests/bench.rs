@@ -198,17 +198,24 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     }
     assert_eq!(doc["reference"]["status"]["status"], "timed", "{doc}");
 
+    // `select --fastest ARGS --json`: its document and its stderr.
+    let fastest = |args: &[&str]| {
+        let out = preflight_cmd()
+            .env("PREFLIGHT_CACHE", &cache)
+            .args(["select", "--fastest", "--json"])
+            .args(args)
+            .arg("--python")
+            .arg(common::venv_python())
+            .arg(&repo)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (doc, stderr(&out))
+    };
     // select --fastest ranks by the stored medians, not by the hub's
     // preference (names[0] first) or a smoke call.
-    let out = preflight_cmd()
-        .env("PREFLIGHT_CACHE", &cache)
-        .args(["select", "--fastest", "--json", "--python"])
-        .arg(common::venv_python())
-        .arg(&repo)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let selection: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (selection, _) = fastest(&[]);
     // Only the names the hub accepts here may be chosen (no torch in the
     // test environment: the torch-versioned name is not among them).
     assert_eq!(selection["variant"], names[1].as_str(), "{selection}");
@@ -216,6 +223,28 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     assert!(selection["speed"]["median_ms"].is_number(), "{selection}");
     assert_eq!(selection["speed"]["runner_up"], names[0].as_str());
     assert_eq!(selection["speed"]["ambiguous"], false, "{selection}");
+    assert_eq!(selection["speed"]["workload"], "default", "{selection}");
+
+    // Results are kept per workload: `select --fastest --workload W` reads
+    // only W's. Benching the slowest variant alone under `spin` makes it
+    // the only one with a median there, so it is chosen.
+    let (before, err) = fastest(&["--workload", "spin"]);
+    assert_eq!(before["speed"]["basis"], "no_bench_data", "{before}");
+    assert_eq!(before["speed"]["workload"], "spin", "{before}");
+    assert!(err.contains("no bench results of workload spin"), "{err}");
+    let (out, _) = bench(
+        &repo,
+        &cache,
+        &[
+            &QUICK[..],
+            &["--cpu-time", "--workload", "spin", "--variants", &names[0]],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (after, _) = fastest(&["--workload", "spin"]);
+    assert_eq!(after["speed"]["basis"], "bench", "{after}");
+    assert_eq!(after["variant"], names[0].as_str(), "{after}");
 }
 
 #[test]

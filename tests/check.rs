@@ -72,6 +72,22 @@ fn the_example_shows_passing_and_failing_variants() {
             ("torch29-cpu-x86_64-windows", "skipped"),
         ])
     );
+    // Every outcome records the depth it reached: a failure, what it had
+    // done before it failed.
+    let depth = |variant: &str| {
+        doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == variant)
+            .map(|r| r["outcome"]["depth"].clone())
+            .unwrap()
+    };
+    assert_eq!(depth("torch-universal"), "verified");
+    // Imported, then its device was not usable.
+    assert_eq!(depth("torch-cuda"), "load");
+    // Its import failed: nothing done.
+    assert_eq!(depth("torch-cpu"), Value::Null);
 }
 
 #[test]

@@ -7,8 +7,10 @@
 //! Tests that need a GPU are `#[ignore]`d and run by `scripts/gpu-check.sh`.
 
 mod common;
+mod fake_cuda;
 
-use common::{preflight_cmd, stderr, stdout, venv};
+use common::{preflight_cmd, stderr, stdout};
+use fake_cuda::cu13;
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::discover::{self, Named, NativeTarget, Target};
 use kernel_preflight::fingerprint::{Fingerprint, NoStore, Sources};
@@ -28,16 +30,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/native")
         .join(name)
-}
-
-/// The CUDA 13 wheel layout: `bin/nvcc`, `lib/libnvrtc.so.13`.
-fn cu13() -> PathBuf {
-    std::fs::read_dir(venv().join("lib"))
-        .expect("venv lib")
-        .flatten()
-        .map(|e| e.path().join("site-packages/nvidia/cu13"))
-        .find(|p| p.is_dir())
-        .expect("the nvidia-cuda-* 13 wheels in the test venv")
 }
 
 fn nvrtc() -> PathBuf {

@@ -3,18 +3,10 @@
 //! toolchain can do (the wheel's NVRTC and nvcc compile), and exits 0.
 
 mod common;
+mod fake_cuda;
 
 use common::{preflight_cmd, stderr, stdout, venv};
-use std::path::PathBuf;
-
-fn cu13() -> PathBuf {
-    std::fs::read_dir(venv().join("lib"))
-        .expect("venv lib")
-        .flatten()
-        .map(|e| e.path().join("site-packages/nvidia/cu13"))
-        .find(|p| p.is_dir())
-        .expect("the nvidia-cuda-* 13 wheels in the test venv")
-}
+use fake_cuda::cu13;
 
 fn doctor(json: bool) -> std::process::Output {
     let mut cmd = preflight_cmd();

@@ -64,6 +64,13 @@ fn warm_records(cache: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The one warm record under `cache` (one target), as stored.
+fn the_record(cache: &Path) -> serde_json::Value {
+    let records = warm_records(cache);
+    assert_eq!(records.len(), 1, "one warm record per target");
+    serde_json::from_slice(&std::fs::read(&records[0]).unwrap()).unwrap()
+}
+
 /// Make every warm record under `cache` answer `wrong` (a variant the
 /// accepted one before it says passes): a run that prints `wrong` used it.
 fn plant(cache: &Path, wrong: &str) {
@@ -108,10 +115,7 @@ fn warm_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
         "{}",
         stdout(&out)
     );
-    let records = warm_records(&cache);
-    assert_eq!(records.len(), 1, "one warm record per target");
-    let entry: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&records[0]).unwrap()).unwrap();
+    let entry = the_record(&cache);
     let kept = entry["record"]["jobs"]
         .as_array()
         .unwrap()
@@ -239,4 +243,79 @@ fn a_corrupt_warm_record_is_ignored_with_its_path_and_removed() {
     let again: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
     assert!(again["record"]["jobs"].is_array());
+}
+
+/// A Python environment of the test's own, with nothing installed (no
+/// pip): its interpreter and its import folder, where the test "installs".
+fn bare_env(root: &Path) -> (PathBuf, PathBuf) {
+    let env = root.join("env");
+    let out = Command::new(common::venv_python())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&env)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lib = std::fs::read_dir(env.join("lib"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .expect("lib/python3.*");
+    (env.join("bin/python"), lib.path().join("site-packages"))
+}
+
+#[test]
+fn installing_a_missing_module_retires_the_outcome_that_said_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (python, site) = bare_env(tmp.path());
+    let names = variant_names(2); // torch-universal, torch-cpu (preferred)
+    let repo = kernel_repo(tmp.path(), "needs", &names, "X = 1\n");
+    // The preferred variant needs a module no fingerprint tracks and no
+    // metadata declares.
+    std::fs::write(
+        repo.join("build/torch-cpu/__init__.py"),
+        "import preflight_stale_dep\n",
+    )
+    .unwrap();
+    age(&repo);
+    let cache = fresh_dir("cache");
+    let select = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
+            .arg("select")
+            .arg(&repo)
+            .arg("--python")
+            .arg(&python)
+            .env("PREFLIGHT_CACHE", &cache)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out).trim().to_owned()
+    };
+    assert!(select().ends_with("build/torch-universal"));
+    // Settled, the next run keeps a warm record with both outcomes, the
+    // missing module's with what was installed then.
+    age(&cache.join("outcomes-v2"));
+    assert!(select().ends_with("build/torch-universal"));
+    let entry = the_record(&cache);
+    let cpu = entry["record"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == "torch-cpu")
+        .unwrap();
+    assert_eq!(cpu["outcome"]["outcome"]["kind"], "missing_dependency");
+    assert!(cpu["outcome"]["packages"].is_string(), "{cpu}");
+    // Nothing installed since: still the warm answer.
+    assert!(select().ends_with("build/torch-universal"));
+
+    // `pip install` of a distribution that provides the module.
+    std::fs::write(site.join("preflight_stale_dep.py"), "").unwrap();
+    std::fs::create_dir(site.join("preflight_stale_dep-1.0.dist-info")).unwrap();
+    assert!(
+        select().ends_with("build/torch-cpu"),
+        "the cached refusal outlived the install"
+    );
+    // And removing it again retires the pass that imported it.
+    std::fs::remove_file(site.join("preflight_stale_dep.py")).unwrap();
+    std::fs::remove_dir(site.join("preflight_stale_dep-1.0.dist-info")).unwrap();
+    assert!(select().ends_with("build/torch-universal"));
 }

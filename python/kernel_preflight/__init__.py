@@ -8,23 +8,29 @@ is the `preflight` binary's, which ships with this package.
 """
 
 from ._api import NoWorkingVariant, check, fingerprint, resolve, select, warmup
+from ._bench import BenchReport, BenchSummary, VariantBench, bench
 from ._binary import PreflightError, find_preflight
 from ._hub import KernelLoadError, download, get_kernel
 from ._types import (
     Candidate,
     CheckReport,
+    Comparison,
     Decision,
     Fingerprint,
     KernelSummary,
     Outcome,
     Selection,
+    Speed,
     Timings,
     VariantResult,
 )
 
 __all__ = [
+    "BenchReport",
+    "BenchSummary",
     "Candidate",
     "CheckReport",
+    "Comparison",
     "Decision",
     "Fingerprint",
     "KernelLoadError",
@@ -33,8 +39,11 @@ __all__ = [
     "Outcome",
     "PreflightError",
     "Selection",
+    "Speed",
     "Timings",
+    "VariantBench",
     "VariantResult",
+    "bench",
     "check",
     "download",
     "find_preflight",

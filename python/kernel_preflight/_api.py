@@ -154,17 +154,25 @@ def select(
     revision: Optional[str] = None,
     version: Optional[int] = None,
     fastest: bool = False,
+    workload: Optional[str] = None,
     timeout: Optional[float] = None,
     smoke: Optional[PathOrRepo] = None,
     no_cache: bool = False,
     python: Optional[PathOrRepo] = None,
 ) -> Selection:
     """The best variant that works here (instant when its outcomes are
-    cached); raises `NoWorkingVariant`, with the table of why, when none does."""
+    cached); raises `NoWorkingVariant`, with the table of why, when none does.
+    With `fastest=True` the one with the shortest median that `bench` kept
+    for this machine (of `workload`, when given); `Selection.speed` says what
+    the ranking rests on and whether the top two are told apart."""
+    if workload is not None and not fastest:
+        raise ValueError("`workload` ranks by bench results: it needs fastest=True")
     args = ["select", *_target(repo_id_or_path), *_pin(revision, version)]
     args += _probing(None, timeout, smoke, no_cache)
     if fastest:
         args.append("--fastest")
+    if workload is not None:
+        args += ["--workload", workload]
     doc, code = run_json([*args, *_python(python)], answers=(0, 1))
     selection = Selection.from_json(doc)
     if code == 1 or selection.chosen is None:

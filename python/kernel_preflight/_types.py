@@ -124,6 +124,45 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """One timed variant against another (`bench`): `speedup` is the
+    other's median over this one's (above 1: this one is faster), with its
+    bootstrap 95 % interval and the verdict drawn from it (`faster`,
+    `slower`, `same` or `ambiguous`)."""
+
+    speedup: float
+    low: float
+    high: float
+    verdict: str
+
+    @classmethod
+    def from_json(cls, doc: Optional[Mapping[str, Any]]) -> Optional["Comparison"]:
+        return cls(**_known(cls, doc)) if doc else None
+
+
+@dataclass(frozen=True)
+class Speed:
+    """What `select(fastest=True)` ranked by: `basis` is `bench` (the medians
+    `bench` kept for this machine and `workload`) or `no_bench_data` (one
+    cold smoke call decided, which is not a speed)."""
+
+    basis: str
+    workload: str = "default"
+    median_ms: Optional[float] = None
+    runner_up: Optional[str] = None
+    vs_runner_up: Optional[Comparison] = None
+    ambiguous: bool = False
+
+    @classmethod
+    def from_json(cls, doc: Optional[Mapping[str, Any]]) -> Optional["Speed"]:
+        if not doc:
+            return None
+        known = _known(cls, doc)
+        known["vs_runner_up"] = Comparison.from_json(doc.get("vs_runner_up"))
+        return cls(**known)
+
+
+@dataclass(frozen=True)
 class Selection:
     """`select`'s answer: the variant to load (`None` when none works here)
     and every alternative, in the hub loader's preference order."""
@@ -132,6 +171,8 @@ class Selection:
     alternatives: list[Candidate]
     cached: bool
     raw: Mapping[str, Any] = field(repr=False)
+    speed: Optional[Speed] = None
+    """With `fastest=True`: what the ranking rests on."""
 
     @property
     def variant(self) -> Optional[str]:
@@ -160,6 +201,7 @@ class Selection:
             alternatives=[Candidate.from_json(a) for a in doc.get("alternatives", [])],
             cached=bool(doc.get("cached")),
             raw=doc,
+            speed=Speed.from_json(doc.get("speed")),
         )
 
 

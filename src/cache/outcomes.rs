@@ -28,6 +28,15 @@ pub struct OutcomeRecord {
     pub timings: Timings,
     /// The machine, in one line (see [`machine_line`]).
     pub machine: String,
+    /// For a hub variant's outcome (its import runs in the probed Python
+    /// environment): what was installed there when it was probed
+    /// ([`crate::fingerprint::python::distributions_digest`]). An import
+    /// may need any installed package, and the fingerprint tracks only
+    /// some, so an install, upgrade or removal it cannot see must still
+    /// retire the outcome: a module found missing may have been installed
+    /// since, one a pass imported removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<String>,
 }
 
 /// An outcome entry as it is stored, listed and exported.

@@ -41,6 +41,7 @@ fn record(kind: OutcomeKind, path: &Path) -> OutcomeRecord {
         outcome: classify::outcome(kind, Phase::Done, "m", ""),
         timings: Timings::default(),
         machine: "test machine".into(),
+        packages: None,
     }
 }
 

@@ -187,6 +187,10 @@ pub struct WarmOutcome {
     pub outcome: Outcome,
     /// Where the time went.
     pub timings: Timings,
+    /// The outcome record's digest of the installed packages (see
+    /// [`crate::cache::OutcomeRecord::packages`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packages: Option<String>,
 }
 
 /// The plan of one directory of variants on one machine, with what

@@ -42,11 +42,13 @@ fn device(kind: OutcomeKind, error: Option<i64>) -> Outcome {
 fn a_refused_load_is_the_answer_once_the_import_reached_the_device() {
     use OutcomeKind::*;
     let refused = || device(UnsupportedArch, Some(209));
-    // Imported and the device confirmed: the load decides, before any smoke.
+    // Imported and the device confirmed: the load decides, before any
+    // smoke, and the variant got as far as its import (its code never
+    // loaded on the device).
     let o = with_device_code(outcome(Pass, Phase::Done, Some(Depth::Device)), refused());
     assert_eq!(
         (o.kind, o.phase, o.depth),
-        (UnsupportedArch, Phase::Load, None)
+        (UnsupportedArch, Phase::Load, Some(Depth::Load))
     );
     assert_eq!(o.embedded, [load(Some(209))]);
     // A smoke that died (the kernel's exit(1)) is explained by the load.

@@ -124,7 +124,9 @@ pub struct Outcome {
     pub kind: OutcomeKind,
     /// The phase it happened in (`done` for a pass).
     pub phase: Phase,
-    /// How far a passing probe got; `None` unless it passed.
+    /// How far the probe got: for a pass, the depth it reported; for a
+    /// failure, the depth of the phases it finished before it failed
+    /// (`None`: it failed before its import was done).
     pub depth: Option<Depth>,
     /// The cause, on one line.
     pub message: String,
@@ -213,6 +215,9 @@ pub const STDERR_TAIL_LINES: usize = 20;
 pub fn classify(evidence: &Evidence) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report);
+    if !outcome.kind.passed() {
+        outcome.depth = report.reached;
+    }
     termination::record(&mut outcome, evidence);
     outcome.embedded = report.embedded;
     outcome
@@ -240,7 +245,11 @@ pub fn with_device_code(import: Outcome, device: Outcome) -> Outcome {
         }
         outcome
     } else {
-        device.clone()
+        // The driver refused the embedded code: whatever the import
+        // showed, the variant's code never got past loading.
+        let mut outcome = device.clone();
+        outcome.depth = import.depth.min(Some(Depth::Load));
+        outcome
     };
     outcome.embedded = device.embedded;
     outcome

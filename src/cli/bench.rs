@@ -240,13 +240,15 @@ fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
     Ok(named)
 }
 
-/// The terminal's width from `COLUMNS`, else 100.
+/// The width to fit: `COLUMNS`, else the terminal's; into a pipe or a
+/// file, wide enough that no cell wraps.
 fn width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())
         .filter(|w| *w >= 40)
-        .unwrap_or(100)
+        .or_else(|| comfy_table::Table::new().width().map(usize::from))
+        .unwrap_or(200)
 }
 
 /// A progress bar over the participants on stderr, when it is a terminal.

@@ -5,7 +5,7 @@ use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
 use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::check;
-use kernel_preflight::run::select::{Basis, Names, Rank, Selection, Speed};
+use kernel_preflight::run::select::{Basis, Bench, Names, Rank, Selection, Speed};
 use std::path::PathBuf;
 
 /// Arguments of `preflight select`.
@@ -22,6 +22,11 @@ pub struct Args {
     /// speed), said on stderr.
     #[arg(long)]
     fastest: bool,
+    /// With --fastest: rank by the bench results kept for workload W
+    /// (`preflight bench --workload W`) instead of those of a bench run
+    /// without --workload.
+    #[arg(long, value_name = "W", requires = "fastest")]
+    workload: Option<String>,
     /// Let evidence overrule names: when no variant the hub accepts by name
     /// works, choose one it rejects by name whose smoke workload ran here
     /// (depth smoke or deeper). Said on stderr and in the JSON.
@@ -103,8 +108,14 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         Names::Decide
     };
     let bench = match rank {
-        Rank::Fastest => plan.bench_results(DEFAULT_WORKLOAD),
-        Rank::Preference => Vec::new(),
+        Rank::Fastest => {
+            let workload = args.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
+            Bench {
+                workload: workload.to_owned(),
+                records: plan.bench_results(workload),
+            }
+        }
+        Rank::Preference => Bench::default(),
     };
     let selection = Selection::new(&report.results, rank, names, &bench);
     if let (Some(speed), Some(variant)) = (&selection.speed, selection.variant) {
@@ -134,6 +145,12 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
 /// they tell the top two apart), or nothing that measures speed.
 fn speed_note(variant: &str, speed: &Speed) {
     match (speed.basis, &speed.runner_up, &speed.vs_runner_up) {
+        (Basis::NoBenchData, _, _) if speed.workload != DEFAULT_WORKLOAD => eprintln!(
+            "preflight: no bench results of workload {0} for this machine: ranked by the smoke's \
+             one cold call, which is not a speed measurement \
+             (run `preflight bench --workload {0}` for one)",
+            speed.workload
+        ),
         (Basis::NoBenchData, _, _) => eprintln!(
             "preflight: no bench results for this machine: ranked by the smoke's one cold call, \
              which is not a speed measurement (run `preflight bench` for one)"

@@ -15,7 +15,11 @@ pub fn select(probing: &Probing, root: &Path) -> Option<PathBuf> {
     let cache = probing.outcome_cache()?;
     let fingerprint = probing.fingerprint().ok()?;
     let options = probing.plan_options(false, None);
-    match warm::answer(cache, root, &fingerprint.hash(), &options) {
+    let site_packages = fingerprint
+        .python
+        .as_ref()
+        .map_or(&[][..], |p| &p.site_packages[..]);
+    match warm::answer(cache, root, &fingerprint.hash(), &options, site_packages) {
         Ok(Some(answer)) => {
             for warning in &answer.warnings {
                 eprintln!("preflight: warning: {warning}");

@@ -105,3 +105,30 @@ pub fn version_py_field(text: &str, field: &str) -> Option<String> {
         Some(quoted.to_string())
     })
 }
+
+/// A digest of what is installed in the import folders `site_packages`:
+/// the names of their entries (distributions, packages, modules, `.pth`
+/// files), not their contents. An install, an upgrade (a new `dist-info`
+/// name) or a removal changes it; importing does not (`__pycache__` is left
+/// out). It vouches for outcomes about the environment's packages: a
+/// missing module may be installed by a distribution that no fingerprint
+/// tracks.
+pub fn distributions_digest(site_packages: &[PathBuf]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for dir in site_packages {
+        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
+            .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        names.retain(|n| n != "__pycache__");
+        names.sort();
+        hasher.update(dir.as_os_str().as_encoded_bytes());
+        hasher.update([0]);
+        for name in names {
+            hasher.update(name.as_encoded_bytes());
+            hasher.update([0]);
+        }
+        hasher.update([1]);
+    }
+    crate::hash::hex(&hasher.finalize())
+}

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use super::packages::{normalize, parse_dist_dir, version_py_field};
+pub use super::packages::{distributions_digest, normalize, parse_dist_dir, version_py_field};
 
 /// Packages whose versions are always part of the fingerprint (distribution
 /// names, normalized).

@@ -104,6 +104,22 @@ pub struct Report {
     pub failure: Option<(Phase, Failure)>,
     /// The depth the child reported when it finished.
     pub done: Option<Depth>,
+    /// The deepest depth the phases the child left behind amount to (see
+    /// [`completed`]): how far a probe that failed got.
+    pub reached: Option<Depth>,
+}
+
+/// The depth a phase amounts to once the child has moved on past it: the
+/// import done is `load`; the device confirmed, or a module loaded on it,
+/// is `device`; a smoke workload or launches that ran are `smoke`.
+pub fn completed(phase: Phase) -> Option<Depth> {
+    match phase {
+        Phase::Start => None,
+        Phase::Import => Some(Depth::Load),
+        Phase::Load => Some(Depth::Device),
+        Phase::Launch | Phase::Smoke => Some(Depth::Smoke),
+        Phase::Verify | Phase::Done => Some(Depth::Verified),
+    }
 }
 
 impl Report {
@@ -122,7 +138,15 @@ impl Report {
                     r.pid = *pid;
                     r.pgid = *pgid;
                 }
-                Event::Phase { phase, .. } => r.last_phase = Some(*phase),
+                Event::Phase { phase, .. } => {
+                    // Only a later phase leaves the one before it behind:
+                    // a phase entered again (a second module's load, a
+                    // bench's verification after timing) finishes nothing.
+                    if let Some(last) = r.last_phase.filter(|last| phase > last) {
+                        r.reached = r.reached.max(completed(last));
+                    }
+                    r.last_phase = Some(*phase);
+                }
                 Event::Runtime(runtime) => r.runtime.merge(runtime),
                 Event::Module { name, package } => {
                     r.module = Some(name.clone());

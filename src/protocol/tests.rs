@@ -283,3 +283,35 @@ fn timings_take_the_first_launch_median_and_round() {
     assert_eq!(t.import_ms, Some(1.235));
     assert_eq!(t.smoke_ms, Some(2.0));
 }
+
+#[test]
+fn the_depth_reached_is_that_of_the_phases_left_behind() {
+    let reached = |phases: &[Phase]| {
+        let events: Vec<Event> = phases
+            .iter()
+            .map(|&phase| Event::Phase { phase, what: None })
+            .collect();
+        Report::fold(&events).reached
+    };
+    use Phase::*;
+    // Failed while importing: nothing done.
+    assert_eq!(reached(&[Start, Import]), None);
+    // Imported, then failed confirming the device.
+    assert_eq!(reached(&[Start, Import, Load]), Some(Depth::Load));
+    // Imported, device confirmed, failed in the smoke.
+    assert_eq!(reached(&[Start, Import, Load, Smoke]), Some(Depth::Device));
+    // No device needed: imported, failed in the smoke.
+    assert_eq!(reached(&[Start, Import, Smoke]), Some(Depth::Load));
+    // The smoke ran, its verification failed.
+    assert_eq!(reached(&[Start, Import, Smoke, Verify]), Some(Depth::Smoke));
+    // A native module: loaded, launched, failed verifying.
+    assert_eq!(reached(&[Start, Load, Launch, Verify]), Some(Depth::Smoke));
+    // A phase entered again finishes nothing: the second module's load
+    // failing leaves the device depth unreached; a bench verifying again
+    // after timing keeps what it had.
+    assert_eq!(reached(&[Start, Load, Load]), None);
+    assert_eq!(
+        reached(&[Start, Import, Smoke, Verify, Launch, Verify]),
+        Some(Depth::Smoke)
+    );
+}

@@ -78,6 +78,15 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
             "smoke call: one cold call of the workload, not a speed (`preflight bench` times variants)"
         );
     }
+    if rows
+        .iter()
+        .any(|r| !r.outcome.kind.passed() && r.outcome.depth.is_some())
+    {
+        let _ = writeln!(
+            out,
+            "depth: how far the probe got; for a failure, what it had done before it failed"
+        );
+    }
     notes(out, rows);
     super::device::lines(out, rows);
     let passing: Vec<&str> = rows

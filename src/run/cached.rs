@@ -13,11 +13,13 @@ use crate::classify::{Outcome, Timings};
 use crate::discover::native::ModuleKind;
 use crate::discover::{FoundVariant, NativeModule};
 use crate::fingerprint::Fingerprint;
+use crate::fingerprint::python::distributions_digest;
 use crate::probe::{self, ExecutorKind};
 use crate::protocol::PROTOCOL_VERSION;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 /// The cache as one run uses it: every key and record names the machine
 /// the plan is for.
@@ -28,6 +30,11 @@ pub(super) struct RunCache {
     fingerprint: String,
     /// The machine in one line, in every record.
     machine: String,
+    /// The probed environment's import folders, and the digest of what is
+    /// installed in them, taken when a variant's outcome is first kept or
+    /// read.
+    site_packages: Vec<PathBuf>,
+    packages: OnceLock<String>,
 }
 
 impl RunCache {
@@ -38,7 +45,19 @@ impl RunCache {
             cache,
             machine: machine_line(fingerprint, &hash),
             fingerprint: hash,
+            site_packages: fingerprint
+                .python
+                .as_ref()
+                .map(|p| p.site_packages.clone())
+                .unwrap_or_default(),
+            packages: OnceLock::new(),
         }
+    }
+
+    /// The digest of what is installed in the probed environment now.
+    fn packages(&self) -> &str {
+        self.packages
+            .get_or_init(|| distributions_digest(&self.site_packages))
     }
 
     /// The cache itself.
@@ -203,13 +222,22 @@ fn digest<T: Serialize>(value: &T) -> String {
 }
 
 /// The cached outcome of `key`; `Err` says why an entry was ignored (it is
-/// removed, and the job probed again).
+/// removed, and the job probed again). A variant's outcome kept when other
+/// packages were installed than are now is a miss: the job is probed again
+/// and its entry rewritten.
 pub(super) fn lookup(cache: &RunCache, key: &JobKey) -> Result<Option<(Outcome, Timings)>, String> {
     match cache.cache.outcomes().get(&key.key) {
+        Lookup::Hit(record) if !record_holds(cache, record.packages.as_deref()) => Ok(None),
         Lookup::Hit(record) => Ok(Some((record.outcome, record.timings))),
         Lookup::Miss => Ok(None),
         Lookup::Corrupt(why) => Err(format!("ignored a corrupt cache entry: {why}")),
     }
+}
+
+/// Whether a record kept with the package digest `packages` (a variant's)
+/// still holds: what is installed is unchanged.
+fn record_holds(cache: &RunCache, packages: Option<&str>) -> bool {
+    packages.is_none_or(|kept| kept == cache.packages())
 }
 
 /// What a warm record keeps of `key`'s job: the `stat`s of its files (when
@@ -226,10 +254,12 @@ pub(super) fn witnessed(
         .outcomes()
         .get_witnessed(&key.key)
         .filter(|(_, entry)| entry.settled(taken_ns))
+        .filter(|(record, _)| record_holds(cache, record.packages.as_deref()))
         .map(|(record, entry)| WarmOutcome {
             entry,
             outcome: record.outcome,
             timings: record.timings,
+            packages: record.packages,
         });
     Some((files.files.clone(), outcome))
 }
@@ -255,6 +285,8 @@ pub(super) fn store(
         outcome: outcome.clone(),
         timings: *timings,
         machine: cache.machine.clone(),
+        packages: matches!(job.probe.subject, probe::Subject::Variant { .. })
+            .then(|| cache.packages().to_owned()),
     };
     cache
         .cache

@@ -34,6 +34,9 @@ pub enum Basis {
 pub struct Speed {
     /// What the ranking is based on.
     pub basis: Basis,
+    /// The bench workload whose kept results were read (`preflight bench
+    /// --workload`; `default` without one).
+    pub workload: String,
     /// The chosen variant's bench median (ms), when it has one.
     pub median_ms: Option<f64>,
     /// The next variant by bench median, when there is one.
@@ -130,15 +133,13 @@ fn median(bench: &[Option<BenchRecord>], r: &CheckResult) -> Option<f64> {
 
 /// How `chosen` was found fastest among `results`: by bench medians (with
 /// the verdict against the runner-up), or without bench data.
-fn speed(
-    results: &[CheckResult],
-    chosen: &CheckResult,
-    names: Names,
-    bench: &[Option<BenchRecord>],
-) -> Speed {
+fn speed(results: &[CheckResult], chosen: &CheckResult, names: Names, bench: &Bench) -> Speed {
+    let workload = bench.workload.to_owned();
+    let bench = &bench.records[..];
     let Some(mine) = record(bench, chosen) else {
         return Speed {
             basis: Basis::NoBenchData,
+            workload,
             median_ms: None,
             runner_up: None,
             vs_runner_up: None,
@@ -153,6 +154,7 @@ fn speed(
     let vs = runner_up.map(|(_, b)| compare(&mine.samples_ms, &b.samples_ms, SEED));
     Speed {
         basis: Basis::Bench,
+        workload,
         median_ms: Some(mine.summary.median),
         runner_up: runner_up.map(|(r, _)| r.variant.clone()),
         vs_runner_up: vs,
@@ -197,15 +199,25 @@ pub struct Selection<'a> {
     pub alternatives: Vec<Alternative<'a>>,
 }
 
+/// The bench results [`Rank::Fastest`] ranks by: one workload's kept
+/// results, by job (see [`super::Plan::bench_results`]).
+#[derive(Debug, Clone, Default)]
+pub struct Bench {
+    /// The workload they are of, as `bench --workload` named it.
+    pub workload: String,
+    /// Each job's kept result, `None` where it has none.
+    pub records: Vec<Option<BenchRecord>>,
+}
+
 impl<'a> Selection<'a> {
-    /// The selection among `results`; `bench` as for [`choose`].
+    /// The selection among `results`; `bench.records` as for [`choose`].
     pub fn new(
         results: &'a [CheckResult],
         rank: Rank,
         names: Names,
-        bench: &[Option<BenchRecord>],
+        bench: &Bench,
     ) -> Selection<'a> {
-        let chosen = choose(results, rank, names, bench);
+        let chosen = choose(results, rank, names, &bench.records);
         let probed: Vec<&CheckResult> = results
             .iter()
             .filter(|r| r.outcome.kind != crate::classify::OutcomeKind::Skipped)

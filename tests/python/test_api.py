@@ -101,3 +101,40 @@ def test_select_without_a_working_variant_raises_the_table_of_why(hub_cache):
         kp.select("acme/none", version=1)
     assert e.value.exit_code == 1
     assert "torch-universal  unsupported_arch: CUDA error" in str(e.value)
+
+
+SPIN = "def spin(n):\n    x = 0\n    for i in range(n):\n        x = (x + i) & 0xFFFF\n    return x\n"
+
+
+def spin_files(variant: str, factor: int) -> dict[str, bytes]:
+    """A variant whose `spin` does the same work `factor` times over."""
+    body = f"{SPIN}\n\n_once = spin\n\n\ndef spin(n):\n    return [_once(n) for _ in range({factor})][0]\n"
+    return variant_files(variant, body=body)
+
+
+def test_bench_times_the_variants_and_select_fastest_ranks_by_it(hub_cache, tmp_path):
+    # The hub prefers torch-cpu; it spins three times as long.
+    files = {**spin_files("torch-cpu", 3), **spin_files("torch-universal", 1)}
+    hub_cache.add("acme/spin", sha(3), files, refs=("v1",))
+    smoke = tmp_path / "smoke.py"
+    smoke.write_text(f"{SPIN}\n\ndef smoke(kernel, device):\n    return kernel.spin(40000), spin(40000)\n")
+
+    report = kp.bench("acme/spin", version=1, smoke=smoke, min_time=0.3, max_noise=1, cpu_time=True)
+    assert report.workload == "smoke"
+    assert [v.variant for v in report.variants] == ["torch-universal", "torch-cpu"]
+    fastest, slower = report.variants
+    assert report.fastest == fastest and fastest.timed and fastest.timer == "cpu_time"
+    assert fastest.summary.samples == len(fastest.samples_ms) >= 10
+    assert slower.vs_fastest.verdict == "slower" and slower.vs_fastest.speedup < 1
+
+    assert kp.select("acme/spin", version=1, smoke=smoke).variant == "torch-cpu"
+    # Bench results belong to the probe job they were timed as: the same
+    # smoke file.
+    selection = kp.select("acme/spin", version=1, smoke=smoke, fastest=True)
+    assert selection.variant == "torch-universal"
+    assert selection.speed.basis == "bench" and selection.speed.workload == "default"
+    assert selection.speed.runner_up == "torch-cpu"
+    assert selection.speed.vs_runner_up.verdict == "faster" and not selection.speed.ambiguous
+    assert kp.select("acme/spin", version=1).speed is None
+    with pytest.raises(ValueError, match="fastest=True"):
+        kp.select("acme/spin", version=1, workload="spin")

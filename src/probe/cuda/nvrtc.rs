@@ -1,12 +1,21 @@
 //! Child side: CUDA C source to a loadable image with NVRTC.
 //!
 //! NVRTC needs no GPU, so this also runs on machines without one; the
-//! compiler log travels with any failure.
+//! compiler log travels with any failure. cudarc finds and loads the
+//! library; its entry points are looked up here and declared to return a
+//! plain `int`, as on the driver side: an NVRTC newer than this build may
+//! return codes no Rust enum lists, and those must stay integers.
 
 use super::request::ModuleKind;
 use crate::protocol::{Failure, NvrtcError};
-use cudarc::nvrtc::sys::{self, nvrtcResult};
-use std::ffi::{CStr, CString, c_char};
+use cudarc::nvrtc::sys;
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+
+/// `nvrtcResult`, as NVRTC returns it.
+type NvrtcResult = c_int;
+const SUCCESS: NvrtcResult = 0;
+/// `nvrtcProgram`.
+type Prog = *mut c_void;
 
 /// An image NVRTC produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,33 +33,61 @@ pub struct Compiled {
     pub version: String,
 }
 
-fn fail(call: &str, code: nvrtcResult, log: String) -> Failure {
-    // SAFETY: returns a static NUL-terminated string.
-    let message = unsafe { CStr::from_ptr(sys::nvrtcGetErrorString(code)) }
-        .to_string_lossy()
-        .into_owned();
+/// NVRTC's entry point `name` (NUL-terminated) with the C signature `F`.
+///
+/// # Safety
+/// `F` must be the entry point's signature in `nvrtc.h`, with `int` for
+/// `nvrtcResult`.
+unsafe fn entry<F: Copy>(name: &[u8]) -> Result<F, Failure> {
+    // SAFETY: cudarc loads the library once for the process and keeps it.
+    let lib = unsafe { sys::culib() };
+    // SAFETY: the caller names the symbol's type.
+    match unsafe { lib.get::<F>(name) } {
+        Ok(f) => Ok(*f),
+        Err(e) => Err(Failure::SymbolMissing {
+            detail: format!(
+                "libnvrtc exports no {}: {e}",
+                String::from_utf8_lossy(name.strip_suffix(b"\0").unwrap_or(name))
+            ),
+        }),
+    }
+}
+
+fn fail(call: &str, code: NvrtcResult, log: String) -> Failure {
+    // SAFETY: nvrtcGetErrorString's signature; it returns a static
+    // NUL-terminated string, for a code it does not know too.
+    let text = unsafe {
+        entry::<unsafe extern "C" fn(NvrtcResult) -> *const c_char>(b"nvrtcGetErrorString\0")
+    }
+    .ok()
+    .map(|f| unsafe { f(code) })
+    .filter(|p| !p.is_null())
+    // SAFETY: see above.
+    .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
     Failure::Nvrtc(NvrtcError {
         call: call.to_owned(),
-        code: code as i64,
-        message,
+        code: code.into(),
+        message: text.unwrap_or_else(|| format!("nvrtcResult {code}")),
         log,
     })
 }
 
-fn check(call: &str, code: nvrtcResult) -> Result<(), Failure> {
+fn check(call: &str, code: NvrtcResult) -> Result<(), Failure> {
     match code {
-        nvrtcResult::NVRTC_SUCCESS => Ok(()),
+        SUCCESS => Ok(()),
         _ => Err(fail(call, code, String::new())),
     }
 }
 
 /// NVRTC's version, `major.minor`.
 pub fn version() -> Result<String, Failure> {
-    let (mut major, mut minor) = (0, 0);
+    let (mut major, mut minor): (c_int, c_int) = (0, 0);
+    // SAFETY: nvrtcVersion(int*, int*).
+    let f = unsafe {
+        entry::<unsafe extern "C" fn(*mut c_int, *mut c_int) -> NvrtcResult>(b"nvrtcVersion\0")
+    }?;
     // SAFETY: out-pointers to locals.
-    check("nvrtcVersion", unsafe {
-        sys::nvrtcVersion(&mut major, &mut minor)
-    })?;
+    check("nvrtcVersion", unsafe { f(&mut major, &mut minor) })?;
     Ok(format!("{major}.{minor}"))
 }
 
@@ -58,12 +95,9 @@ pub fn version() -> Result<String, Failure> {
 /// `nvrtcVersion` that cudarc resolved lives (after [`version`] answered,
 /// so that the library is loaded).
 pub fn bound_library() -> Option<std::path::PathBuf> {
-    // SAFETY: the library is loaded already (cudarc keeps it for the
-    // process), so `culib` returns it without searching again; the symbol
-    // is only used for its address.
-    let lib = unsafe { sys::culib() };
-    let f = unsafe { lib.get::<unsafe extern "C" fn()>(b"nvrtcVersion\0") }.ok()?;
-    super::driver::library_of(*f as *const std::ffi::c_void)
+    // SAFETY: the symbol is only used for its address.
+    let f = unsafe { entry::<unsafe extern "C" fn()>(b"nvrtcVersion\0") }.ok()?;
+    super::driver::library_of(f as *const c_void)
 }
 
 /// Compiles `source` for `target` (`sm_90`, `sm_90a`, `compute_80`, …):
@@ -96,10 +130,26 @@ pub fn compile(
         .collect::<Result<Vec<_>, _>>()?;
     let pointers: Vec<*const c_char> = coptions.iter().map(|o| o.as_ptr()).collect();
     let version = version()?;
-    let mut prog = std::ptr::null_mut();
+    type Create = unsafe extern "C" fn(
+        *mut Prog,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> NvrtcResult;
+    type Compile = unsafe extern "C" fn(Prog, c_int, *const *const c_char) -> NvrtcResult;
+    // SAFETY: the signatures of nvrtc.h.
+    let (create, compile) = unsafe {
+        (
+            entry::<Create>(b"nvrtcCreateProgram\0")?,
+            entry::<Compile>(b"nvrtcCompileProgram\0")?,
+        )
+    };
+    let mut prog: Prog = std::ptr::null_mut();
     // SAFETY: valid C strings that outlive the program; no headers.
     check("nvrtcCreateProgram", unsafe {
-        sys::nvrtcCreateProgram(
+        create(
             &mut prog,
             csource.as_ptr(),
             cname.as_ptr(),
@@ -109,18 +159,16 @@ pub fn compile(
         )
     })?;
     let program = Program(prog);
+    let count = c_int::try_from(pointers.len()).map_err(|_| input("the option list"))?;
     // SAFETY: a live program and one pointer per option.
-    let code =
-        unsafe { sys::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
+    let code = unsafe { compile(program.0, count, pointers.as_ptr()) };
     let log = program.log();
-    if code != nvrtcResult::NVRTC_SUCCESS {
+    if code != SUCCESS {
         return Err(fail("nvrtcCompileProgram", code, log));
     }
     let image = match kind {
-        ModuleKind::Cubin => {
-            program.output("nvrtcGetCUBIN", sys::nvrtcGetCUBINSize, sys::nvrtcGetCUBIN)?
-        }
-        _ => program.output("nvrtcGetPTX", sys::nvrtcGetPTXSize, sys::nvrtcGetPTX)?,
+        ModuleKind::Cubin => program.output(b"nvrtcGetCUBINSize\0", b"nvrtcGetCUBIN\0")?,
+        _ => program.output(b"nvrtcGetPTXSize\0", b"nvrtcGetPTX\0")?,
     };
     Ok(Compiled {
         image,
@@ -131,43 +179,50 @@ pub fn compile(
     })
 }
 
-type SizeFn = unsafe fn(sys::nvrtcProgram, *mut usize) -> nvrtcResult;
-type GetFn = unsafe fn(sys::nvrtcProgram, *mut c_char) -> nvrtcResult;
+type SizeFn = unsafe extern "C" fn(Prog, *mut usize) -> NvrtcResult;
+type GetFn = unsafe extern "C" fn(Prog, *mut c_char) -> NvrtcResult;
 
 /// A program, destroyed on drop.
-struct Program(sys::nvrtcProgram);
+struct Program(Prog);
 
 impl Program {
-    fn output(&self, call: &str, size: SizeFn, get: GetFn) -> Result<Vec<u8>, Failure> {
-        let mut n = 0usize;
-        // SAFETY: a compiled program; the buffer has the size NVRTC asked for.
+    /// One of the program's outputs, through its `…Size` and getter entry
+    /// points (NUL-terminated names).
+    fn output(&self, size_name: &[u8], get_name: &[u8]) -> Result<Vec<u8>, Failure> {
+        let call = String::from_utf8_lossy(get_name.strip_suffix(b"\0").unwrap_or(get_name));
+        // SAFETY: the signatures of nvrtc.h; a compiled program; the buffer
+        // has the size NVRTC asked for.
         unsafe {
-            check(call, size(self.0, &mut n))?;
+            let size = entry::<SizeFn>(size_name)?;
+            let get = entry::<GetFn>(get_name)?;
+            let mut n = 0usize;
+            check(&call, size(self.0, &mut n))?;
             let mut out = vec![0u8; n];
-            check(call, get(self.0, out.as_mut_ptr().cast()))?;
+            check(&call, get(self.0, out.as_mut_ptr().cast()))?;
             Ok(out)
         }
     }
 
     fn log(&self) -> String {
-        self.output(
-            "nvrtcGetProgramLog",
-            sys::nvrtcGetProgramLogSize,
-            sys::nvrtcGetProgramLog,
-        )
-        .map(|bytes| {
-            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            String::from_utf8_lossy(&bytes[..end]).trim().to_owned()
-        })
-        .unwrap_or_default()
+        self.output(b"nvrtcGetProgramLogSize\0", b"nvrtcGetProgramLog\0")
+            .map(|bytes| {
+                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                String::from_utf8_lossy(&bytes[..end]).trim().to_owned()
+            })
+            .unwrap_or_default()
     }
 }
 
 impl Drop for Program {
     fn drop(&mut self) {
-        // SAFETY: the program was created and is destroyed once.
-        unsafe {
-            sys::nvrtcDestroyProgram(&mut self.0);
+        // SAFETY: nvrtcDestroyProgram(nvrtcProgram*); the program was
+        // created and is destroyed once.
+        if let Ok(destroy) = unsafe {
+            entry::<unsafe extern "C" fn(*mut Prog) -> NvrtcResult>(b"nvrtcDestroyProgram\0")
+        } {
+            unsafe {
+                destroy(&mut self.0);
+            }
         }
     }
 }
