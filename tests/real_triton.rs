@@ -124,7 +124,9 @@ fn a_torch_cuda_triton_kernel_without_a_gpu_is_no_device_in_tritons_words() {
     assert_eq!(code, Some(1), "{results:?}");
     let outcome = only(&results, "torch-cuda");
     assert_eq!(outcome["kind"], "no_device", "{outcome}");
-    assert_eq!(outcome["depth"], Value::Null, "{outcome}");
+    // The import finished before the device was found unusable (DESIGN:
+    // a failure's depth is that of the phases it finished).
+    assert_eq!(outcome["depth"], "load", "{outcome}");
     let message = outcome["message"].as_str().unwrap();
     let expected = format!(
         "triton {} has no usable driver: {}",
