@@ -1,9 +1,9 @@
 //! `preflight fingerprint --json` against a Rust "hello world" built in the
 //! same run with the same cargo, rustc and profile (target: at most 1.3×
 //! its median), and against a bare `python3 -c pass` of the interpreter
-//! the fingerprint describes: process wall time, interleaved so that
-//! machine drift hits all alike; and the system calls of each, counted by
-//! `strace -f -c`.
+//! the fingerprint describes: process wall time and CPU time (user +
+//! system, from `getrusage`), interleaved so that machine drift hits all
+//! alike; and the system calls of each, counted by `strace -f -c`.
 //!
 //! `cargo bench --bench fingerprint` (rounds: `PREFLIGHT_BENCH_ROUNDS`,
 //! default 200). Cargo builds the release binary; the bench builds the
@@ -13,7 +13,7 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
-use support::{Quartiles, hello_world, preflight, rounds, syscalls, time};
+use support::{Quartiles, hello_world, preflight, rounds, syscalls, time, time_cpu};
 
 /// The interpreter the fingerprint chose, read from its own JSON.
 fn interpreter() -> PathBuf {
@@ -51,30 +51,38 @@ fn main() {
         time(&mut bare());
     }
     let (mut ours, mut hellos, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_cpu, mut hellos_cpu, mut theirs_cpu) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         // Rotate the order, so that none always runs on a warmer CPU.
         for i in 0..3 {
-            match (i + round) % 3 {
-                0 => ours.push(time(&mut fingerprint())),
-                1 => hellos.push(time(&mut floor())),
-                _ => theirs.push(time(&mut bare())),
-            }
+            let (wall, cpu, cpus) = match (i + round) % 3 {
+                0 => (&mut ours, &mut ours_cpu, time_cpu(&mut fingerprint())),
+                1 => (&mut hellos, &mut hellos_cpu, time_cpu(&mut floor())),
+                _ => (&mut theirs, &mut theirs_cpu, time_cpu(&mut bare())),
+            };
+            wall.push(cpus.0);
+            cpu.push(cpus.1);
         }
     }
-    let a = Quartiles::of(&mut ours);
-    let h = Quartiles::of(&mut hellos);
-    let b = Quartiles::of(&mut theirs);
-    println!("{rounds} interleaved rounds, process wall time (ms)");
-    println!("{}", support::header());
-    println!("{}", a.row("preflight fingerprint --json"));
-    println!("{}", h.row("Rust hello world (same rustc and profile)"));
-    println!("{}", b.row(&format!("{} -c pass", python.display())));
-    let ratio = a.median / h.median;
-    println!(
-        "ratio to hello world: {ratio:.2} (target <= 1.30: {})",
-        if ratio <= 1.3 { "met" } else { "NOT met" }
-    );
-    println!("ratio to python -c pass: {:.3}", a.median / b.median);
+    for (what, ours, hellos, theirs) in [
+        ("wall time", &mut ours, &mut hellos, &mut theirs),
+        ("CPU time", &mut ours_cpu, &mut hellos_cpu, &mut theirs_cpu),
+    ] {
+        let a = Quartiles::of(ours);
+        let h = Quartiles::of(hellos);
+        let b = Quartiles::of(theirs);
+        println!("{rounds} interleaved rounds, process {what} (ms)");
+        println!("{}", support::header());
+        println!("{}", a.row("preflight fingerprint --json"));
+        println!("{}", h.row("Rust hello world (same rustc and profile)"));
+        println!("{}", b.row(&format!("{} -c pass", python.display())));
+        let ratio = a.median / h.median;
+        println!(
+            "{what} ratio to hello world: {ratio:.2} (target <= 1.30: {})",
+            if ratio <= 1.3 { "met" } else { "NOT met" }
+        );
+        println!("ratio to python -c pass: {:.3}", a.median / b.median);
+    }
     let args = [
         std::ffi::OsStr::new("fingerprint"),
         std::ffi::OsStr::new("--json"),

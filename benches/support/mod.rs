@@ -308,3 +308,22 @@ fn parse_strace_summary(text: &str) -> Option<Syscalls> {
     let total = by_kind.iter().map(|(_, n)| n).sum();
     (!by_kind.is_empty()).then_some(Syscalls { total, by_kind })
 }
+
+/// CPU time (user + system) of every child this process has waited for so
+/// far (`getrusage(RUSAGE_CHILDREN)`).
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Wall time and CPU time of one run of `cmd` (as [`time`] runs it): the
+/// CPU time is what the process itself cost, which other work on a loaded
+/// machine lengthens far less than its wall time.
+pub fn time_cpu(cmd: &mut Command) -> (Duration, Duration) {
+    let before = children_cpu();
+    let wall = time(cmd);
+    (wall, children_cpu().saturating_sub(before))
+}
