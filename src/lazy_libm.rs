@@ -12,7 +12,11 @@
 //! `fingerprint`, the cuda child) never compute one of these functions.
 //! Each call goes to the very function the dynamic loader would have bound
 //! (`dlsym` gives a symbol's default version, as linking does), so every
-//! result is bit for bit what it was.
+//! result is bit for bit what it was. Because the C math library is on the
+//! link line, the linker also exports these four names, as it does for any
+//! symbol a shared library defines: a library loaded later (libcuda in the
+//! cuda child) that calls `pow` reaches the same libm function through
+//! here.
 
 use std::ffi::{CStr, c_void};
 use std::sync::OnceLock;
