@@ -2,7 +2,9 @@
 //! "hello world" built in the same run with the same cargo, rustc and
 //! profile (target: at most 1.6× its median, and at most 200 system calls
 //! counted by `strace -f -c`), and against a bare `python3 -c pass` of the
-//! same interpreter, all interleaved; the same with 10,000 other entries in
+//! same interpreter, all interleaved; in wall time and in CPU time (user +
+//! system, from `getrusage`), which a loaded machine blurs far less; both
+//! binaries as built and as installed copies (`support::installed_copy`); the same with 10,000 other entries in
 //! the cache; and cold `preflight warmup` of many probe-bound variants at
 //! `--jobs` 1, 2 and 4.
 //!
@@ -17,7 +19,10 @@ use kernel_preflight::protocol::{ExecutorKind, PROTOCOL_VERSION};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
-use support::{Quartiles, benchmarking, hello_world, preflight, rounds, syscalls, time};
+use support::{
+    Quartiles, benchmarking, hello_world, installed_copy, interleave, preflight, rounds, syscalls,
+    time,
+};
 
 fn python() -> PathBuf {
     std::env::var_os("PREFLIGHT_BENCH_PYTHON")
@@ -48,8 +53,10 @@ fn kernel(root: &Path, name: &str, n: usize, so_mb: usize, body: &str) -> PathBu
     repo
 }
 
-fn preflight_in(cache: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(preflight());
+/// `exe` (preflight, or a copy of it) with `args`, the bench's interpreter
+/// and cache.
+fn preflight_in(exe: &Path, cache: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(exe);
     c.args(args)
         .arg("--python")
         .arg(python())
@@ -93,47 +100,65 @@ fn fill(cache: &Path, n: usize) {
 }
 
 fn warm_select(rounds: usize, cache: &Path, repo: &Path, hello: &Path, label: &str) -> f64 {
-    let select = || preflight_in(cache, &["select", repo.to_str().expect("path")]);
+    let installed = cache.parent().expect("cache in a temp dir");
+    let ours_installed = installed_copy(&preflight(), installed);
+    let hello_installed = installed_copy(hello, installed);
+    let select = |exe: &Path| preflight_in(exe, cache, &["select", repo.to_str().expect("path")]);
     let bare = || {
         let mut c = Command::new(python());
         c.args(["-c", "pass"]);
         c
     };
-    let floor = || Command::new(hello);
+    let ours = preflight();
+    let commands: [&dyn Fn() -> Command; 5] = [
+        &|| select(&ours),
+        &|| Command::new(hello),
+        &bare,
+        &|| select(&ours_installed),
+        &|| Command::new(&hello_installed),
+    ];
     // The first call probes everything; later ones are answered from the
     // cache. A file's `stat` vouches for it only once it is older than the
     // file system's clock can blur (2 s, see `cache::warm`): the fixture
-    // was just written, so the warm record is kept by a call after that.
-    time(&mut select());
+    // was just written, so the warm record is kept by a call after that
+    // (by each binary: its own `stat` is in the record's key).
+    time(&mut select(&ours));
     std::thread::sleep(std::time::Duration::from_millis(2100));
     for _ in 0..3 {
-        time(&mut select());
-        time(&mut floor());
-        time(&mut bare());
-    }
-    let (mut ours, mut hellos, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..rounds {
-        // Rotate the order, so that none always runs on a warmer CPU.
-        for i in 0..3 {
-            match (i + round) % 3 {
-                0 => ours.push(time(&mut select())),
-                1 => hellos.push(time(&mut floor())),
-                _ => theirs.push(time(&mut bare())),
-            }
+        for command in &commands {
+            time(&mut command());
         }
     }
-    let a = Quartiles::of(&mut ours);
-    let h = Quartiles::of(&mut hellos);
-    let b = Quartiles::of(&mut theirs);
-    println!("{}", a.row(label));
-    println!("{}", h.row("Rust hello world (same rustc and profile)"));
-    println!("{}", b.row(&format!("{} -c pass", python().display())));
-    let ratio = a.median / h.median;
-    println!(
-        "  ratio to hello world: {ratio:.2} (target <= 1.60: {})",
-        if ratio <= 1.6 { "met" } else { "NOT met" }
-    );
-    println!("  ratio to python -c pass: {:.3}", a.median / b.median);
+    let mut samples = interleave(&commands, rounds);
+    let labels = [
+        label.to_string(),
+        "Rust hello world (same rustc and profile)".to_string(),
+        format!("{} -c pass", python().display()),
+        "the same select, installed copy".to_string(),
+        "Rust hello world, installed copy".to_string(),
+    ];
+    let mut ratio = 0.0;
+    for (what, cpu) in [("wall time", false), ("CPU time", true)] {
+        let q: Vec<Quartiles> = samples
+            .iter_mut()
+            .map(|(wall, cpus)| Quartiles::of(if cpu { cpus } else { wall }))
+            .collect();
+        println!("  {what}:");
+        for (q, label) in q.iter().zip(&labels) {
+            println!("{}", q.row(label));
+        }
+        for (pair, ours, hello) in [("as built", 0, 1), ("installed copies", 3, 4)] {
+            ratio = q[ours].median / q[hello].median;
+            println!(
+                "  {what} ratio to hello world, {pair}: {ratio:.2} (target <= 1.60: {})",
+                if ratio <= 1.6 { "met" } else { "NOT met" }
+            );
+        }
+        println!(
+            "  ratio to python -c pass: {:.3}",
+            q[0].median / q[2].median
+        );
+    }
     let py = python();
     let args = [
         std::ffi::OsStr::new("select"),
@@ -162,7 +187,7 @@ fn main() {
     let rounds = rounds(100);
     let big = benchmarking();
     let root = tempfile::tempdir().expect("temp dir");
-    println!("{rounds} interleaved rounds, process wall time (ms)");
+    println!("{rounds} interleaved rounds, process wall time and CPU time (ms)");
     println!("{}", support::header());
 
     let hello = hello_world(root.path());
@@ -205,6 +230,7 @@ fn main() {
         let cache = root.path().join(format!("cold-{jobs}"));
         let start = Instant::now();
         let status = preflight_in(
+            &preflight(),
             &cache,
             &["warmup", slow.to_str().expect("path"), "--jobs", jobs],
         )

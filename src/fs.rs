@@ -60,6 +60,15 @@ pub fn canonicalize(path: &Path) -> std::io::Result<std::path::PathBuf> {
     }
 }
 
+/// This process's binary (`std::env::current_exe`), asked once: a warm
+/// `select` needs it for the reaper, the full fingerprint's cuda child and
+/// its warm record's key, and each ask is a `readlink` of `/proc/self/exe`.
+/// `None` when it cannot be found.
+pub fn current_exe() -> Option<std::path::PathBuf> {
+    static EXE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| std::env::current_exe().ok()).clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{canonicalize, read_small};

@@ -17,7 +17,7 @@ use crate::discover::Metadata;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -86,9 +86,11 @@ impl Parts for DirParts {
     }
 }
 
-/// Stat records read so far in this process, by directory of variants.
+/// Stat records read so far in this process, by directory of variants (a
+/// `BTreeMap`: a `HashMap` asks the kernel for random keys, one more system
+/// call in every command that opens the cache).
 #[derive(Debug, Default)]
-pub(crate) struct Memo(Mutex<HashMap<PathBuf, DirRecord>>);
+pub(crate) struct Memo(Mutex<BTreeMap<PathBuf, DirRecord>>);
 
 /// A folder listed this soon after it changed may change again within the
 /// same tick of the file-system clock without its mtime moving: such a

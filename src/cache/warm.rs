@@ -147,7 +147,7 @@ impl WarmParts {
     /// as `plan` says, by the running binary (`None` when it cannot be
     /// found: no record then).
     pub fn new(root: &Path, fingerprint: &str, plan: String) -> Option<WarmParts> {
-        let binary = Witness::take(&std::env::current_exe().ok()?);
+        let binary = Witness::take(&crate::fs::current_exe()?);
         binary.seen.is_some().then(|| WarmParts {
             schema: SCHEMA,
             root: root.to_path_buf(),

@@ -51,8 +51,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
 /// The full fingerprint, its CUDA facts measured by this binary's own cuda
 /// child (no Python needed), kept in `store` after the first time.
 pub(super) fn full(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, Failure> {
-    let preflight = std::env::current_exe()
-        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
+    let preflight = kernel_preflight::fs::current_exe()
+        .ok_or_else(|| Internal("cannot find the preflight binary (/proc/self/exe)".into()))?;
     Ok(machine::full_fingerprint(src, store, &preflight)?)
 }
 

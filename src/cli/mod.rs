@@ -156,9 +156,7 @@ pub fn main() -> ExitCode {
     }
     // Every probe's child runs under this binary as its reaper. Without a
     // path to it, runs say they were not contained.
-    if let Ok(exe) = std::env::current_exe() {
-        kernel_preflight::sandbox::set_default_reaper(exe);
-    }
+    kernel_preflight::sandbox::set_default_reaper_with(kernel_preflight::fs::current_exe);
     let result = std::panic::catch_unwind(|| match command {
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Resolve(args) => resolve::run(args),

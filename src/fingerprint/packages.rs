@@ -26,25 +26,60 @@ pub fn normalize(name: &str) -> String {
 /// `name-version.dist-info` / `name-version[-pyX.Y].egg-info` → (normalized
 /// name, version).
 pub fn parse_dist_dir(dir_name: &str) -> Option<(String, String)> {
+    let (name, version) = dist_dir_parts(dir_name)?;
+    Some((normalize(name), version.to_string()))
+}
+
+/// [`parse_dist_dir`]'s name as written and version, borrowed.
+fn dist_dir_parts(dir_name: &str) -> Option<(&str, &str)> {
     let stem = dir_name
         .strip_suffix(".dist-info")
         .or_else(|| dir_name.strip_suffix(".egg-info"))?;
     let mut parts = stem.split('-');
     let name = parts.next().filter(|n| !n.is_empty())?;
     let version = parts.next().filter(|v| !v.is_empty())?;
-    Some((normalize(name), version.to_string()))
+    Some((name, version))
 }
 
-/// Installed distributions of the folders, the first folder winning.
+/// Whether `normalize(raw) == normalized`, without building the string: a
+/// site-packages folder holds hundreds of entries, of which a fingerprint
+/// wants a few.
+fn normalizes_to(raw: &str, normalized: &str) -> bool {
+    let mut want = normalized.chars();
+    let mut separator = false;
+    for c in raw.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !separator && want.next() != Some('-') {
+                return false;
+            }
+            separator = true;
+        } else {
+            separator = false;
+            if want.next() != Some(c.to_ascii_lowercase()) {
+                return false;
+            }
+        }
+    }
+    want.next().is_none()
+}
+
+/// The installed versions of the distributions `wanted` (normalized names)
+/// in the folders, the first folder winning; those not installed are left
+/// out.
 pub(crate) fn installed(
     site_packages: &[PathBuf],
     listings: &Listings,
+    wanted: &[String],
 ) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for dir in site_packages {
-        for name in listings.names(dir).iter() {
-            if let Some((name, version)) = name.to_str().and_then(parse_dist_dir) {
-                out.entry(name).or_insert(version);
+        for entry in listings.names(dir).iter() {
+            let Some((name, version)) = entry.to_str().and_then(dist_dir_parts) else {
+                continue;
+            };
+            if let Some(want) = wanted.iter().find(|w| normalizes_to(name, w)) {
+                out.entry(want.clone())
+                    .or_insert_with(|| version.to_string());
             }
         }
     }
@@ -55,8 +90,8 @@ pub(crate) fn installed(
 pub(crate) fn dist_version(site: &Path, name: &str, listings: &Listings) -> Option<String> {
     let want = normalize(name);
     listings.names(site).iter().find_map(|e| {
-        let (n, v) = parse_dist_dir(e.to_str()?)?;
-        (n == want).then_some(v)
+        let (n, v) = dist_dir_parts(e.to_str()?)?;
+        normalizes_to(n, &want).then(|| v.to_string())
     })
 }
 
@@ -131,4 +166,19 @@ pub fn distributions_digest(site_packages: &[PathBuf]) -> String {
         hasher.update([1]);
     }
     crate::hash::hex(&hasher.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{normalize, normalizes_to};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn normalizes_to_agrees_with_normalize(raw in "[aA_.-]{0,8}", other in "[aA_.-]{0,8}") {
+            prop_assert!(normalizes_to(&raw, &normalize(&raw)));
+            prop_assert_eq!(normalizes_to(&raw, &other), normalize(&raw) == other);
+            prop_assert_eq!(normalizes_to(&raw, &normalize(&other)), normalize(&raw) == normalize(&other));
+        }
+    }
 }

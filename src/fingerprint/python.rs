@@ -147,9 +147,9 @@ pub(crate) fn detect(
         Some(list) => std::env::split_paths(list).collect(),
         None => site_dirs(src, &prefix, venv.as_ref(), version.as_deref()),
     };
-    let installed = installed(&site_packages, listings);
     let mut names: Vec<String> = TRACKED_PACKAGES.iter().map(|s| s.to_string()).collect();
     names.extend(src.extra_packages.iter().map(|n| normalize(n)));
+    let installed = installed(&site_packages, listings, &names);
     let mut packages = BTreeMap::new();
     for name in names {
         let key = format!(
@@ -292,7 +292,8 @@ fn resolve_given(
 }
 
 fn on_path(path: &str, name: &str) -> Option<PathBuf> {
-    std::env::split_paths(path)
+    super::sources::path_dirs(path)
+        .into_iter()
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
@@ -419,7 +420,7 @@ fn site_dirs(
             system(&mut dirs, prefix);
         }
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::BTreeSet::new();
     dirs.retain(|d| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
     dirs.into_iter()
         .map(|d| crate::fs::canonicalize(&d).unwrap_or(d))

@@ -83,10 +83,12 @@ impl Sources {
 /// listed once: site-packages is listed for the installed packages, then
 /// asked again for the version of each CUDA wheel, and a toolkit's `lib`
 /// folder for NVRTC, then for the runtime. Made anew for every
-/// fingerprint, so a folder that changes between two is seen to.
+/// fingerprint, so a folder that changes between two is seen to. (A
+/// `BTreeMap`: a `HashMap` would ask the kernel for random keys, one more
+/// system call in every fingerprint.)
 #[derive(Debug, Default)]
 pub(crate) struct Listings(
-    std::cell::RefCell<std::collections::HashMap<PathBuf, std::rc::Rc<[std::ffi::OsString]>>>,
+    std::cell::RefCell<std::collections::BTreeMap<PathBuf, std::rc::Rc<[std::ffi::OsString]>>>,
 );
 
 impl Listings {
@@ -114,4 +116,17 @@ impl Listings {
 pub(crate) fn place_id(path: &std::path::Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The folders of a `PATH` value in order, each once: a folder named twice
+/// (a shell profile that adds one on every login) would only be searched
+/// again for the same answer, a `stat` each time.
+pub(crate) fn path_dirs(path: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in std::env::split_paths(path) {
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
 }

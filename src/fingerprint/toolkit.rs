@@ -109,15 +109,20 @@ pub(crate) fn detect(
     listings: &Listings,
 ) -> Result<Toolkits, FingerprintError> {
     let mut found: Vec<Toolkit> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::BTreeSet::new();
     for c in candidates(src, site_packages) {
-        // A root that does not exist is still described (its problem is a fact).
-        if let Some(id) = super::sources::place_id(&c.root)
-            && !seen.insert(id)
+        // One `stat` tells whether the root was seen already and whether it
+        // is a folder. A root that does not exist is still described (its
+        // problem is a fact).
+        let meta = std::fs::metadata(&c.root).ok();
+        if let Some(m) = &meta
+            && !seen.insert((m.dev(), m.ino()))
         {
             continue;
         }
-        found.push(describe(&c, tools, listings));
+        let is_dir = meta.as_ref().is_some_and(std::fs::Metadata::is_dir);
+        found.push(describe(&c, is_dir, tools, listings));
     }
     let mut active = found
         .iter()
@@ -186,7 +191,8 @@ fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
         push(PathBuf::from(path), FoundVia::CudaPath, None);
     }
     if let Some(path) = src.var("PATH")
-        && let Some(nvcc) = std::env::split_paths(path)
+        && let Some(nvcc) = super::sources::path_dirs(path)
+            .into_iter()
             .map(|d| d.join("nvcc"))
             .find(|p| is_executable(p))
     {
@@ -240,12 +246,13 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-fn describe(c: &Candidate, tools: &ToolAnswers, listings: &Listings) -> Toolkit {
+/// `is_dir`: whether the root is a folder, as its `stat` in [`detect`] said.
+fn describe(c: &Candidate, is_dir: bool, tools: &ToolAnswers, listings: &Listings) -> Toolkit {
     let file = |rel: &str| Some(c.root.join(rel)).filter(|p| p.is_file());
     let nvcc = file("bin/nvcc");
     let ptxas = file("bin/ptxas");
     let mut problem = None;
-    if !c.root.is_dir() {
+    if !is_dir {
         problem = Some(format!("{} is not a directory", c.root.display()));
     } else if nvcc.is_none() && ptxas.is_none() {
         problem = Some("no bin/nvcc or bin/ptxas in it".to_string());
@@ -399,7 +406,7 @@ fn library_dirs(found: &[Toolkit], site_packages: &[PathBuf]) -> Vec<(PathBuf, O
             dirs.push((site.join(sub), Some(site.clone())));
         }
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::BTreeSet::new();
     dirs.retain(|(d, _)| super::sources::place_id(d).is_some_and(|id| seen.insert(id)));
     dirs
 }

@@ -284,17 +284,40 @@ impl SandboxError {
     }
 }
 
-static DEFAULT_REAPER: OnceLock<PathBuf> = OnceLock::new();
+/// The default reaper: a path, or how to find it when a sandbox first
+/// needs it.
+enum DefaultReaper {
+    Path(PathBuf),
+    Find(fn() -> Option<PathBuf>),
+}
+
+static DEFAULT_REAPER: OnceLock<DefaultReaper> = OnceLock::new();
 
 /// Makes `program` the reaper of every [`Sandbox`] created from now on: an
 /// executable that runs the reaper when called as `program __reaper -- …`
-/// (the `preflight` binary; `preflight` itself calls this at start with
-/// its own path).
+/// (the `preflight` binary).
 ///
-/// The first call wins; later ones change nothing. Without a call,
-/// sandboxes run without a reaper and say so ([`RunReport::contained`]).
+/// The first call (of this or [`set_default_reaper_with`]) wins; later
+/// ones change nothing. Without a call, sandboxes run without a reaper and
+/// say so ([`RunReport::contained`]).
 pub fn set_default_reaper(program: PathBuf) {
-    let _ = DEFAULT_REAPER.set(program);
+    let _ = DEFAULT_REAPER.set(DefaultReaper::Path(program));
+}
+
+/// [`set_default_reaper`] with the path that `find` gives when the first
+/// sandbox is created, not before: `preflight` calls this at start, and a
+/// command that runs no child never looks for its own binary.
+pub fn set_default_reaper_with(find: fn() -> Option<PathBuf>) {
+    let _ = DEFAULT_REAPER.set(DefaultReaper::Find(find));
+}
+
+/// The reaper a new sandbox gets, if any.
+fn default_reaper() -> Option<PathBuf> {
+    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    match DEFAULT_REAPER.get()? {
+        DefaultReaper::Path(path) => Some(path.clone()),
+        DefaultReaper::Find(find) => FOUND.get_or_init(find).clone(),
+    }
 }
 
 /// An isolated place to run one child: a fresh temporary directory, removed
@@ -315,7 +338,7 @@ impl Sandbox {
             .map_err(SandboxError::TempDir)?;
         Ok(Sandbox {
             dir,
-            reaper: DEFAULT_REAPER.get().cloned(),
+            reaper: default_reaper(),
         })
     }
 
