@@ -13,7 +13,8 @@ pub enum Timer {
     /// The host's monotonic clock (CPU variants).
     HostClock,
     /// The CPU time of the variant's process (CPU variants, `--cpu-time`):
-    /// other load cannot lengthen it, but it adds up every thread.
+    /// the time other processes get cannot lengthen it, but it adds up
+    /// every thread.
     CpuTime,
 }
 

@@ -68,9 +68,11 @@ pub struct Args {
     #[arg(long)]
     no_flush: bool,
     /// Time variants that run on the host by their process's CPU time
-    /// instead of the wall clock: other load on the machine cannot lengthen
-    /// it, but it adds up every thread, so a multi-threaded kernel looks
-    /// slower than it is. Device events are kept on a GPU.
+    /// instead of the wall clock: the time other processes get cannot
+    /// lengthen it (contention for the core itself, a busy sibling
+    /// hyperthread, still can), but it adds up every thread, so a
+    /// multi-threaded kernel looks slower than it is. Device events are
+    /// kept on a GPU.
     #[arg(long)]
     cpu_time: bool,
     /// Print JSON (the same as --format json).
