@@ -9,9 +9,7 @@ mod fake_cuda;
 
 use common::{preflight_cmd, stderr};
 use fake_cuda::fake_libcuda;
-use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
-};
+use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
 use kernel_preflight::probe::{BenchRole, BenchSpec, Job, Subject};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use serde_json::Value;
@@ -316,34 +314,9 @@ fn the_cuda_bench_child_answers_rounds_like_the_python_one() {
     let path = tmp.path().join("k.cubin");
     std::fs::write(&path, b"anything").unwrap();
     let launch = Launch {
-        function: "preflight_axpy_child".into(),
-        grid: [1, 1, 1],
-        block: [4, 1, 1],
-        shared_mem_bytes: 0,
-        args: vec![
-            Arg::Scalar {
-                ty: ElemType::F32,
-                value: 2.0,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![0.0, 1.0, 2.0, 3.0],
-                expect: None,
-                tolerance: Tolerance::EXACT,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0; 4],
-                expect: Some(vec![1.0, 3.0, 5.0, 7.0]),
-                tolerance: Tolerance::default_for(ElemType::F32),
-            },
-            Arg::Scalar {
-                ty: ElemType::U32,
-                value: 4.0,
-            },
-        ],
         warmup: 3,
         iterations: 10,
+        ..fake_cuda::axpy("preflight_axpy_child", 4)
     };
     let job = Job {
         limits: Limits {

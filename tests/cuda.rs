@@ -14,9 +14,7 @@ use fake_cuda::cu13;
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::discover::{self, Named, NativeTarget, Target};
 use kernel_preflight::fingerprint::{Fingerprint, NoStore, Sources};
-use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
-};
+use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
 use kernel_preflight::probe::{Executor, Job, Subject};
 use kernel_preflight::protocol::{Evidence, Failure, NvrtcError, Report};
 use kernel_preflight::run::{self, Executors, Plan, PlanOptions, RunEvent};
@@ -83,34 +81,9 @@ fn cuda_source(path: PathBuf, target: Option<&str>) -> ModuleSpec {
 
 fn axpy_launch() -> Launch {
     Launch {
-        function: "preflight_axpy".into(),
-        grid: [1, 1, 1],
-        block: [4, 1, 1],
-        shared_mem_bytes: 0,
-        args: vec![
-            Arg::Scalar {
-                ty: ElemType::F32,
-                value: 2.0,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0; 4],
-                expect: None,
-                tolerance: Tolerance::EXACT,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0; 4],
-                expect: Some(vec![3.0; 4]),
-                tolerance: Tolerance::EXACT,
-            },
-            Arg::Scalar {
-                ty: ElemType::U32,
-                value: 4.0,
-            },
-        ],
         warmup: 1,
         iterations: 2,
+        ..fake_cuda::axpy("preflight_axpy", 4)
     }
 }
 

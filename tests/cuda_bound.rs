@@ -10,9 +10,7 @@ mod fake_cuda;
 
 use fake_cuda::fake_libcuda;
 use kernel_preflight::classify::{self, Outcome, OutcomeKind, Phase};
-use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
-};
+use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
 use kernel_preflight::probe::{Executor, Job, Subject};
 use kernel_preflight::protocol::Report;
 use kernel_preflight::sandbox::Cancel;
@@ -25,34 +23,8 @@ fn cu13_lib() -> PathBuf {
 
 fn axpy(shared_mem_bytes: u32) -> Launch {
     Launch {
-        function: "preflight_axpy".into(),
-        grid: [1, 1, 1],
-        block: [4, 1, 1],
         shared_mem_bytes,
-        args: vec![
-            Arg::Scalar {
-                ty: ElemType::F32,
-                value: 2.0,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0, 2.0, 3.0, 4.0],
-                expect: None,
-                tolerance: Tolerance::EXACT,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0; 4],
-                expect: Some(vec![3.0, 5.0, 7.0, 9.0]),
-                tolerance: Tolerance::default_for(ElemType::F32),
-            },
-            Arg::Scalar {
-                ty: ElemType::U32,
-                value: 4.0,
-            },
-        ],
-        warmup: 0,
-        iterations: 1,
+        ..fake_cuda::axpy("preflight_axpy", 4)
     }
 }
 

@@ -8,9 +8,7 @@ mod fake_cuda;
 
 use fake_cuda::{cu13, fake_libcuda};
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
-use kernel_preflight::probe::cuda::{
-    Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
-};
+use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
 use kernel_preflight::probe::{Executor, Job, Subject};
 use kernel_preflight::protocol::{Evidence, Failure, Report, Timings};
 use kernel_preflight::sandbox::{Cancel, Limits};
@@ -32,37 +30,10 @@ fn module() -> (tempfile::TempDir, ModuleSpec) {
 }
 
 fn axpy(function: &str) -> Launch {
-    let n = 300;
-    let x: Vec<f64> = (0..n).map(f64::from).collect();
     Launch {
-        function: function.into(),
-        grid: [3, 1, 1],
-        block: [128, 1, 1],
-        shared_mem_bytes: 0,
-        args: vec![
-            Arg::Scalar {
-                ty: ElemType::F32,
-                value: 2.0,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: x.clone(),
-                expect: None,
-                tolerance: Tolerance::EXACT,
-            },
-            Arg::Buffer {
-                ty: ElemType::F32,
-                init: vec![1.0; n as usize],
-                expect: Some(x.iter().map(|v| 2.0 * v + 1.0).collect()),
-                tolerance: Tolerance::default_for(ElemType::F32),
-            },
-            Arg::Scalar {
-                ty: ElemType::U32,
-                value: f64::from(n),
-            },
-        ],
         warmup: 2,
         iterations: 5,
+        ..fake_cuda::axpy(function, 300)
     }
 }
 

@@ -36,3 +36,44 @@ pub fn cu13() -> PathBuf {
         .find(|p| p.is_dir())
         .expect("the nvidia-cuda-* 13 wheels in the test venv")
 }
+
+/// The launch of `tests/fixtures/native/axpy` (`y = a·x + y`, `a = 2`) as
+/// kernel `function` over `n` elements: `x = 0, 1, …`, `y` all ones, and
+/// `y` expected to come back as `2x + 1` (the stand-in computes it for
+/// every `preflight_axpy*` function); no warm-up, one iteration (a caller
+/// sets others with `Launch { warmup, ..axpy(…) }`).
+pub fn axpy(function: &str, n: u32) -> kernel_preflight::probe::cuda::Launch {
+    use kernel_preflight::probe::cuda::{Arg, ElemType, Launch, Tolerance};
+    let x: Vec<f64> = (0..n).map(f64::from).collect();
+    let block = n.clamp(1, 128);
+    Launch {
+        function: function.into(),
+        grid: [n.div_ceil(block), 1, 1],
+        block: [block, 1, 1],
+        shared_mem_bytes: 0,
+        args: vec![
+            Arg::Scalar {
+                ty: ElemType::F32,
+                value: 2.0,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: x.clone(),
+                expect: None,
+                tolerance: Tolerance::EXACT,
+            },
+            Arg::Buffer {
+                ty: ElemType::F32,
+                init: vec![1.0; n as usize],
+                expect: Some(x.iter().map(|v| 2.0 * v + 1.0).collect()),
+                tolerance: Tolerance::default_for(ElemType::F32),
+            },
+            Arg::Scalar {
+                ty: ElemType::U32,
+                value: f64::from(n),
+            },
+        ],
+        warmup: 0,
+        iterations: 1,
+    }
+}
