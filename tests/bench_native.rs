@@ -432,3 +432,59 @@ fn a_target_of_several_modules_is_timed_as_the_sum_of_its_launches() {
     assert_eq!(row(&doc, "pair")["vs_fastest"]["verdict"], "slower");
     assert_eq!(kept(&tmp.path().join("cache")), 2);
 }
+
+/// Where NVML answers for the device, each sample carries its clocks, and
+/// a sample taken while a reason slowed the clock is dropped and counted:
+/// the stand-in NVML says "thermal slowdown" on every fourth read and
+/// "idle" (not a slowdown) otherwise.
+#[test]
+fn throttled_samples_are_dropped_and_counted_where_nvml_answers() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["fast", "slow"] {
+        target(tmp.path(), name, RIGHT);
+    }
+    let env = [
+        (
+            "LD_LIBRARY_PATH",
+            fake_cuda::fake_nvml_dir().display().to_string(),
+        ),
+        ("FAKE_NVML_THROTTLE_EVERY", "4".to_string()),
+    ];
+    let (out, doc) = bench(
+        tmp.path(),
+        &["fast", "slow"],
+        &[("fast", 500), ("slow", 1000)],
+        &env,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in ["fast", "slow"] {
+        let status = &row(&doc, name)["status"];
+        let dropped = status["dropped_throttled"].as_u64().unwrap();
+        let kept = status["summary"]["samples"].as_u64().unwrap();
+        assert_eq!(status["samples_ms"].as_array().unwrap().len() as u64, kept);
+        let share = dropped as f64 / (dropped + kept) as f64;
+        assert!(
+            (0.2..0.3).contains(&share),
+            "{name}: {dropped} of {}: {doc}",
+            dropped + kept
+        );
+    }
+    assert_eq!(
+        row(&doc, "slow")["vs_fastest"]["verdict"],
+        "slower",
+        "{doc}"
+    );
+
+    // Without NVML nothing is dropped.
+    let (out, doc) = bench(
+        tmp.path(),
+        &["fast"],
+        &[("fast", 500)],
+        &[("FAKE_NVML_THROTTLE_EVERY", "4".to_string())],
+        &["--no-cache"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(row(&doc, "fast")["status"]["dropped_throttled"], 0, "{doc}");
+}

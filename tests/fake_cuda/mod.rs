@@ -26,6 +26,26 @@ pub fn fake_libcuda() -> &'static Path {
     .1
 }
 
+/// A folder holding the stand-in `libnvidia-ml.so.1`
+/// (`tests/fixtures/native/fake_nvml.c`), for `LD_LIBRARY_PATH`; built
+/// once per test binary.
+pub fn fake_nvml_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_nvml.c");
+        let status = Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.path().join("libnvidia-ml.so.1"))
+            .arg(src)
+            .status()
+            .expect("a C compiler (cc)");
+        assert!(status.success(), "cc fake_nvml.c");
+        dir
+    })
+    .path()
+}
+
 /// The CUDA 13 wheel layout of the test environment (`scripts/setup-env.sh`).
 pub fn cu13() -> PathBuf {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/lib");

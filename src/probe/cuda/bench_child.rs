@@ -14,6 +14,7 @@
 use super::child::{Child, Failed};
 use super::driver::{self, DeviceBuffer, Driver, Event as CudaEvent, Module};
 use super::launch::Prepared;
+use super::nvml::Nvml;
 use super::request::BenchRequest;
 use crate::protocol::{BenchSetup, DeviceInfo, Event, Failure, Phase, Sample};
 use serde::Deserialize;
@@ -123,6 +124,9 @@ pub(super) fn serve(
         end: driver.event().map_err(at(Phase::Launch))?,
     };
     let (warmup_calls, estimate_ms) = warm_up(&mut timing, driver).map_err(at(Phase::Launch))?;
+    // The device's clocks after each sample, where NVML answers for it: a
+    // sample the device throttled is dropped by the parent, and counted.
+    let nvml = device.pci_bus_id.as_deref().and_then(Nvml::open);
 
     child.enter(Phase::Launch, &format!("rounds {}", request.label));
     let fail = |what: &str, path: &Path, e: std::io::Error| {
@@ -143,7 +147,7 @@ pub(super) fn serve(
         role: "variant".into(),
         timer: "device_events".into(),
         flush_bytes,
-        nvml: false,
+        nvml: nvml.is_some(),
         warmup_calls,
         estimate_ms,
         has_reference: false,
@@ -178,11 +182,13 @@ pub(super) fn serve(
         } else {
             for _ in 0..command.samples {
                 let ms = timing.sample(driver).map_err(at(Phase::Launch))?;
-                child.log.emit(&Event::Sample(Sample::new(
-                    request.label.clone(),
-                    command.round,
-                    ms,
-                )));
+                let mut sample = Sample::new(request.label.clone(), command.round, ms);
+                if let Some(clocks) = nvml.as_ref().and_then(Nvml::read) {
+                    sample.sm_clock_mhz = Some(clocks.sm_mhz);
+                    sample.throttle_reasons = Some(clocks.reasons);
+                    sample.throttled = clocks.throttled();
+                }
+                child.log.emit(&Event::Sample(sample));
             }
         }
         replies

@@ -19,6 +19,7 @@ pub mod child;
 mod driver;
 mod embedded;
 mod launch;
+mod nvml;
 mod nvrtc;
 pub mod request;
 
