@@ -11,6 +11,9 @@ scripts/setup-env.sh
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 scripts/layers.sh
+# Every doc link resolves (a public item's docs naming a private one is a
+# dead link in the rendered docs).
+RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --locked --quiet
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --all-targets --locked 2>&1 | tee "$log"

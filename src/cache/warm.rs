@@ -114,7 +114,7 @@ pub fn now_ns() -> i128 {
 /// directory of variants and is not witnessed by a `stat`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WarmParts {
-    /// [`SCHEMA`].
+    /// `SCHEMA`.
     pub schema: u32,
     /// The directory whose children are the variants (absolute).
     pub root: PathBuf,

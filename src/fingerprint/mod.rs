@@ -74,7 +74,7 @@ pub struct Fingerprint {
     pub python: Option<PythonEnv>,
     /// OS, CPU and C library.
     pub host: Host,
-    /// The environment variables that change kernel behaviour (see [`env`]).
+    /// The environment variables that change kernel behaviour (see [`env`](mod@env)).
     pub env: BTreeMap<String, String>,
 }
 

@@ -105,7 +105,7 @@ pub struct Report {
     /// The depth the child reported when it finished.
     pub done: Option<Depth>,
     /// The deepest depth the phases the child left behind amount to (see
-    /// [`completed`]): how far a probe that failed got.
+    /// `completed`): how far a probe that failed got.
     pub reached: Option<Depth>,
 }
 

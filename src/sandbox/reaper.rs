@@ -11,13 +11,13 @@
 //! reaps it, and reports it with its command line.
 //!
 //! The sandbox starts the reaper in the probe's session with descriptors
-//! 0–2 for the child, [`FAIL_FD`] (the exec status pipe, see `spawn`) and
-//! [`CONTROL_FD`] (a socket to the parent). The reaper forks the child into
+//! 0–2 for the child, `FAIL_FD` (the exec status pipe, see `spawn`) and
+//! `CONTROL_FD` (a socket to the parent). The reaper forks the child into
 //! a process group of its own in that session and executes it, then speaks
-//! on the socket: JSON lines [`Report`] out, single command bytes in
-//! ([`TERMINATE`], [`KILL`]). End of file on the socket (the parent died,
+//! on the socket: JSON lines `Report` out, single command bytes in
+//! (`TERMINATE`, `KILL`). End of file on the socket (the parent died,
 //! even by SIGKILL), SIGHUP (its parent-death signal), SIGTERM or SIGINT
-//! wind it up as [`KILL`] does; so does the end of the child when it
+//! wind it up as `KILL` does; so does the end of the child when it
 //! leaves no other process behind.
 
 use super::leak::{Leak, Placement};
