@@ -1,7 +1,9 @@
 //! What a benchmark found: per variant its samples and summary, or why it
 //! was not timed, and how it compares with the fastest and the reference.
 
-use crate::stats::{Comparison, StopCriteria, StopRule, Summary, Verdict, try_compare};
+use crate::stats::{
+    Comparison, Rounds, StopCriteria, StopRule, Summary, Verdict, try_compare_rounds,
+};
 use serde::{Deserialize, Serialize};
 
 /// The clock a variant's samples were taken with.
@@ -27,6 +29,9 @@ pub struct Timed {
     pub stop: StopRule,
     /// The kept samples in milliseconds, in the order taken.
     pub samples_ms: Vec<f64>,
+    /// The round each kept sample was taken in: comparisons pair rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<u32>,
     /// Samples dropped because the device reported throttling.
     pub dropped_throttled: u32,
     /// The clock the samples were taken with.
@@ -84,6 +89,16 @@ pub struct BenchReport {
     pub reference: Option<VariantBench>,
 }
 
+impl Timed {
+    /// Its samples with their rounds, as comparisons pair them.
+    pub fn paired(&self) -> Rounds<'_> {
+        Rounds {
+            ms: &self.samples_ms,
+            round: &self.rounds,
+        }
+    }
+}
+
 impl VariantBench {
     /// Its timing, when it was timed to the end.
     pub fn timed(&self) -> Option<&Timed> {
@@ -105,18 +120,11 @@ impl BenchReport {
             self.variants.drain(..).partition(|v| v.timed().is_some());
         // Stable, so equal medians keep the order they were given in.
         timed.sort_by(|a, b| median(a).total_cmp(&median(b)));
-        let fastest = timed
-            .first()
-            .and_then(|v| v.timed())
-            .map(|t| t.samples_ms.clone());
-        let reference = self
-            .reference
-            .as_ref()
-            .and_then(|r| r.timed())
-            .map(|t| t.samples_ms.clone());
-        let vs = |v: &VariantBench, base: &Option<Vec<f64>>| {
+        let fastest = timed.first().and_then(|v| v.timed()).cloned();
+        let reference = self.reference.as_ref().and_then(|r| r.timed()).cloned();
+        let vs = |v: &VariantBench, base: &Option<Timed>| {
             let (v, base) = (v.timed()?, base.as_ref()?);
-            try_compare(&v.samples_ms, base, seed)
+            try_compare_rounds(v.paired(), base.paired(), seed)
         };
         for (i, v) in timed.iter_mut().enumerate() {
             v.vs_fastest = if i == 0 { None } else { vs(v, &fastest) };

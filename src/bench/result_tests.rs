@@ -20,6 +20,7 @@ pub(crate) fn timed(name: &str, samples_ms: Vec<f64>, stop: StopRule) -> Variant
             summary: Summary::of(&samples_ms).unwrap(),
             stop,
             samples_ms,
+            rounds: Vec::new(),
             dropped_throttled: 0,
             timer: Timer::DeviceEvents,
         }),

@@ -67,6 +67,8 @@ pub(super) struct Participant<'p> {
     pub(super) setup: Option<BenchSetup>,
     stopper: Stopper,
     samples: Vec<f64>,
+    /// The round of each of `samples`.
+    rounds: Vec<u32>,
     throttled: u32,
     timed: Duration,
     stop: Option<StopRule>,
@@ -83,6 +85,7 @@ impl<'p> Participant<'p> {
             setup: None,
             stopper: Stopper::new(criteria),
             samples: Vec::new(),
+            rounds: Vec::new(),
             throttled: 0,
             timed: Duration::ZERO,
             stop: None,
@@ -278,6 +281,7 @@ fn time_round(
             _ => sample.ms,
         };
         p.samples.push(ms);
+        p.rounds.push(sample.round);
         if p.stop.is_none() {
             p.stop = p.stopper.push(ms, p.timed);
         }
@@ -308,6 +312,7 @@ pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
             summary,
             stop,
             samples_ms: p.samples.clone(),
+            rounds: p.rounds.clone(),
             dropped_throttled: p.throttled,
             timer: match p.setup.as_ref().map(|s| s.timer.as_str()) {
                 Some("device_events") => Timer::DeviceEvents,

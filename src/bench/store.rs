@@ -41,6 +41,7 @@ pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Resul
             label: report.workload.clone(),
             summary: t.summary,
             samples_ms: t.samples_ms.clone(),
+            rounds: t.rounds.clone(),
             stop: t.stop,
             dropped_throttled: t.dropped_throttled,
             timer: match t.timer {

@@ -84,6 +84,10 @@ pub struct BenchRecord {
     /// The kept samples, in the order taken: what a later comparison
     /// bootstraps from.
     pub samples_ms: Vec<f64>,
+    /// The round each sample was taken in (empty in records kept before
+    /// rounds were): comparisons pair rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<u32>,
     /// The rule that ended the timing.
     pub stop: StopRule,
     /// Samples dropped because the device throttled.

@@ -23,6 +23,7 @@ fn timed(name: &str, q1: f64, median: f64, q3: f64, stop: StopRule) -> VariantBe
             },
             stop,
             samples_ms: vec![median],
+            rounds: Vec::new(),
             dropped_throttled: 0,
             timer: Timer::DeviceEvents,
         }),

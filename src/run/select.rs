@@ -3,7 +3,7 @@
 use super::CheckResult;
 use crate::cache::BenchRecord;
 use crate::classify::{Depth, Outcome};
-use crate::stats::{Comparison, Verdict, compare};
+use crate::stats::{Comparison, Rounds, Verdict, compare_rounds};
 use serde::Serialize;
 
 /// How to rank the variants that work.
@@ -151,7 +151,7 @@ fn speed(results: &[CheckResult], chosen: &CheckResult, names: Names, bench: &Be
         .filter(|r| eligible(r, names) && !std::ptr::eq(*r, chosen))
         .filter_map(|r| record(bench, r).map(|b| (r, b)))
         .min_by(|(_, a), (_, b)| a.summary.median.total_cmp(&b.summary.median));
-    let vs = runner_up.map(|(_, b)| compare(&mine.samples_ms, &b.samples_ms, SEED));
+    let vs = runner_up.map(|(_, b)| compare_rounds(paired(mine), paired(b), SEED));
     Speed {
         basis: Basis::Bench,
         workload,
@@ -159,6 +159,14 @@ fn speed(results: &[CheckResult], chosen: &CheckResult, names: Names, bench: &Be
         runner_up: runner_up.map(|(r, _)| r.variant.clone()),
         vs_runner_up: vs,
         ambiguous: vs.is_some_and(|c| c.verdict != Verdict::Faster),
+    }
+}
+
+/// A kept result's samples with their rounds, as comparisons pair them.
+fn paired(record: &BenchRecord) -> Rounds<'_> {
+    Rounds {
+        ms: &record.samples_ms,
+        round: &record.rounds,
     }
 }
 

@@ -9,7 +9,10 @@ mod rng;
 mod stop;
 mod summary;
 
-pub use compare::{Comparison, RESAMPLES, SAME_BAND, Verdict, compare, try_compare};
+pub use compare::{
+    Comparison, MIN_PAIRED_ROUNDS, RESAMPLES, Rounds, SAME_BAND, Verdict, compare, compare_rounds,
+    try_compare, try_compare_rounds,
+};
 pub use rng::SplitMix64;
 pub use stop::{MAX_SAMPLES, StopCriteria, StopRule, Stopper};
 pub use summary::Summary;
