@@ -125,10 +125,11 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One timed variant against another (`bench`): `speedup` is the
-    other's median over this one's (above 1: this one is faster), with its
-    bootstrap 95 % interval and the verdict drawn from it (`faster`,
-    `slower`, `same` or `ambiguous`)."""
+    """One timed variant against another (`bench`): `speedup` is how many
+    times faster this one is (above 1: faster), the other's time over this
+    one's round by round where the rounds are known, with its bootstrap
+    95 % interval and the verdict drawn from it (`faster`, `slower`, `same`
+    or `ambiguous`)."""
 
     speedup: float
     low: float
