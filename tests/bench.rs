@@ -305,7 +305,11 @@ fn two_equal_variants_are_never_called_faster() {
     )
     .unwrap();
     let args = [&QUICK[..], &["--smoke", smoke.to_str().unwrap()]].concat();
-    let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
+    // On one CPU, as the comparison of a loaded machine needs: free to
+    // move, two identical children under two busy processes came out
+    // steadily 6 % apart (10.6 against 11.3 ms, IQRs 3-4 %), which no
+    // statistics of their samples can tell from a real difference.
+    let (out, doc) = bench_on_one_cpu(&repo, &tmp.path().join("cache"), &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(doc["workload"], "smoke");
     assert!(doc["reference"].is_null(), "{doc}");

@@ -158,10 +158,16 @@ pub fn compare_rounds(candidate: Rounds, baseline: Rounds, seed: u64) -> Compari
 /// both sides of a round alike and cancels in its ratio, where comparing
 /// the two sides' medians would count it as noise, or, when it covers
 /// about half the rounds, as a difference. The verdict is drawn as in
-/// [`try_compare`], with the decision band taken from the ratios' own
-/// relative IQR (at least [`SAME_BAND`]).
+/// [`try_compare`] without its overlap condition (which a stretch both
+/// sides met defeats); the decision band is the widest of the ratios' and
+/// of each side's (half the relative IQR, at least [`SAME_BAND`]).
 pub fn try_compare_rounds(candidate: Rounds, baseline: Rounds, seed: u64) -> Option<Comparison> {
-    let (Some(cand), Some(base)) = (per_round(candidate), per_round(baseline)) else {
+    let (Some(cand), Some(base), Some(cand_sorted), Some(base_sorted)) = (
+        per_round(candidate),
+        per_round(baseline),
+        sorted_times(candidate.ms),
+        sorted_times(baseline.ms),
+    ) else {
         return try_compare(candidate.ms, baseline.ms, seed);
     };
     let mut ratios: Vec<f64> = cand
@@ -180,7 +186,14 @@ pub fn try_compare_rounds(candidate: Rounds, baseline: Rounds, seed: u64) -> Opt
     medians.sort_by(f64::total_cmp);
     let (low, high) = (quantile(&medians, 0.025), quantile(&medians, 0.975));
     let band = 1.0 + SAME_BAND;
-    let spread = 1.0 + decision_band(&ratios);
+    // The ratios' own spread, and no less than a side's: pairing cancels
+    // what both sides met, not a steady difference between two processes
+    // (see `decision_band`), which can be as large as what either side's
+    // samples vary by.
+    let spread = 1.0
+        + decision_band(&ratios)
+            .max(decision_band(&cand_sorted))
+            .max(decision_band(&base_sorted));
     let verdict = if low >= 1.0 / band && high <= band {
         Verdict::Same
     } else if low > spread {
