@@ -162,12 +162,12 @@ pub fn compare_rounds(candidate: Rounds, baseline: Rounds, seed: u64) -> Compari
 /// sides met defeats); the decision band is the widest of the ratios' and
 /// of each side's (half the relative IQR, at least [`SAME_BAND`]).
 pub fn try_compare_rounds(candidate: Rounds, baseline: Rounds, seed: u64) -> Option<Comparison> {
-    let (Some(cand), Some(base), Some(cand_sorted), Some(base_sorted)) = (
-        per_round(candidate),
-        per_round(baseline),
-        sorted_times(candidate.ms),
-        sorted_times(baseline.ms),
-    ) else {
+    let (Some(cand_sorted), Some(base_sorted)) =
+        (sorted_times(candidate.ms), sorted_times(baseline.ms))
+    else {
+        return None;
+    };
+    let (Some(cand), Some(base)) = (per_round(candidate), per_round(baseline)) else {
         return try_compare(candidate.ms, baseline.ms, seed);
     };
     let mut ratios: Vec<f64> = cand
@@ -211,11 +211,11 @@ pub fn try_compare_rounds(candidate: Rounds, baseline: Rounds, seed: u64) -> Opt
     })
 }
 
-/// The median of each round's samples, by round; `None` when the rounds
-/// are not known for every sample or a sample is not a positive finite
-/// time.
+/// The median of each round's samples (positive finite times, checked by
+/// the caller), by round; `None` when the rounds are not known for every
+/// sample.
 fn per_round(side: Rounds) -> Option<std::collections::BTreeMap<u32, f64>> {
-    if side.round.len() != side.ms.len() || sorted_times(side.ms).is_none() {
+    if side.round.len() != side.ms.len() {
         return None;
     }
     let mut by_round: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
