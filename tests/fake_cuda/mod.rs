@@ -6,21 +6,35 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// Builds the shared library `name` in a new folder from
+/// `tests/fixtures/native/SOURCE` with the system C compiler.
+fn build(source: &str, name: &str, flags: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/native")
+        .join(source);
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC"])
+        .args(flags)
+        .arg("-o")
+        .arg(dir.path().join(name))
+        .arg(src)
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(status.success(), "cc {source}");
+    dir
+}
+
 /// The fake driver, compiled once per test binary.
 pub fn fake_libcuda() -> &'static Path {
     static LIB: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &LIB.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = build(
+            "fake_libcuda.c",
+            "libcuda.so.1",
+            &["-Wl,-soname,libcuda.so"],
+        );
         let lib = dir.path().join("libcuda.so.1");
-        let src =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_libcuda.c");
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so", "-o"])
-            .arg(&lib)
-            .arg(src)
-            .status()
-            .expect("a C compiler (cc)");
-        assert!(status.success(), "cc fake_libcuda.c");
         (dir, lib)
     })
     .1
@@ -31,19 +45,8 @@ pub fn fake_libcuda() -> &'static Path {
 /// once per test binary.
 pub fn fake_nvml_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/native/fake_nvml.c");
-        let status = Command::new("cc")
-            .args(["-shared", "-fPIC", "-o"])
-            .arg(dir.path().join("libnvidia-ml.so.1"))
-            .arg(src)
-            .status()
-            .expect("a C compiler (cc)");
-        assert!(status.success(), "cc fake_nvml.c");
-        dir
-    })
-    .path()
+    DIR.get_or_init(|| build("fake_nvml.c", "libnvidia-ml.so.1", &[]))
+        .path()
 }
 
 /// The CUDA 13 wheel layout of the test environment (`scripts/setup-env.sh`).
