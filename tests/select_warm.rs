@@ -23,6 +23,16 @@ fn select(cache: &Path, repo: &Path, env: &[(&str, &str)]) -> Output {
     cmd.output().expect("run preflight")
 }
 
+/// That `select` printed the directory of `variant`.
+fn chose(out: &Output, variant: &str) {
+    let printed = stdout(out);
+    assert!(
+        printed.trim().ends_with(&format!("build/{variant}")),
+        "expected {variant}: {printed}{}",
+        stderr(out)
+    );
+}
+
 /// Set the modification time of everything under `dir` (and `dir`) to a
 /// minute ago, children first, so that every `stat` of it is settled (a
 /// warm record trusts no file changed within the last 2 s).
@@ -100,21 +110,13 @@ fn warm_repo() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let cache = fresh_dir("cache");
     let out = select(&cache, &repo, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
     // The outcome entries it just wrote are too new to vouch for: the
     // record has no outcome yet, and the next run (which finds that) keeps
     // it again once they have settled.
     age(&cache.join("outcomes-v2"));
     let out = select(&cache, &repo, &[]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
     let entry = the_record(&cache);
     let kept = entry["record"]["jobs"]
         .as_array()
@@ -134,11 +136,7 @@ fn a_warm_record_answers_the_plain_select() {
     // The planted answer is taken: the warm path answered.
     plant(&cache, "torch-universal");
     let out = select(&cache, &repo, &[]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-universal"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-universal");
     // --json plans and runs as before: the real answer.
     let out = Command::new(env!("CARGO_BIN_EXE_preflight"))
         .args(["select", "--json", "--python"])
@@ -158,11 +156,7 @@ fn a_changed_file_of_a_variant_the_answer_depends_on_misses() {
     // torch-cpu (preferred) is rewritten: same size, a new mtime.
     std::fs::write(repo.join("build/torch-cpu/__init__.py"), "X = 2\n").unwrap();
     let out = select(&cache, &repo, &[]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
 }
 
 #[test]
@@ -173,11 +167,7 @@ fn a_changed_metadata_json_misses() {
     let text = std::fs::read_to_string(&metadata).unwrap();
     std::fs::write(&metadata, text.replace("\"version\":1", "\"version\":2")).unwrap();
     let out = select(&cache, &repo, &[]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
 }
 
 #[test]
@@ -186,20 +176,12 @@ fn a_new_variant_or_another_machine_misses() {
     plant(&cache, "torch-universal");
     // Another machine: a variable the fingerprint covers.
     let out = select(&cache, &repo, &[("CUDA_VISIBLE_DEVICES", "")]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
     // The listing changed: a file added to the directory of variants.
     plant(&cache, "torch-universal");
     std::fs::write(repo.join("build/README"), "notes\n").unwrap();
     let out = select(&cache, &repo, &[]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
     assert!(
         stderr(&out).contains("not a directory, ignored"),
         "{}",
@@ -213,11 +195,7 @@ fn a_removed_outcome_entry_misses() {
     plant(&cache, "torch-universal");
     std::fs::remove_dir_all(cache.join("outcomes-v2")).unwrap();
     let out = select(&cache, &repo, &[]);
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
 }
 
 #[test]
@@ -227,11 +205,7 @@ fn a_corrupt_warm_record_is_ignored_with_its_path_and_removed() {
     std::fs::write(&record, b"{\"key\": not json").unwrap();
     let out = select(&cache, &repo, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stdout(&out).trim().ends_with("build/torch-cpu"),
-        "{}",
-        stdout(&out)
-    );
+    chose(&out, "torch-cpu");
     let err = stderr(&out);
     assert!(
         err.contains("ignored a corrupt warm record")
