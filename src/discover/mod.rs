@@ -47,7 +47,7 @@ pub enum DiscoverError {
         root: PathBuf,
     },
     /// `--repo` that is not `ORG/NAME`.
-    #[error("invalid repo id {0:?}: expected ORG/NAME")]
+    #[error("invalid repo id {0:?}: expected ORG/NAME, as the hub spells them (letters, digits, '_', '-' and '.', at most 96 each, starting and ending with a letter, digit or '_'; no '--' or '..')")]
     BadRepoId(String),
     /// A `preflight.toml` that cannot be used.
     #[error(transparent)]
