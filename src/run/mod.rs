@@ -100,6 +100,7 @@ pub fn run(
         count: pending.len(),
     });
     let write_failed = AtomicBool::new(false);
+    let executors = &executors.for_run();
     let probe = |job: &&Job| {
         reporter.report(RunEvent::Started { job });
         let done = execute::execute(job, executors, cancel);
@@ -125,13 +126,21 @@ pub fn run(
     let probed: Vec<(CheckResult, Option<String>)> = if pending.is_empty() {
         Vec::new()
     } else {
-        match rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs.max(1))
-            .build()
-        {
-            Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
-            Err(_) => pending.iter().map(probe).collect(),
-        }
+        // The judge of hub variants works beside the first probes; it ends
+        // (or is stopped) with the run.
+        let judged = Cancel::new();
+        std::thread::scope(|scope| {
+            scope.spawn(|| judge_ahead(&pending, executors, jobs, &judged));
+            let probed = match rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs.max(1))
+                .build()
+            {
+                Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
+                Err(_) => pending.iter().map(probe).collect(),
+            };
+            judged.cancel();
+            probed
+        })
     };
     let mut faults = Vec::new();
     for (result, fault) in probed {
@@ -159,6 +168,31 @@ pub fn run(
         faults,
         passing,
     }
+}
+
+/// Has one child judge the hub's acceptance of the pending hub variants
+/// ([`crate::probe::PythonExecutor::judge_ahead`]) when some of their
+/// probes start after the first `jobs`: those replay its verdicts instead
+/// of importing the hub's validators again; the first ones, and any it
+/// leaves out, judge themselves. A judge that fails changes nothing.
+fn judge_ahead(pending: &[&Job], executors: &Executors, jobs: usize, cancel: &Cancel) {
+    let Some(python) = &executors.python else {
+        return;
+    };
+    let variants: Vec<(&std::path::Path, &crate::sandbox::Limits)> = pending
+        .iter()
+        .filter_map(|job| match &job.probe.subject {
+            crate::probe::Subject::Variant { path, .. } => {
+                Some((path.as_path(), &job.probe.limits))
+            }
+            _ => None,
+        })
+        .collect();
+    if variants.len() <= jobs.max(1) {
+        return;
+    }
+    let paths: Vec<std::path::PathBuf> = variants.iter().map(|(p, _)| p.to_path_buf()).collect();
+    let _ = python.judge_ahead(&paths, variants[0].1, cancel);
 }
 
 fn row(
