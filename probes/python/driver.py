@@ -53,8 +53,14 @@ compare = load_sibling("compare.py", "preflight_compare")
 acceptance = load_sibling("acceptance.py", "preflight_acceptance")
 device_check = load_sibling("device.py", "preflight_device")
 smoke = load_sibling("smoke.py", "preflight_smoke_sources")
-bench = load_sibling("bench.py", "preflight_bench")
 Mismatch, Incomparable = compare.Mismatch, compare.Incomparable
+
+
+def load_bench():
+    """The bench server (`bench.py`), loaded only by the children that
+    serve a bench: compiling it and importing `ctypes` cost an import-only
+    probe about 8 ms."""
+    return sys.modules.get("preflight_bench") or load_sibling("bench.py", "preflight_bench")
 
 # The hub's python-depends allowlist, written next to this script by the parent.
 ALLOWLIST = sibling("preflight_python_depends.json", "python_depends.json")
@@ -370,7 +376,7 @@ def main(chan, argv):
         chan.send(ev_runtime(torch=getattr(torch, "__version__", None) if torch else None, device=device))
         if args.bench:
             chan.enter("smoke", what="bench %s" % args.bench)
-            depth = bench.serve(chan, args, kernel, device)
+            depth = load_bench().serve(chan, args, kernel, device)
         elif args.smoke:
             chan.enter("smoke", what="%s %s" % (args.smoke_kind, args.smoke))
             depth = smoke.run_smoke_file(chan, args.smoke, kernel, device)
@@ -501,6 +507,7 @@ def sample_refusals():
 
 
 def self_check(golden_path):
+    bench = load_bench()
     with open(golden_path) as f:
         golden = [json.loads(line) for line in f if line.strip()]
     made = [

@@ -127,10 +127,16 @@ pub fn run(
         Vec::new()
     } else {
         // The judge of hub variants works beside the first probes; it ends
-        // (or is stopped) with the run.
+        // (or is stopped) with the run. A thread that cannot be started
+        // leaves every probe to judge itself.
         let judged = Cancel::new();
         std::thread::scope(|scope| {
-            scope.spawn(|| judge_ahead(&pending, executors, jobs, &judged));
+            if let Some(judge) = judge_ahead(&pending, executors, jobs) {
+                let judged = &judged;
+                let _ = std::thread::Builder::new()
+                    .name("judge".into())
+                    .spawn_scoped(scope, move || judge(judged));
+            }
             let probed = match rayon::ThreadPoolBuilder::new()
                 .num_threads(jobs.max(1))
                 .build()
@@ -170,15 +176,17 @@ pub fn run(
     }
 }
 
-/// Has one child judge the hub's acceptance of the pending hub variants
-/// ([`crate::probe::PythonExecutor::judge_ahead`]) when some of their
+/// One child to judge the hub's acceptance of the pending hub variants
+/// ([`crate::probe::PythonExecutor::judge_ahead`]), when some of their
 /// probes start after the first `jobs`: those replay its verdicts instead
 /// of importing the hub's validators again; the first ones, and any it
 /// leaves out, judge themselves. A judge that fails changes nothing.
-fn judge_ahead(pending: &[&Job], executors: &Executors, jobs: usize, cancel: &Cancel) {
-    let Some(python) = &executors.python else {
-        return;
-    };
+fn judge_ahead<'a>(
+    pending: &[&'a Job],
+    executors: &'a Executors,
+    jobs: usize,
+) -> Option<impl FnOnce(&Cancel) + Send + 'a> {
+    let python = executors.python.as_ref()?;
     let variants: Vec<(&std::path::Path, &crate::sandbox::Limits)> = pending
         .iter()
         .filter_map(|job| match &job.probe.subject {
@@ -189,10 +197,13 @@ fn judge_ahead(pending: &[&Job], executors: &Executors, jobs: usize, cancel: &Ca
         })
         .collect();
     if variants.len() <= jobs.max(1) {
-        return;
+        return None;
     }
+    let limits = variants[0].1;
     let paths: Vec<std::path::PathBuf> = variants.iter().map(|(p, _)| p.to_path_buf()).collect();
-    let _ = python.judge_ahead(&paths, variants[0].1, cancel);
+    Some(move |cancel: &Cancel| {
+        let _ = python.judge_ahead(&paths, limits, cancel);
+    })
 }
 
 fn row(
