@@ -69,6 +69,25 @@ pub fn current_exe() -> Option<std::path::PathBuf> {
     EXE.get_or_init(|| std::env::current_exe().ok()).clone()
 }
 
+/// `path` for a line of text: control characters (a newline in a folder
+/// name from a downloaded repository) written as escapes, so that a name
+/// cannot start a line of its own in what preflight prints.
+pub fn shown(path: &Path) -> String {
+    let text = path.display().to_string();
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{canonicalize, read_small};
@@ -115,5 +134,15 @@ mod tests {
             assert_eq!(read_small(&path).unwrap(), data, "size {size}");
         }
         assert!(read_small(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_nothing_else() {
+        let shown = |p: &str| super::shown(std::path::Path::new(p));
+        assert_eq!(
+            shown("build/a\nb\tc\u{1b}[31m"),
+            "build/a\\nb\\tc\\u{1b}[31m"
+        );
+        assert_eq!(shown("build/tö rch x"), "build/tö rch x");
     }
 }

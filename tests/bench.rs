@@ -3,6 +3,7 @@
 //! and variants that fail verification, drift or crash in the middle.
 
 mod common;
+use common::bench_row as row;
 
 use common::{kernel_repo, preflight_cmd, stderr, variant_names};
 use serde_json::Value;
@@ -150,13 +151,6 @@ fn bench_with(
         .unwrap();
     let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out, doc)
-}
-
-fn row<'a>(doc: &'a Value, variant: &str) -> &'a Value {
-    doc["variants"]
-        .as_array()
-        .and_then(|v| v.iter().find(|r| r["variant"] == variant))
-        .unwrap_or_else(|| panic!("no row for {variant} in {doc}"))
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! clock, so that the targets' true speeds are known.
 
 mod common;
+use common::bench_row as row;
 mod fake_cuda;
 
 use common::{preflight_cmd, stderr};
@@ -87,13 +88,6 @@ fn bench(
     let out = cmd.output().unwrap();
     let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     (out, doc)
-}
-
-fn row<'a>(doc: &'a Value, variant: &str) -> &'a Value {
-    doc["variants"]
-        .as_array()
-        .and_then(|v| v.iter().find(|r| r["variant"] == variant))
-        .unwrap_or_else(|| panic!("no row for {variant} in {doc}"))
 }
 
 fn median(row: &Value) -> f64 {

@@ -6,6 +6,7 @@
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;
 
+use kernel_preflight::fingerprint::python::distributions_digest;
 use kernel_preflight::fingerprint::{ComputeCapability, Depth, Fingerprint, FoundVia, VersionFrom};
 use kernel_preflight::variant::Version;
 use machine::*;
@@ -607,6 +608,18 @@ fn python_packages_and_torch_build_from_site_packages() {
     assert_eq!(torch.cuda.as_deref(), Some("12.8"));
     assert_eq!(torch.hip, None);
     assert_eq!(torch.cxx11_abi, Some(true));
+
+    // The digest of the installed names comes with the fingerprint, equal
+    // to a listing of its own; an install changes it, not the hash.
+    let (fp, hash) = m.fingerprint(&[]);
+    let before = fp.python.expect("python").installed.expect("digest");
+    assert_eq!(before, distributions_digest(std::slice::from_ref(&site)));
+    m.dist(&site, "untracked_package-1.0.dist-info");
+    let (fp, hash_after) = m.fingerprint(&[]);
+    let after = fp.python.expect("python").installed.expect("digest");
+    assert_ne!(after, before);
+    assert_eq!(after, distributions_digest(std::slice::from_ref(&site)));
+    assert_eq!(hash_after, hash);
 
     // PYTHONPATH comes first in import order, and wins.
     let extra = m.path("pythonpath");

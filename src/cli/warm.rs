@@ -15,11 +15,8 @@ pub fn select(probing: &Probing, root: &Path) -> Option<PathBuf> {
     let cache = probing.outcome_cache()?;
     let fingerprint = probing.fingerprint().ok()?;
     let options = probing.plan_options(false, None);
-    let site_packages = fingerprint
-        .python
-        .as_ref()
-        .map_or(&[][..], |p| &p.site_packages[..]);
-    match warm::answer(cache, root, &fingerprint.hash(), &options, site_packages) {
+    let installed = fingerprint.installed_digest();
+    match warm::answer(cache, root, &fingerprint.hash(), &options, &installed) {
         Ok(Some(answer)) => {
             for warning in &answer.warnings {
                 eprintln!("preflight: warning: {warning}");

@@ -38,14 +38,29 @@ pub fn snapshot_repo_id(dir: &Path) -> Option<String> {
     repo_id(&snapshots.parent()?.file_name()?.to_string_lossy())
 }
 
+/// Whether `repo` is an `ORG/NAME` the hub accepts (`huggingface_hub`'s
+/// `validate_repo_id`): each part 1 to 96 of `A-Z a-z 0-9 _ . -`, starting
+/// and ending with a letter, digit or `_`; no `--` or `..` (`--` is the
+/// cache folder's separator: `a--b/c` and `a/b--c` would name one folder);
+/// not ending in `.git`.
+pub fn is_repo_id(repo: &str) -> bool {
+    let part = |p: &str| {
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        (1..=96).contains(&p.len())
+            && p.chars().all(|c| word(c) || c == '-' || c == '.')
+            && p.starts_with(word)
+            && p.ends_with(word)
+    };
+    repo.split_once('/').is_some_and(|(org, name)| {
+        part(org) && part(name) && !repo.contains("--") && !repo.contains("..")
+    }) && !repo.ends_with(".git")
+}
+
 /// The cache folder of `ORG/NAME` under `root`.
 pub fn repo_folder(root: &Path, repo: &str) -> Result<PathBuf, DiscoverError> {
-    let Some((org, name)) = repo.split_once('/') else {
+    let Some((org, name)) = repo.split_once('/').filter(|_| is_repo_id(repo)) else {
         return Err(DiscoverError::BadRepoId(repo.to_string()));
     };
-    if org.is_empty() || name.is_empty() || name.contains('/') {
-        return Err(DiscoverError::BadRepoId(repo.to_string()));
-    }
     ["kernels", "models"]
         .iter()
         .map(|kind| root.join(format!("{kind}--{org}--{name}")))
@@ -343,6 +358,39 @@ mod tests {
             ("-", None),
         ] {
             assert_eq!(python_int(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn repo_ids_as_the_hub_validates_them() {
+        // Each verdict is huggingface_hub 2.4.0's `validate_repo_id` (with
+        // the namespace required, as `--repo ORG/NAME` is).
+        let long = |n: usize| "x".repeat(n);
+        for (id, valid) in [
+            ("a/b".to_string(), true),
+            ("kernels-community/flash-attn3".into(), true),
+            ("a.b/c.d".into(), true),
+            ("_a/b_".into(), true),
+            (format!("a/{}", long(96)), true),
+            (format!("{}/b", long(96)), true),
+            (format!("a/{}", long(97)), false),
+            (format!("{}/b", long(97)), false),
+            ("x".into(), false),
+            ("../x".into(), false),
+            ("a/..b".into(), false),
+            ("a--b/c".into(), false),
+            ("a/b--c".into(), false),
+            ("a/b-".into(), false),
+            ("-a/b".into(), false),
+            ("a/b.".into(), false),
+            ("a/b.git".into(), false),
+            ("a/b/c".into(), false),
+            ("a/".into(), false),
+            ("/b".into(), false),
+            ("é/ü".into(), false),
+            ("a b/c".into(), false),
+        ] {
+            assert_eq!(is_repo_id(&id), valid, "{id}");
         }
     }
 

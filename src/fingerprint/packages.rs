@@ -147,16 +147,24 @@ pub fn version_py_field(text: &str, field: &str) -> Option<String> {
 /// name) or a removal changes it; importing does not (`__pycache__` is left
 /// out). It vouches for outcomes about the environment's packages: a
 /// missing module may be installed by a distribution that no fingerprint
-/// tracks.
+/// tracks. A fingerprint takes it from the listings it made anyway
+/// ([`super::PythonEnv::installed_digest`]).
 pub fn distributions_digest(site_packages: &[PathBuf]) -> String {
+    digest_of(site_packages, &Listings::default())
+}
+
+/// [`distributions_digest`] from the folders as `listings` lists them.
+pub(crate) fn digest_of(site_packages: &[PathBuf], listings: &Listings) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     for dir in site_packages {
-        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
-            .map(|entries| entries.flatten().map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        names.retain(|n| n != "__pycache__");
-        names.sort();
+        let listed = listings.names(dir);
+        let mut names: Vec<&std::ffi::OsStr> = listed
+            .iter()
+            .map(std::ffi::OsString::as_os_str)
+            .filter(|n| *n != "__pycache__")
+            .collect();
+        names.sort_unstable();
         hasher.update(dir.as_os_str().as_encoded_bytes());
         hasher.update([0]);
         for name in names {

@@ -52,6 +52,24 @@ pub struct PythonEnv {
     /// already in `version` and `torch`.
     #[serde(default)]
     pub measured: Option<PythonMeasured>,
+    /// [`distributions_digest`] of `site_packages` when this fingerprint
+    /// was taken, from the listings detection made anyway (a second listing
+    /// of a large site-packages costs a warm `select` a tenth of its time).
+    /// Not in the hash: each outcome record carries the digest it was found
+    /// under. `None` in a fingerprint read back from JSON of an older
+    /// version: [`PythonEnv::installed_digest`] lists again.
+    #[serde(default)]
+    pub installed: Option<String>,
+}
+
+impl PythonEnv {
+    /// The digest of what is installed in the import folders: the one taken
+    /// with this fingerprint, else listed now.
+    pub fn installed_digest(&self) -> String {
+        self.installed
+            .clone()
+            .unwrap_or_else(|| distributions_digest(&self.site_packages))
+    }
 }
 
 /// What the Python child of the full fingerprint said about its interpreter.
@@ -166,6 +184,7 @@ pub(crate) fn detect(
         .get("torch")
         .and_then(Option::as_ref)
         .map(|_| torch_build(&site_packages));
+    let digest = super::packages::digest_of(&site_packages, listings);
     let mut env = PythonEnv {
         interpreter,
         found_via,
@@ -175,6 +194,7 @@ pub(crate) fn detect(
         packages,
         torch,
         measured: None,
+        installed: Some(digest),
     };
     apply_overrides(src, &mut env)?;
     Ok(Some(env))

@@ -160,6 +160,7 @@ fn the_canonical_form_leaves_out_how_facts_were_found() {
         packages: Default::default(),
         torch: None,
         measured: None,
+        installed: Some("digest-before".into()),
     });
     let hash = fp.hash();
     let canonical = String::from_utf8(fp.canonical()).unwrap();
@@ -172,6 +173,7 @@ fn the_canonical_form_leaves_out_how_facts_were_found() {
     p.measured = Some(PythonMeasured::NotMeasured {
         reason: "timed out".into(),
     });
+    p.installed = Some("digest-after-pip-install".into());
     assert_eq!(fp.hash(), hash);
     fp.python.as_mut().unwrap().real_path = "/opt/python3.12".into();
     assert_ne!(fp.hash(), hash);

@@ -13,13 +13,11 @@ use crate::classify::{Outcome, Timings};
 use crate::discover::native::ModuleKind;
 use crate::discover::{FoundVariant, NativeModule};
 use crate::fingerprint::Fingerprint;
-use crate::fingerprint::python::distributions_digest;
 use crate::probe::{self, ExecutorKind};
 use crate::protocol::PROTOCOL_VERSION;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The cache as one run uses it: every key and record names the machine
 /// the plan is for.
@@ -30,11 +28,9 @@ pub(super) struct RunCache {
     fingerprint: String,
     /// The machine in one line, in every record.
     machine: String,
-    /// The probed environment's import folders, and the digest of what is
-    /// installed in them, taken when a variant's outcome is first kept or
-    /// read.
-    site_packages: Vec<PathBuf>,
-    packages: OnceLock<String>,
+    /// The digest of what is installed in the probed environment's import
+    /// folders, as taken with the fingerprint.
+    packages: String,
 }
 
 impl RunCache {
@@ -45,19 +41,13 @@ impl RunCache {
             cache,
             machine: machine_line(fingerprint, &hash),
             fingerprint: hash,
-            site_packages: fingerprint
-                .python
-                .as_ref()
-                .map(|p| p.site_packages.clone())
-                .unwrap_or_default(),
-            packages: OnceLock::new(),
+            packages: fingerprint.installed_digest(),
         }
     }
 
-    /// The digest of what is installed in the probed environment now.
+    /// The digest of what is installed in the probed environment.
     fn packages(&self) -> &str {
-        self.packages
-            .get_or_init(|| distributions_digest(&self.site_packages))
+        &self.packages
     }
 
     /// The cache itself.

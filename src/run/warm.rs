@@ -18,9 +18,7 @@ use super::{CheckReport, Plan, PlanOptions, cached};
 use crate::cache::Cache;
 use crate::cache::Lookup;
 use crate::cache::warm::{WarmJob, WarmParts, WarmRecord, Witness, now_ns};
-use crate::fingerprint::python::distributions_digest;
 use crate::protocol::PROTOCOL_VERSION;
-use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 
 /// What the warm path answered.
@@ -108,16 +106,16 @@ fn plan_line(options: &PlanOptions) -> Option<String> {
 
 /// The variant a cold `select` would choose in `root` on the machine whose
 /// full fingerprint hashes to `fingerprint`, from its warm record when
-/// every `stat` it depends on holds and what is installed in
-/// `site_packages` (the probed environment's import folders) is what the
-/// outcomes it rests on were probed with; `Ok(None)`: ask the
+/// every `stat` it depends on holds and what is installed in the probed
+/// environment (`installed`: [`crate::fingerprint::Fingerprint::installed_digest`])
+/// is what the outcomes it rests on were probed with; `Ok(None)`: ask the
 /// ordinary path. `Err` says why a record was ignored (it is removed).
 pub fn answer(
     cache: &Cache,
     root: &Path,
     fingerprint: &str,
     options: &PlanOptions,
-    site_packages: &[PathBuf],
+    installed: &str,
 ) -> Result<Option<Answer>, String> {
     let Some(parts) = plan_line(options).and_then(|p| WarmParts::new(root, fingerprint, p)) else {
         return Ok(None);
@@ -130,13 +128,7 @@ pub fn answer(
     if !record.root.holds() || !record.smoke.iter().all(Witness::holds) {
         return Ok(None);
     }
-    let installed = OnceCell::new();
-    let packages = || {
-        installed
-            .get_or_init(|| distributions_digest(site_packages))
-            .as_str()
-    };
-    Ok(chosen(&record.jobs, packages).map(|job| Answer {
+    Ok(chosen(&record.jobs, installed).map(|job| Answer {
         path: job.path.clone(),
         warnings: record.warnings.clone(),
     }))
@@ -146,14 +138,14 @@ pub fn answer(
 /// still hold and whose outcome passed; `None` as soon as one that could
 /// be chosen no longer holds, or has no outcome kept (a cold run would
 /// probe it), or has an outcome kept when other packages were installed
-/// than `packages()` says are now.
-fn chosen<'j, 'p>(jobs: &'j [WarmJob], packages: impl Fn() -> &'p str) -> Option<&'j WarmJob> {
+/// than `installed` says are now.
+fn chosen<'j>(jobs: &'j [WarmJob], installed: &str) -> Option<&'j WarmJob> {
     for job in jobs.iter().filter(|j| j.accepted && !j.skipped) {
         let kept = job.outcome.as_ref()?;
         if !kept.entry.holds() || !job.files.iter().all(|w| w.holds_in(&job.path)) {
             return None;
         }
-        if kept.packages.as_deref().is_some_and(|p| p != packages()) {
+        if kept.packages.as_deref().is_some_and(|p| p != installed) {
             return None;
         }
         if kept.outcome.kind.passed() {

@@ -97,3 +97,11 @@ pub fn kernel_repo(root: &std::path::Path, name: &str, variants: &[String], body
     }
     repo
 }
+
+/// The row of `variant` in the JSON of `preflight bench --json`.
+pub fn bench_row<'a>(doc: &'a serde_json::Value, variant: &str) -> &'a serde_json::Value {
+    doc["variants"]
+        .as_array()
+        .and_then(|v| v.iter().find(|r| r["variant"] == variant))
+        .unwrap_or_else(|| panic!("no row for {variant} in {doc}"))
+}
