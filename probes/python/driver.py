@@ -53,8 +53,14 @@ compare = load_sibling("compare.py", "preflight_compare")
 acceptance = load_sibling("acceptance.py", "preflight_acceptance")
 device_check = load_sibling("device.py", "preflight_device")
 smoke = load_sibling("smoke.py", "preflight_smoke_sources")
-bench = load_sibling("bench.py", "preflight_bench")
 Mismatch, Incomparable = compare.Mismatch, compare.Incomparable
+
+
+def load_bench():
+    """The bench server (`bench.py`), loaded only by the children that
+    serve a bench: compiling it and importing `ctypes` cost an import-only
+    probe about 8 ms."""
+    return sys.modules.get("preflight_bench") or load_sibling("bench.py", "preflight_bench")
 
 # The hub's python-depends allowlist, written next to this script by the parent.
 ALLOWLIST = sibling("preflight_python_depends.json", "python_depends.json")
@@ -279,12 +285,21 @@ def declared_imports(depends, allowlist):
 # ---------------------------------------------------------------- import
 
 
-def accept(chan, variant):
+def accept(chan, variant, verdicts=None):
     """The hub loader's verdict on the variant's metadata (raises
-    `acceptance.Refused`), and the metadata it accepted."""
+    `acceptance.Refused`), and the metadata it accepted: the judge child's
+    verdict from the file `verdicts` when it judged these very bytes, else
+    judged here."""
     allowlist = acceptance.load_allowlist(ALLOWLIST)
+    verdict = None
+    if verdicts is not None:
+        try:
+            with open(os.path.join(variant, "metadata.json"), "rb") as f:
+                verdict = acceptance.judged(verdicts, variant, f.read())
+        except OSError:
+            pass
     try:
-        who = acceptance.accept(variant, allowlist)
+        who = acceptance.accept(variant, allowlist) if verdict is None else acceptance.replay(verdict)
     except acceptance.Refused as refused:
         chan.send(ev_runtime(acceptance=refused.who))
         raise
@@ -322,7 +337,7 @@ def import_variant(chan, variant, metadata):
 
 
 OPTIONS = ("--variant", "--device", "--smoke", "--smoke-kind", "--benchmarks", "--repo",
-           "--bench", "--commands", "--replies", "--workload", "--flush")
+           "--bench", "--commands", "--replies", "--workload", "--flush", "--verdicts")
 
 
 def parse_args(argv):
@@ -347,7 +362,7 @@ def main(chan, argv):
     chan.send(ev_runtime(python=sys.version.split()[0], executable=sys.executable))
     try:
         chan.enter("import", what=args.variant)
-        metadata = accept(chan, args.variant)
+        metadata = accept(chan, args.variant, args.verdicts)
         start = time.perf_counter_ns()
         kernel = import_variant(chan, args.variant, metadata)
         chan.send(ev_timing("import", (time.perf_counter_ns() - start) / 1e6))
@@ -361,7 +376,7 @@ def main(chan, argv):
         chan.send(ev_runtime(torch=getattr(torch, "__version__", None) if torch else None, device=device))
         if args.bench:
             chan.enter("smoke", what="bench %s" % args.bench)
-            depth = bench.serve(chan, args, kernel, device)
+            depth = load_bench().serve(chan, args, kernel, device)
         elif args.smoke:
             chan.enter("smoke", what="%s %s" % (args.smoke_kind, args.smoke))
             depth = smoke.run_smoke_file(chan, args.smoke, kernel, device)
@@ -387,6 +402,25 @@ def main(chan, argv):
         traceback.print_exc()
         return 1
     chan.send(ev_done(depth))
+    return 0
+
+
+# ---------------------------------------------------------------- judge
+
+
+def judge(listing, out):
+    """`driver.py --judge LISTING OUT`: the hub's verdicts on the variants
+    listed (a JSON array of paths, as their probes are given them), in
+    order, appended to OUT (`acceptance.judge_all`). Stderr goes to a file
+    of the sandbox's directory, so that the judge can tell whether a
+    judgment printed anything."""
+    quiet = os.open("preflight_judge_stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    sys.stderr.flush()
+    os.dup2(quiet, 2)
+    os.close(quiet)
+    with open(listing) as f:
+        variants = json.load(f)
+    acceptance.judge_all(variants, acceptance.load_allowlist(ALLOWLIST), out)
     return 0
 
 
@@ -473,6 +507,7 @@ def sample_refusals():
 
 
 def self_check(golden_path):
+    bench = load_bench()
     with open(golden_path) as f:
         golden = [json.loads(line) for line in f if line.strip()]
     made = [
@@ -516,6 +551,8 @@ if __name__ == "__main__":
         sys.exit(self_check(sys.argv[2]))
     # The kernel and its subprocesses need not know where results go.
     result_file = os.environ.pop("PREFLIGHT_RESULT_FILE", None) or os.devnull
+    if sys.argv[1:2] == ["--judge"] and len(sys.argv) == 4:
+        sys.exit(judge(sys.argv[2], sys.argv[3]))
     chan = Channel(result_file)
     try:
         code = main(chan, sys.argv[1:])

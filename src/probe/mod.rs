@@ -13,6 +13,7 @@
 mod bench;
 pub mod cuda;
 mod job;
+mod judge;
 pub mod library;
 pub mod machine;
 mod python;

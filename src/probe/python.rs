@@ -3,6 +3,7 @@
 //! the sandbox's directory, starts the interpreter there, and reads the
 //! child's events back from the channel file.
 
+use super::judge::Verdicts;
 use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
 use crate::protocol::{CHANNEL_ENV, Depth, Evidence, ExecutorKind};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
@@ -21,7 +22,7 @@ pub const COMPARE: &str = include_str!("../../probes/python/compare.py");
 /// the driver for variants probed where `kernels` is not installed.
 pub const PYTHON_DEPENDS: &str = include_str!("../../probes/python/python_depends.json");
 
-const DRIVER_NAME: &str = "preflight_driver.py";
+pub(super) const DRIVER_NAME: &str = "preflight_driver.py";
 
 /// Every file the driver needs, by the name it is written under next to it
 /// (the driver itself included): all of them decide a verdict, so all of
@@ -51,6 +52,8 @@ pub const DRIVER_FILES: &[(&str, &str)] = &[
 ];
 pub(super) const CHANNEL_NAME: &str = "preflight_result.jsonl";
 const SMOKE_NAME: &str = "preflight_smoke.py";
+/// The judge child's verdicts, as a probe child finds them next to its driver.
+const VERDICTS_NAME: &str = "preflight_verdicts.jsonl";
 
 /// Runs hub variants in a Python interpreter, one sandboxed child each.
 #[derive(Debug, Clone)]
@@ -59,6 +62,8 @@ pub struct PythonExecutor {
     pub python: PathBuf,
     /// Extra environment for the child, on top of the sandbox's scrubbed one.
     pub env: Vec<(OsString, OsString)>,
+    /// What [`PythonExecutor::judge_ahead`] left for this executor's probes.
+    pub(super) verdicts: Verdicts,
 }
 
 impl PythonExecutor {
@@ -67,6 +72,7 @@ impl PythonExecutor {
         PythonExecutor {
             python: python.into(),
             env: Vec::new(),
+            verdicts: Verdicts::default(),
         }
     }
 
@@ -90,9 +96,7 @@ impl PythonExecutor {
                 source,
             })
         };
-        for (name, text) in DRIVER_FILES {
-            write(name, text)?;
-        }
+        self.write_driver(dir)?;
         let driver = dir.join(DRIVER_NAME);
         let mut args: Vec<OsString> = vec![
             "-B".into(),
@@ -117,17 +121,41 @@ impl PythonExecutor {
             }
             SmokeSource::LoadOnly => {}
         }
+        if let Some(verdicts) = self.verdicts.get() {
+            let path = dir.join(VERDICTS_NAME);
+            std::fs::write(&path, verdicts).map_err(|source| ProbeError::Setup {
+                path: path.clone(),
+                source,
+            })?;
+            args.extend(["--verdicts".into(), path.into()]);
+        }
+        Ok(self.child(dir, args))
+    }
+
+    /// Writes the driver and its files into `dir`.
+    pub(super) fn write_driver(&self, dir: &Path) -> Result<(), ProbeError> {
+        for (name, text) in DRIVER_FILES {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|source| ProbeError::Setup { path, source })?;
+        }
+        Ok(())
+    }
+
+    /// The interpreter with `args`, in the environment every child of this
+    /// executor gets (the judge's too: its verdicts hold for the probes only
+    /// because it sees what they see).
+    pub(super) fn child(&self, dir: &Path, args: Vec<OsString>) -> ChildCommand {
         let mut env: Vec<(OsString, OsString)> = vec![
             (CHANNEL_ENV.into(), dir.join(CHANNEL_NAME).into()),
             ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
             ("PYTHONUNBUFFERED".into(), "1".into()),
         ];
         env.extend(self.env.iter().cloned());
-        Ok(ChildCommand {
+        ChildCommand {
             program: self.python.clone(),
             args,
             env,
-        })
+        }
     }
 }
 

@@ -30,6 +30,15 @@ impl Executors {
         Ok(CudaExecutor::current()?.with_nvrtc(cuda::nvrtc_library(toolkits)))
     }
 
+    /// A copy for one run: its python executor keeps the verdicts a judge
+    /// leaves for this run's probes ([`PythonExecutor::judging`]).
+    pub(super) fn for_run(&self) -> Executors {
+        Executors {
+            python: self.python.as_ref().map(PythonExecutor::judging),
+            cuda: self.cuda.clone(),
+        }
+    }
+
     /// The executor that runs `subject`.
     fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
         match subject {

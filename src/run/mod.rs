@@ -100,6 +100,7 @@ pub fn run(
         count: pending.len(),
     });
     let write_failed = AtomicBool::new(false);
+    let executors = &executors.for_run();
     let probe = |job: &&Job| {
         reporter.report(RunEvent::Started { job });
         let done = execute::execute(job, executors, cancel);
@@ -125,13 +126,27 @@ pub fn run(
     let probed: Vec<(CheckResult, Option<String>)> = if pending.is_empty() {
         Vec::new()
     } else {
-        match rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs.max(1))
-            .build()
-        {
-            Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
-            Err(_) => pending.iter().map(probe).collect(),
-        }
+        // The judge of hub variants works beside the first probes; it ends
+        // (or is stopped) with the run. A thread that cannot be started
+        // leaves every probe to judge itself.
+        let judged = Cancel::new();
+        std::thread::scope(|scope| {
+            if let Some(judge) = judge_ahead(&pending, executors, jobs) {
+                let judged = &judged;
+                let _ = std::thread::Builder::new()
+                    .name("judge".into())
+                    .spawn_scoped(scope, move || judge(judged));
+            }
+            let probed = match rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs.max(1))
+                .build()
+            {
+                Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
+                Err(_) => pending.iter().map(probe).collect(),
+            };
+            judged.cancel();
+            probed
+        })
     };
     let mut faults = Vec::new();
     for (result, fault) in probed {
@@ -159,6 +174,36 @@ pub fn run(
         faults,
         passing,
     }
+}
+
+/// One child to judge the hub's acceptance of the pending hub variants
+/// ([`crate::probe::PythonExecutor::judge_ahead`]), when some of their
+/// probes start after the first `jobs`: those replay its verdicts instead
+/// of importing the hub's validators again; the first ones, and any it
+/// leaves out, judge themselves. A judge that fails changes nothing.
+fn judge_ahead<'a>(
+    pending: &[&'a Job],
+    executors: &'a Executors,
+    jobs: usize,
+) -> Option<impl FnOnce(&Cancel) + Send + 'a> {
+    let python = executors.python.as_ref()?;
+    let variants: Vec<(&std::path::Path, &crate::sandbox::Limits)> = pending
+        .iter()
+        .filter_map(|job| match &job.probe.subject {
+            crate::probe::Subject::Variant { path, .. } => {
+                Some((path.as_path(), &job.probe.limits))
+            }
+            _ => None,
+        })
+        .collect();
+    if variants.len() <= jobs.max(1) {
+        return None;
+    }
+    let limits = variants[0].1;
+    let paths: Vec<std::path::PathBuf> = variants.iter().map(|(p, _)| p.to_path_buf()).collect();
+    Some(move |cancel: &Cancel| {
+        let _ = python.judge_ahead(&paths, limits, cancel);
+    })
 }
 
 fn row(
