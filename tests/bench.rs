@@ -178,12 +178,7 @@ fn ranks_by_known_factors_with_ratios_close_to_the_truth_and_select_uses_them() 
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 
-    let order: Vec<&str> = doc["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["variant"].as_str().unwrap())
-        .collect();
+    let order = common::bench_order(&doc);
     assert_eq!(order, [&names[2], &names[1], &names[0]], "{doc}");
     for (name, truth) in [(&names[1], 1.5), (&names[0], 3.0)] {
         let r = row(&doc, name);

@@ -131,12 +131,7 @@ fn native_targets_are_ranked_by_known_factors_with_ratios_close_to_the_truth() {
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let order: Vec<&str> = doc["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["variant"].as_str().unwrap())
-        .collect();
+    let order = common::bench_order(&doc);
     assert_eq!(order, ["fast", "mid", "slow"], "{doc}");
     let fastest = median(row(&doc, "fast"));
     assert!(fastest >= 1.0, "a launch spins 1 ms: {doc}");

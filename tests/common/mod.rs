@@ -105,3 +105,13 @@ pub fn bench_row<'a>(doc: &'a serde_json::Value, variant: &str) -> &'a serde_jso
         .and_then(|v| v.iter().find(|r| r["variant"] == variant))
         .unwrap_or_else(|| panic!("no row for {variant} in {doc}"))
 }
+
+/// The variants of `preflight bench --json`, in the order it ranked them.
+pub fn bench_order(doc: &serde_json::Value) -> Vec<&str> {
+    doc["variants"]
+        .as_array()
+        .expect("a variants list")
+        .iter()
+        .map(|r| r["variant"].as_str().expect("a variant name"))
+        .collect()
+}
