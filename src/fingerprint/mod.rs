@@ -56,7 +56,7 @@ pub const SCHEMA: u32 = 2;
 /// and the digest of the installed names, which every outcome record
 /// carries on its own (a hash covering it would retire the whole cache on
 /// every install, not only the outcomes about packages).
-const PYTHON_HOW_FOUND: [&str; 4] = ["interpreter", "found_via", "measured", "installed"];
+const PYTHON_UNHASHED: [&str; 4] = ["interpreter", "found_via", "measured", "installed"];
 
 /// Fields of each `toolkits.found[]` that say how it was found and which
 /// file gave its version.
@@ -218,12 +218,13 @@ impl Fingerprint {
     /// what the machine is — objects in key order, lists in a defined
     /// order — without the fields that say how a fact was found
     /// ([`PythonEnv`]'s `interpreter`, `found_via`, `measured`; each
-    /// toolkit's `found_via` and `version_from`).
+    /// toolkit's `found_via` and `version_from`) and without
+    /// `python.installed`, which each outcome record carries on its own.
     pub fn canonical(&self) -> Vec<u8> {
         // Serializing these types cannot fail: no maps with non-string keys,
         // no floats, no custom serializers that fail.
         let mut value = serde_json::to_value(self).unwrap_or_default();
-        forget(value.pointer_mut("/python"), &PYTHON_HOW_FOUND);
+        forget(value.pointer_mut("/python"), &PYTHON_UNHASHED);
         if let Some(found) = value
             .pointer_mut("/toolkits/found")
             .and_then(Value::as_array_mut)

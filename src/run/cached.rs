@@ -45,11 +45,6 @@ impl RunCache {
         }
     }
 
-    /// The digest of what is installed in the probed environment.
-    fn packages(&self) -> &str {
-        &self.packages
-    }
-
     /// The cache itself.
     pub(super) fn cache(&self) -> &Cache {
         &self.cache
@@ -227,7 +222,7 @@ pub(super) fn lookup(cache: &RunCache, key: &JobKey) -> Result<Option<(Outcome, 
 /// Whether a record kept with the package digest `packages` (a variant's)
 /// still holds: what is installed is unchanged.
 fn record_holds(cache: &RunCache, packages: Option<&str>) -> bool {
-    packages.is_none_or(|kept| kept == cache.packages())
+    packages.is_none_or(|kept| kept == cache.packages)
 }
 
 /// What a warm record keeps of `key`'s job: the `stat`s of its files (when
@@ -276,7 +271,7 @@ pub(super) fn store(
         timings: *timings,
         machine: cache.machine.clone(),
         packages: matches!(job.probe.subject, probe::Subject::Variant { .. })
-            .then(|| cache.packages().to_owned()),
+            .then(|| cache.packages.clone()),
     };
     cache
         .cache
