@@ -7,11 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
-_EXE = "preflight" + (sysconfig.get_config_var("EXE") or "")
+_EXE = "preflight.exe" if os.name == "nt" else "preflight"
 
 
 class PreflightError(RuntimeError):
@@ -40,6 +39,11 @@ def find_preflight() -> Path:
         if not path.is_file():
             raise PreflightError(f"PREFLIGHT_BIN={override}: no such file", None)
         return path
+    recorded = _recorded()
+    if recorded is not None:
+        return recorded
+    import sysconfig
+
     candidates = [Path(sysconfig.get_path("scripts")) / _EXE]
     try:
         candidates.append(Path(sysconfig.get_path("scripts", scheme=_user_scheme())) / _EXE)
@@ -63,7 +67,33 @@ def find_preflight() -> Path:
     )
 
 
+def _recorded() -> Optional[Path]:
+    """The binary where the installer put it, as this package's wheel
+    `RECORD` says (exact for any install scheme, and cheaper than asking
+    `sysconfig`, which a verified `get_kernel` would pay in every fresh
+    process); None when there is no such record (a source checkout)."""
+    site = Path(os.path.abspath(__file__)).parent.parent
+    try:
+        infos = [e for e in os.listdir(site) if e.startswith("kernel_preflight-") and e.endswith(".dist-info")]
+    except OSError:
+        return None
+    for info in infos:
+        try:
+            lines = (site / info / "RECORD").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name = line.split(",", 1)[0]
+            if name.rsplit("/", 1)[-1] == _EXE:
+                path = Path(os.path.normpath(site / name))
+                if path.is_file() and os.access(path, os.X_OK):
+                    return path
+    return None
+
+
 def _user_scheme() -> str:
+    import sysconfig
+
     if sys.version_info >= (3, 10):
         return sysconfig.get_preferred_scheme("user")
     return "nt_user" if os.name == "nt" else "posix_user"

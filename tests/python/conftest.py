@@ -135,7 +135,8 @@ for call in {calls!r}:
     try:
         module = eval(call)
     except BaseException as e:
-        print(json.dumps({{"error": type(e).__name__, "message": str(e)}}), flush=True)
+        print(json.dumps({{"error": type(e).__name__, "message": str(e),
+                          "is_a": [c.__name__ for c in type(e).__mro__]}}), flush=True)
     else:
         print(json.dumps({{"file": module.__file__, "variant": getattr(module, "VARIANT", None),
                           "snapshot": getattr(module, "SNAPSHOT", None)}}), flush=True)
