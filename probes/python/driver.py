@@ -326,11 +326,36 @@ def import_variant(chan, variant, metadata):
     module = importlib.util.module_from_spec(spec)
     sys.modules[metadata["id"]] = module
     try:
-        spec.loader.exec_module(module)
+        deps = kernel_dependencies(metadata)
+        if deps is None:
+            spec.loader.exec_module(module)
+        else:
+            with deps:
+                spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(metadata["id"], None)
         raise
     return module
+
+
+def kernel_dependencies(metadata):
+    """The variant's `kernel-depends`, each loaded as the hub loader loads a
+    kernel (its own `get_kernel`, offline from the cache when the hub is
+    offline), handed to the import the way `kernels` hands them
+    (`use_kernel_deps`), so that a variant calling `get_kernel_dep` while it
+    is imported finds them. A dependency that fails fails this import.
+    None when the variant depends on no other kernel."""
+    depends = metadata.get("kernel-depends") or []
+    if not depends:
+        return None
+    from kernels import get_kernel
+    from kernels.deps import use_kernel_deps
+
+    loaded = {}
+    for dep in depends:
+        pin = {"revision": dep["revision"]} if "revision" in dep else {"version": dep["version"]}
+        loaded[dep["repo-id"]] = get_kernel(dep["repo-id"], **pin)
+    return use_kernel_deps(loaded)
 
 
 # ---------------------------------------------------------------- main

@@ -9,14 +9,10 @@ that verification for one call. `check`, `select`, `warmup`, `bench`,
 dataclasses. Every decision is the `preflight` binary's, which ships with
 this package.
 
-Names are imported when first used, so that the start-up hook and a plain
+Names are imported when first used, and this file imports nothing itself
+(not even `typing`), so that the start-up hook and a plain
 `import kernel_preflight` stay cheap.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
 
 _WHERE = {
     "NoWorkingVariant": "_api",
@@ -54,7 +50,9 @@ __all__ = sorted(_WHERE)
 _SUBMODULES = {"_api", "_bench", "_binary", "_enable", "_hub", "_types", "_verify"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name):  # type: ignore[no-untyped-def]
+    import importlib
+
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     where = _WHERE.get(name)
@@ -65,5 +63,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def __dir__() -> list[str]:
+def __dir__():  # type: ignore[no-untyped-def]
     return sorted(set(globals()) | set(__all__))

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 _EXE = "preflight.exe" if os.name == "nt" else "preflight"
 
@@ -99,8 +99,11 @@ def _user_scheme() -> str:
     return "nt_user" if os.name == "nt" else "posix_user"
 
 
-def run(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> subprocess.CompletedProcess[str]:
-    """Run `preflight ARGS`; an exit code outside `answers` raises."""
+def run(
+    args: Sequence[str], *, answers: Sequence[int] = (0,), env: Optional[Mapping[str, str]] = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `preflight ARGS` (with `env` added to this process's
+    environment); an exit code outside `answers` raises."""
     binary = find_preflight()
     try:
         done = subprocess.run(
@@ -108,6 +111,7 @@ def run(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> subprocess.Com
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
+            env=None if env is None else {**os.environ, **env},
         )
     except OSError as e:
         raise PreflightError(f"cannot run {binary}: {e}", None) from e
@@ -120,9 +124,11 @@ def run(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> subprocess.Com
     return done
 
 
-def run_json(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> tuple[Any, int]:
+def run_json(
+    args: Sequence[str], *, answers: Sequence[int] = (0,), env: Optional[Mapping[str, str]] = None
+) -> tuple[Any, int]:
     """Run `preflight ARGS --json`: the document it printed, and its exit code."""
-    done = run([*args, "--json"], answers=answers)
+    done = run([*args, "--json"], answers=answers, env=env)
     try:
         return json.loads(done.stdout), done.returncode
     except ValueError as e:

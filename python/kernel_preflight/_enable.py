@@ -21,10 +21,12 @@ returns.
 
 from __future__ import annotations
 
-import contextvars
 import os
 import sys
-from typing import Any, Callable, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` costs a start-up more than everything else here
+    from typing import Any, Callable, Optional
 
 VARIABLE = "KERNEL_PREFLIGHT"
 _ON = ("1", "true", "yes", "on")
@@ -41,10 +43,6 @@ SEAM_PARAMETERS = ("api", "kernel", "backend", "resolver", "seen")
 READER_MODULE = "kernels.resolver"
 
 _ORIGINAL = "__kernel_preflight_original__"
-
-FAILED_READS: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar(
-    "kernel_preflight_failed_reads", default=None
-)
 
 
 class _State:
@@ -197,7 +195,8 @@ class _RememberingReader:
         try:
             return self._metadata.read_from_file(path)
         except Exception as e:
-            failed = FAILED_READS.get()
+            verify = sys.modules.get("kernel_preflight._verify")
+            failed = verify.FAILED_READS.get() if verify is not None else None
             if failed is not None:
                 failed.append((os.fspath(path), e))
             raise

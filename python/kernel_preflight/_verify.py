@@ -30,10 +30,19 @@ if TYPE_CHECKING:
 
 _SCOPE: contextvars.ContextVar[Optional["_Scope"]] = contextvars.ContextVar("kernel_preflight_scope", default=None)
 
+# The pick's metadata files the loader failed to read while a verified
+# resolution ran (`_enable`'s reader appends to it).
+FAILED_READS: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar(
+    "kernel_preflight_failed_reads", default=None
+)
+
 # What this process already verified: (target, backend) -> the variant
 # chosen. A process loads a kernel's variant once (`kernels` keeps it), so
 # a later load of the same target asks nothing again.
-_CHOSEN: dict[tuple[tuple[str, ...], Optional[str]], Path] = {}
+_CHOSEN: dict[tuple, Path] = {}
+
+# The kernels whose dependencies are being verified (a cycle guard).
+_RESOLVING: contextvars.ContextVar[frozenset] = contextvars.ContextVar("kernel_preflight_resolving", default=frozenset())
 
 
 class _Scope:
@@ -87,8 +96,6 @@ class VerifyingResolver:
         self.python = python
 
     def resolve(self, *, api: Any, backend: Optional[str], kernel: Any) -> Any:
-        from ._enable import FAILED_READS
-
         failed: list = []
         token = FAILED_READS.set(failed)
         try:
@@ -106,6 +113,7 @@ class VerifyingResolver:
             return None
         from kernels.resolver import RemoteKernel
 
+        probes = _Probes(self.python, self._dependencies(location, api=api, backend=backend, kernel=kernel))
         if isinstance(location, RemoteKernel):
             installed = location.install(api=api)
             return _verified_remote(
@@ -114,19 +122,42 @@ class VerifyingResolver:
                 installed,
                 api=api,
                 backend=backend,
-                python=self.python,
+                probes=probes,
             )
-        return _verified_local(location, repo_id=kernel.repo_id, backend=backend, python=self.python)
+        return _verified_local(location, repo_id=kernel.repo_id, backend=backend, probes=probes)
+
+    def _dependencies(self, location: Any, *, api: Any, backend: Optional[str], kernel: Any) -> dict[str, str]:
+        """The kernels the pick depends on (`kernel-depends`), each verified
+        first: the variant the loader will load of each, so that a probe of
+        this kernel imports it with those (`LOCAL_KERNELS` in the probe's
+        environment; the hub loader's first resolver reads it)."""
+        depends = list(getattr(location.metadata, "kernel_depends", None) or [])
+        if not depends:
+            return {}
+        resolving = _RESOLVING.get()
+        if kernel.repo_id in resolving:
+            return {}  # a cycle: the loader's own tree walk refuses it
+        token = _RESOLVING.set(resolving | {kernel.repo_id})
+        try:
+            found = {}
+            for dep in depends:
+                verified = self.resolve(api=api, backend=backend, kernel=dep)
+                if verified is not None:
+                    found[dep.repo_id] = os.fspath(verified.variant_path)
+            return found
+        finally:
+            _RESOLVING.reset(token)
 
     def _instead_of_unreadable(self, variant: Path, *, api: Any, backend: Optional[str], kernel: Any) -> Any:
         """The loader's pick is `variant`, whose metadata it could not read:
         on the hub (a snapshot folder, and a resolver that fetches), the
         other candidates of that commit; on disk, the variants beside it."""
         snapshot = variant.parent.parent
+        probes = _Probes(self.python, {})
         if variant.parent.name == "build" and snapshot.parent.name == "snapshots" and _fetches(self.inner):
             pinned = _Pinned(kernel.repo_id, snapshot.name)
-            return _verified_remote(pinned, snapshot, None, api=api, backend=backend, python=self.python)
-        return _verified_local(_Unreadable(variant), repo_id=kernel.repo_id, backend=backend, python=self.python)
+            return _verified_remote(pinned, snapshot, None, api=api, backend=backend, probes=probes)
+        return _verified_local(_Unreadable(variant), repo_id=kernel.repo_id, backend=backend, probes=probes)
 
 
     def _from_the_cache(self, error: BaseException, *, kernel: Any, backend: Optional[str]) -> Any:
@@ -147,7 +178,7 @@ class VerifyingResolver:
         from ._binary import PreflightError
 
         try:
-            chosen, selection = _working(["--repo", kernel.repo_id, *pin], backend=backend, python=self.python)
+            chosen, selection = _working(["--repo", kernel.repo_id, *pin], backend=backend, probes=_Probes(self.python, {}))
         except PreflightError:
             return None  # no such snapshot either: the loader's error stands
         if chosen is None:
@@ -176,6 +207,24 @@ def _cache_pin(resolver: Any, kernel: Any) -> Optional[list[str]]:
             return ["--version", str(kernel.version.version)]
         return ["--revision", kernel.version.revision]
     return None
+
+
+class _Probes:
+    """How `select` probes: in which interpreter, and with which verified
+    variants of the kernels a kernel depends on (repo id -> variant)."""
+
+    def __init__(self, python: str, dependencies: dict[str, str]) -> None:
+        self.python = python
+        self.dependencies = dependencies
+
+    def env(self) -> Optional[dict[str, str]]:
+        """The probes' `LOCAL_KERNELS`: the user's overrides, then the
+        verified dependencies."""
+        if not self.dependencies:
+            return None
+        entries = [e for e in os.environ.get("LOCAL_KERNELS", "").split(":") if e]
+        entries += [f"{repo}={path}" for repo, path in sorted(self.dependencies.items())]
+        return {"LOCAL_KERNELS": ":".join(entries)}
 
 
 class _Pinned:
@@ -212,26 +261,27 @@ def _accepted(folder: Path, backend: Optional[str]) -> list[str]:
     return [v.variant_str for v in accepted]
 
 
-def _working(target: list[str], *, backend: Optional[str], python: str) -> tuple[Optional[Path], Optional[Selection]]:
+def _working(target: list[str], *, backend: Optional[str], probes: _Probes) -> tuple[Optional[Path], Optional[Selection]]:
     """The variant of `target` (`select`'s arguments: a folder of variants,
     one variant, or `--repo` with its pin) to load: the first in the hub
     loader's preference order that passed its probe; else None, and the
     selection saying why for each variant."""
-    key = (tuple(target), backend)
+    key = (tuple(target), backend, tuple(sorted(probes.dependencies.items())))
+    python, env = probes.python, probes.env()
     known = _CHOSEN.get(key)
     if known is not None:
         return known, None
     if backend is None:
         # `select` ranks by the loader's own rule for this interpreter, and
         # answers warm from one record.
-        done = run(["select", *target, "--python", python], answers=(0, 1))
+        done = run(["select", *target, "--python", python], answers=(0, 1), env=env)
         if done.returncode == 0:
             chosen = Path(done.stdout.strip())
             _CHOSEN[key] = chosen
             return chosen, None
     from ._types import Selection
 
-    doc, _ = run_json(["select", *target, "--python", python], answers=(0, 1))
+    doc, _ = run_json(["select", *target, "--python", python], answers=(0, 1), env=env)
     selection = Selection.from_json(doc)
     passed = [Path(c.path) for c in selection.passing]
     if backend is None or not passed:
@@ -266,7 +316,7 @@ def _is_variant(name: str) -> bool:
     return True
 
 
-def _verified_local(location: Any, *, repo_id: str, backend: Optional[str], python: str) -> Any:
+def _verified_local(location: Any, *, repo_id: str, backend: Optional[str], probes: _Probes) -> Any:
     """A kernel already on disk (the hub cache offline, a lock, a local
     path): the first working variant among those beside the loader's pick
     (a directory that is one variant on its own has nothing beside it)."""
@@ -274,7 +324,7 @@ def _verified_local(location: Any, *, repo_id: str, backend: Optional[str], pyth
 
     pick = Path(location.variant_path)
     target = pick.parent if _is_variant(pick.name) else pick
-    chosen, selection = _working([os.fspath(target)], backend=backend, python=python)
+    chosen, selection = _working([os.fspath(target)], backend=backend, probes=probes)
     if chosen is None:
         from ._hub import KernelLoadError
 
@@ -285,7 +335,7 @@ def _verified_local(location: Any, *, repo_id: str, backend: Optional[str], pyth
 
 
 def _verified_remote(
-    pinned: _Pinned, snapshot: Path, installed: Any, *, api: Any, backend: Optional[str], python: str
+    pinned: _Pinned, snapshot: Path, installed: Any, *, api: Any, backend: Optional[str], probes: _Probes
 ) -> Any:
     """A kernel on the hub, its pick already fetched into `snapshot` as the
     hub fetches it (`installed`; None when the pick's metadata could not be
@@ -298,7 +348,7 @@ def _verified_remote(
     _fetch_benchmarks(api, pinned, snapshot)
     everything: Optional[list[str]] = None
     while True:
-        chosen, selection = _working([os.fspath(build)], backend=backend, python=python)
+        chosen, selection = _working([os.fspath(build)], backend=backend, probes=probes)
         if chosen is not None:
             if installed is not None and _same(chosen, Path(installed.variant_path)):
                 return installed

@@ -356,3 +356,40 @@ def test_the_seam_is_where_this_kernels_release_has_it():
         assert module.get_kernel is kernels.load.get_kernel
     # The resolvers read the pick's metadata through this name.
     assert hasattr(kernels.resolver.Metadata, "read_from_file")
+
+
+def test_a_kernel_that_depends_on_another_is_probed_with_its_dependency(hub_cache):
+    """`kernel-depends`: the probe loads the dependency as the hub loader
+    does, so that `get_kernel_dep` works while the variant is imported; the
+    dependency itself is verified too."""
+    kernel(hub_cache, "acme/dep", sha(7), preferred=EXIT_1)
+    body = (
+        "from kernels import get_kernel_dep\n"
+        "DEP = get_kernel_dep('acme/dep')\n"
+        "VARIANT = 'root:' + DEP.VARIANT\n"
+    )
+    files = {}
+    for variant in (PREFERRED, FALLBACK):
+        files.update(
+            variant_files(
+                variant,
+                body=body,
+                metadata={"kernel-depends": [{"repo-id": "acme/dep", "version": 1}]},
+            )
+        )
+    hub_cache.add("acme/root", sha(8), files, refs=("v1",))
+    program = 'import json, kernels\nprint(json.dumps({"v": kernels.get_kernel("acme/root", version=1).VARIANT}))'
+    code, lines, stderr = run(program, flag="1")
+    assert code == 0 and lines == [{"v": f"root:{FALLBACK}"}], stderr
+    code, lines, stderr = run(program, flag=None)
+    assert code == 1 and lines == [], stderr
+
+
+def test_a_backend_the_caller_chose_is_honoured(hub_cache):
+    kernel(hub_cache, "acme/relu", sha(1), preferred=EXIT_1)
+    program = (
+        "import json, kernels\n"
+        'print(json.dumps({"v": kernels.get_kernel("acme/relu", version=1, backend="cpu").VARIANT}))'
+    )
+    code, lines, stderr = run(program, flag="1")
+    assert code == 0 and lines == [{"v": FALLBACK}], stderr
