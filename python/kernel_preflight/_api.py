@@ -254,7 +254,9 @@ def _project_pins(lock: Optional[PathOrRepo], project: Optional[PathOrRepo]) -> 
             )
         for repo, version in dependencies.items():
             if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-                raise ValueError(f"{path}: [tool.kernels.dependencies] {repo!r} = {version!r}: expected a version number")
+                raise ValueError(
+                    f"{path}: [tool.kernels.dependencies] {repo!r} = {version!r}: expected a version number"
+                )
             pins.append((repo, {"version": version}))
     return pins
 

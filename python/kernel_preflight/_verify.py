@@ -42,7 +42,9 @@ FAILED_READS: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar(
 _CHOSEN: dict[tuple, Path] = {}
 
 # The kernels whose dependencies are being verified (a cycle guard).
-_RESOLVING: contextvars.ContextVar[frozenset] = contextvars.ContextVar("kernel_preflight_resolving", default=frozenset())
+_RESOLVING: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "kernel_preflight_resolving", default=frozenset()
+)
 
 
 class _Scope:
@@ -159,7 +161,6 @@ class VerifyingResolver:
             return _verified_remote(pinned, snapshot, None, api=api, backend=backend, probes=probes)
         return _verified_local(_Unreadable(variant), repo_id=kernel.repo_id, backend=backend, probes=probes)
 
-
     def _from_the_cache(self, error: BaseException, *, kernel: Any, backend: Optional[str]) -> Any:
         """Offline, the loader refuses a cached snapshot whose tree listing
         (kept by `huggingface_hub` when the snapshot was fetched) names
@@ -177,8 +178,9 @@ class VerifyingResolver:
             return None
         from ._binary import PreflightError
 
+        target = ["--repo", kernel.repo_id, *pin]
         try:
-            chosen, selection = _working(["--repo", kernel.repo_id, *pin], backend=backend, probes=_Probes(self.python, {}))
+            chosen, selection = _working(target, backend=backend, probes=_Probes(self.python, {}))
         except PreflightError:
             return None  # no such snapshot either: the loader's error stands
         if chosen is None:
@@ -261,7 +263,9 @@ def _accepted(folder: Path, backend: Optional[str]) -> list[str]:
     return [v.variant_str for v in accepted]
 
 
-def _working(target: list[str], *, backend: Optional[str], probes: _Probes) -> tuple[Optional[Path], Optional[Selection]]:
+def _working(
+    target: list[str], *, backend: Optional[str], probes: _Probes
+) -> tuple[Optional[Path], Optional[Selection]]:
     """The variant of `target` (`select`'s arguments: a folder of variants,
     one variant, or `--repo` with its pin) to load: the first in the hub
     loader's preference order that passed its probe; else None, and the
@@ -289,7 +293,8 @@ def _working(target: list[str], *, backend: Optional[str], probes: _Probes) -> t
     # A backend the caller chose: the loader's order for it decides among
     # the variants that passed (a variant given on its own is the only one).
     folder = passed[0].parent
-    order = [folder / name for name in _accepted(folder, backend)] if len(passed) > 1 or _is_variant(passed[0].name) else passed
+    alone = len(passed) == 1 and not _is_variant(passed[0].name)
+    order = passed if alone else [folder / name for name in _accepted(folder, backend)]
     for chosen in order:
         if chosen in passed:
             _CHOSEN[key] = chosen
@@ -347,6 +352,7 @@ def _verified_remote(
     build = snapshot / "build"
     _fetch_benchmarks(api, pinned, snapshot)
     everything: Optional[list[str]] = None
+    fetched: set[str] = set()
     while True:
         chosen, selection = _working([os.fspath(build)], backend=backend, probes=probes)
         if chosen is not None:
@@ -365,11 +371,12 @@ def _verified_remote(
             everything = [v.variant_str for v in resolve_variants(variants, backend)[0]]
         # A variant folder on disk has been tried (the hub fetches a
         # variant whole; an unreadable pick has only its metadata).
-        missing = [name for name in everything if not (build / name).is_dir()]
+        missing = [name for name in everything if not (build / name).is_dir() and name not in fetched]
         if not missing:
             from ._hub import KernelLoadError
 
             raise KernelLoadError(pinned.repo_id, selection)
+        fetched.add(missing[0])
         _fetch(api, pinned, [f"build/{missing[0]}/*"])
 
 

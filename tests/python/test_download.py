@@ -51,7 +51,9 @@ def hub(hub_cache):
                 branches={"main": sha(2), "v1": sha(1), "v2": sha(2)},
             ),
             "shady/relu": Repo(commits={sha(3): repository(sha(3))}, branches={"main": sha(3), "v1": sha(3)}),
-            "acme/good": Repo(commits={sha(4): repository(sha(4), broken=False)}, branches={"main": sha(4), "v1": sha(4)}),
+            "acme/good": Repo(
+                commits={sha(4): repository(sha(4), broken=False)}, branches={"main": sha(4), "v1": sha(4)}
+            ),
         },
         trusted={"acme": True, "shady": False},
     )
@@ -150,7 +152,9 @@ def variant_files_of(fetched: list[str]) -> list[str]:
 
 
 def test_the_flag_online_fetches_the_hubs_pick_and_nothing_more_when_it_works(hub, hub_cache):
-    code, lines, stderr = load_in_child(["kernels.get_kernel('acme/good', version=1)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"})
+    code, lines, stderr = load_in_child(
+        ["kernels.get_kernel('acme/good', version=1)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"}
+    )
     assert code == 0 and lines[0].get("variant") == "torch-cpu", (lines, stderr)
     # What the hub loader fetches (its pick), and the repository's small
     # benchmarks/ (the smoke source).
@@ -159,7 +163,9 @@ def test_the_flag_online_fetches_the_hubs_pick_and_nothing_more_when_it_works(hu
 
 
 def test_the_flag_online_fetches_a_further_candidate_only_when_the_pick_fails(hub, hub_cache):
-    code, lines, stderr = load_in_child(["kernels.get_kernel('acme/relu', version=2)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"})
+    code, lines, stderr = load_in_child(
+        ["kernels.get_kernel('acme/relu', version=2)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"}
+    )
     assert code == 0 and lines[0].get("variant") == "torch-universal", (lines, stderr)
     assert lines[0]["snapshot"] == sha(2)
     # The pick (which exits), then the next candidate; never a variant the
@@ -168,6 +174,8 @@ def test_the_flag_online_fetches_a_further_candidate_only_when_the_pick_fails(hu
 
 
 def test_without_the_flag_online_the_hubs_pick_kills_the_caller(hub, hub_cache):
-    code, lines, stderr = load_in_child(["kernels.get_kernel('acme/relu', version=2)"], env=online(hub), unset=("KERNEL_PREFLIGHT",))
+    code, lines, stderr = load_in_child(
+        ["kernels.get_kernel('acme/relu', version=2)"], env=online(hub), unset=("KERNEL_PREFLIGHT",)
+    )
     assert code == 1 and lines == [], stderr
     assert variant_files_of(hub.fetched()) == ["torch-cpu"]

@@ -184,7 +184,10 @@ def lockfile(tmp_path, entries):
     path = tmp_path / "kernels.lock"
     path.write_text(
         json.dumps(
-            [{"dependency": {"repo-id": repo, "version": version}, "lock": {"commit": commit}} for repo, version, commit in entries]
+            [
+                {"dependency": {"repo-id": repo, "version": version}, "lock": {"commit": commit}}
+                for repo, version, commit in entries
+            ]
         )
     )
     return path
@@ -313,7 +316,9 @@ def test_the_probe_sees_plain_kernels(hub_cache, tmp_path):
     """A probe child gets `KERNEL_PREFLIGHT=0`: a kernel that loads another
     one while it is imported does not start a verification inside it."""
     seen = tmp_path / "seen"
-    body = f"import os\nopen({str(seen)!r}, 'a').write(os.environ.get('KERNEL_PREFLIGHT', '-') + '\\n')\nVARIANT = 'x'\n"
+    body = (
+        f"import os\nopen({str(seen)!r}, 'a').write(os.environ.get('KERNEL_PREFLIGHT', '-') + '\\n')\nVARIANT = 'x'\n"
+    )
     kernel(hub_cache, "acme/env", sha(1), preferred=body)
     code, lines, stderr = run(
         'import kernels, json\nprint(json.dumps({"v": kernels.get_kernel("acme/env", version=1).VARIANT}))',
@@ -363,11 +368,7 @@ def test_a_kernel_that_depends_on_another_is_probed_with_its_dependency(hub_cach
     does, so that `get_kernel_dep` works while the variant is imported; the
     dependency itself is verified too."""
     kernel(hub_cache, "acme/dep", sha(7), preferred=EXIT_1)
-    body = (
-        "from kernels import get_kernel_dep\n"
-        "DEP = get_kernel_dep('acme/dep')\n"
-        "VARIANT = 'root:' + DEP.VARIANT\n"
-    )
+    body = "from kernels import get_kernel_dep\nDEP = get_kernel_dep('acme/dep')\nVARIANT = 'root:' + DEP.VARIANT\n"
     files = {}
     for variant in (PREFERRED, FALLBACK):
         files.update(
@@ -393,3 +394,33 @@ def test_a_backend_the_caller_chose_is_honoured(hub_cache):
     )
     code, lines, stderr = run(program, flag="1")
     assert code == 0 and lines == [{"v": FALLBACK}], stderr
+
+
+def test_the_readme_example_prints_what_the_readme_shows(tmp_path):
+    """README, "With transformers": the example hub cache and the loader,
+    run as written there; the output block is compared line for line."""
+    import re
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(
+        r"KERNEL_PREFLIGHT=1 python examples/transformers/loader.py\n```\n\n```text\n(.*?)```", readme, re.S
+    )
+    assert shown, "the README's example output block moved"
+    hub = tmp_path / "hub"
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "examples/transformers/make_hub_cache.py"), str(hub)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    loader = (ROOT / "examples/transformers/loader.py").read_text()
+    env = {"KERNELS_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
+    plain = run_python(loader, env=env, unset=("KERNEL_PREFLIGHT",))
+    assert plain.returncode == 1 and plain.stdout == "", plain.stderr
+    verified = run_python(loader, env={**env, "KERNEL_PREFLIGHT": "1"})
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout == shown.group(1)

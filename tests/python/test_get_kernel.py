@@ -41,7 +41,9 @@ def hub_get_kernel(repo, *pins):
 
 def our_get_kernel(repo, *pins, env=None, **more):
     """`kernel_preflight.get_kernel` for each pin, in a child."""
-    return load_in_child(calls("kernel_preflight.get_kernel", repo, pins, **more), imports="import kernel_preflight", env=env)
+    return load_in_child(
+        calls("kernel_preflight.get_kernel", repo, pins, **more), imports="import kernel_preflight", env=env
+    )
 
 
 BROKEN_PREFERRED = {

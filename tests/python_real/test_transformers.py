@@ -31,7 +31,7 @@ EXIT_1 = (
 
 # A working kernel: DeepGEMM's entry points transformers looks up, and an
 # RMSNorm layer for kernelize (stateless, forward as LlamaRMSNorm's).
-UNIVERSAL = '''
+UNIVERSAL = """
 import torch
 from torch import nn
 
@@ -47,7 +47,7 @@ class layers:
             CALLS.append(tuple(hidden_states.shape))
             variance = hidden_states.pow(2).mean(-1, keepdim=True)
             return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
-'''
+"""
 
 
 def sha(n):
