@@ -180,9 +180,7 @@ pub fn refusal(release: Option<Release>, target: &Target) -> Refusal {
 /// is not defined for option 'gpu-name'`.
 pub fn refused_target(line: &str) -> Option<Target> {
     let quoted = line.split('\'').skip(1).step_by(2);
-    quoted
-        .filter_map(|q| q.parse::<Target>().ok())
-        .next()
+    quoted.filter_map(|q| q.parse::<Target>().ok()).next()
 }
 
 #[cfg(test)]
