@@ -187,12 +187,11 @@ pub fn nvcc_missing(home: Option<&Path>, wheel: Option<(&Path, Option<&str>)>) -
     };
     let release = version.map(|v| format!(" (CUDA {v})")).unwrap_or_default();
     let looked = match home {
-        Some(home) => format!("the CUDA home a kernel finds, {}, has no bin/nvcc", home.display()),
-        None => "a kernel that looks for CUDA_HOME, CUDA_PATH, nvcc on PATH or /usr/local/cuda finds none".to_owned(),
+        Some(home) => format!("the CUDA home kernels find, {}, has none", home.display()),
+        None => "kernels looking in CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda do not see it".to_owned(),
     };
     format!(
-        "an nvcc{release} is installed only inside a pip wheel ({}/bin/nvcc), and {looked}: set CUDA_HOME={} (or install a CUDA toolkit)",
-        root.display(),
+        "set CUDA_HOME={}: its nvcc{release} is only in a pip wheel, and {looked}",
         root.display()
     )
 }

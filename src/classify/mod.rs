@@ -29,6 +29,8 @@ mod termination;
 #[cfg(test)]
 mod tests;
 mod text;
+#[cfg(test)]
+mod transformers_tests;
 
 pub use crate::protocol::{Depth, ExceptionInfo, Phase, Timings};
 pub use cuda::first_error;
