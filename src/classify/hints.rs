@@ -188,7 +188,8 @@ pub fn nvcc_missing(home: Option<&Path>, wheel: Option<(&Path, Option<&str>)>) -
     let release = version.map(|v| format!(" (CUDA {v})")).unwrap_or_default();
     let looked = match home {
         Some(home) => format!("the CUDA home kernels find, {}, has none", home.display()),
-        None => "kernels looking in CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda do not see it".to_owned(),
+        None => "kernels looking in CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda do not see it"
+            .to_owned(),
     };
     format!(
         "set CUDA_HOME={}: its nvcc{release} is only in a pip wheel, and {looked}",
