@@ -370,7 +370,7 @@ fn import_guards_are_judged_by_the_device_the_child_found() {
     let o = raised(
         guard(),
         Phase::Import,
-        &[unusable.clone()],
+        std::slice::from_ref(&unusable),
         &Machine::default(),
     );
     assert_eq!(o.kind, OutcomeKind::NoDevice, "{o:?}");
