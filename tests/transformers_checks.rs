@@ -341,6 +341,15 @@ fn an_import_guard_on_a_machine_without_a_usable_device_is_no_device_with_the_ke
     );
     assert!(message.contains("torch is not installed here"), "{message}");
     assert_agrees_with_the_hub(&python(), &results, |r| r.to_owned());
+
+    // The same guard in a universal variant: it runs where torch does, and
+    // the guard says this one needs CUDA.
+    let mut k = HubKernel::new(&tmp.path().join("universal"), "guarded-moe");
+    let m = k.metadata("cpu");
+    k.variant("torch-universal", &[("__init__.py", GUARDED)], m);
+    let (results, _) = check(&k.finish(&python()), &Env::default(), &[]);
+    let outcome = only(&results);
+    assert_eq!(outcome["kind"], "no_device", "{outcome}");
 }
 
 #[test]

@@ -195,6 +195,28 @@ def describe(exc):
         "mro": [c.__module__ + "." + c.__qualname__ for c in cls.__mro__[:-1]],
         "message": clip(exc),
     }
+    attributes(exc, info)
+    causes = []
+    seen = {id(exc)}
+    inner = cause_of(exc)
+    while inner is not None and id(inner) not in seen and len(causes) < 5:
+        seen.add(id(inner))
+        causes.append(describe_cause(inner))
+        inner = cause_of(inner)
+    if causes:
+        info["causes"] = causes
+    import traceback
+
+    lines = traceback.format_exception(cls, exc, exc.__traceback__)
+    info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
+    return info
+
+
+def attributes(exc, info):
+    """The attributes the parent reads, added to `info`: the typed ones of
+    ATTRIBUTES, a failed command and its output, the module an attribute
+    was missing from, what provides a module that could not be imported,
+    and where the exception was raised."""
     for attr, kind in ATTRIBUTES:
         value = getattr(exc, attr, None)
         if isinstance(value, kind) and not isinstance(value, bool):
@@ -214,25 +236,11 @@ def describe(exc):
         info["owner"] = owner.__name__
         if owner.__name__.split(".")[0] != OWN[0]:
             info["provider"] = provider(owner.__name__)
+    if isinstance(exc, ImportError) and isinstance(exc.name, str):
+        info["provider"] = provider(exc.name)
     frames = innermost_frames(exc.__traceback__)
     if frames:
         info["frames"] = frames
-    causes = []
-    seen = {id(exc)}
-    inner = cause_of(exc)
-    while inner is not None and id(inner) not in seen and len(causes) < 5:
-        seen.add(id(inner))
-        causes.append(describe_cause(inner))
-        inner = cause_of(inner)
-    if isinstance(exc, ImportError) and isinstance(exc.name, str):
-        info["provider"] = provider(exc.name)
-    if causes:
-        info["causes"] = causes
-    import traceback
-
-    lines = traceback.format_exception(cls, exc, exc.__traceback__)
-    info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
-    return info
 
 
 def innermost_frames(tb):
@@ -268,12 +276,7 @@ def cause_of(exc):
 
 def describe_cause(exc):
     info = {"type": type(exc).__name__, "module": type(exc).__module__, "message": clip(exc)}
-    for attr, kind in ATTRIBUTES[:4]:
-        value = getattr(exc, attr, None)
-        if isinstance(value, kind) and not isinstance(value, bool):
-            info[attr] = value
-    if isinstance(exc, ImportError) and isinstance(exc.name, str):
-        info["provider"] = provider(exc.name)
+    attributes(exc, info)
     return info
 
 
@@ -443,10 +446,12 @@ def main(chan, argv):
         chan.fail(invalid_smoke_failure(e))
         return 1
     except Exception as e:
-        if chan.phase == "import" and device_check.needed(args.device):
-            # Whether the variant's device is usable here is the evidence
-            # an import guard (`requires CUDA`, `requires SM90`) is judged by.
-            chan.send(ev_device_state(device_check.state(smoke.resolve_device(args.device))))
+        if chan.phase == "import" and args.device != "cpu":
+            # Whether the variant's device (a universal variant's: cuda) is
+            # usable here is the evidence an import guard (`requires CUDA`,
+            # `requires SM90`) is judged by.
+            device = args.device if device_check.needed(args.device) else "cuda"
+            chan.send(ev_device_state(device_check.state(device)))
         chan.fail(exception_failure(e))
         import traceback
 

@@ -171,23 +171,25 @@ fn missing_attribute(e: &ExceptionInfo, own: Own<'_>) -> Option<Cause> {
     Some(missing_name(owner, attribute, provider))
 }
 
-/// The attribute chain that follows `.name` in a source line
-/// (`kernel.utils.per_token_cast_to_fp8(x)` after `utils`:
-/// `.per_token_cast_to_fp8`): what the caller was reaching for below a
+/// The attribute chain that follows `name` in a source line, reached as an
+/// attribute (`kernel.utils.per_token_cast_to_fp8(x)`) or in a dotted
+/// string (`attrgetter("utils.per_token_cast_to_fp8")`): after `utils`,
+/// `.per_token_cast_to_fp8` — what the caller was reaching for below a
 /// missing module attribute.
 fn chain_after(source: &str, name: &str) -> Option<String> {
-    let needle = format!(".{name}");
-    let at = source.match_indices(&needle).find_map(|(at, _)| {
-        let end = at + needle.len();
-        let next = source[end..].chars().next();
-        (!next.is_some_and(|c| c.is_alphanumeric() || c == '_')).then_some(end)
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let at = source.match_indices(name).find_map(|(at, _)| {
+        let before = source[..at].chars().next_back();
+        let end = at + name.len();
+        let after = source[end..].chars().next();
+        (matches!(before, Some('.' | '"' | '\'')) && after == Some('.')).then_some(end)
     })?;
     let rest: String = source[at..]
         .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+        .take_while(|c| ident(*c) || *c == '.')
         .collect();
     let rest = rest.trim_end_matches('.');
-    (rest.starts_with('.') && rest.len() > 1).then(|| rest.to_owned())
+    (rest.len() > 1).then(|| rest.to_owned())
 }
 
 /// `from P import X` where `P` has no `X`: `ImportError.name` is `P`, and

@@ -259,12 +259,20 @@ pub(super) fn missing_module(name: &str, own: Own<'_>, provider: Option<&Provide
 /// A name that `from P import X` (or `P.X`) did not find in the installed
 /// distribution providing `P`: the kernel needs another version of it.
 pub(super) fn missing_name(module: &str, symbol: &str, p: &Provider) -> Cause {
-    let dist = p.distribution.as_deref().unwrap_or(&p.top);
+    let Some(dist) = p.distribution.as_deref() else {
+        // No distribution provides it (the standard library, a bare
+        // folder on the path): nothing to name but the module.
+        return Cause::new(
+            OutcomeKind::DependencyVersion,
+            format!("`{module}` has no `{symbol}`"),
+            hints::dependency_version(&p.top, None),
+        );
+    };
     let installed = match &p.version {
         Some(version) => format!("`{dist}` {version} is installed"),
-        None => format!("`{}` is installed", p.top),
+        None => format!("`{dist}` is installed"),
     };
-    let place = if module == p.top && p.distribution.as_deref().is_none_or(|d| d == module) {
+    let place = if module == p.top && dist == module {
         String::new()
     } else {
         format!(" (in `{module}`)")

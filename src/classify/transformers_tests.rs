@@ -246,6 +246,19 @@ fn an_architecture_nvcc_refused_blames_the_older_side() {
     assert_eq!(o.kind, OutcomeKind::UnsupportedArch, "{o:?}");
     let o = nvcc_refused("sm_100f", "nvcc", &Machine::default());
     assert_eq!(o.kind, OutcomeKind::NvccTooOld, "{o:?}");
+    // Raised from the nvcc failure (`raise RuntimeError(...) from e`): the
+    // cause carries the command and its output.
+    let cause = ExceptionInfo {
+        command: Some("/opt/cuda/bin/nvcc".into()),
+        output: Some("nvcc fatal   : Unsupported gpu architecture 'sm_100a'\n".into()),
+        ..exception("CalledProcessError", "returned non-zero exit status 1.")
+    };
+    let e = ExceptionInfo {
+        causes: vec![cause],
+        ..exception("RuntimeError", "Error building extension 'jit_gemm'")
+    };
+    let o = raised(e, Phase::Smoke, &[], &with_release("12.2.140", b200));
+    assert_eq!(o.kind, OutcomeKind::NvccTooOld, "{o:?}");
     // A non-existent target that is not this GPU's: the kernel's build.
     let o = nvcc_refused(
         "sm_89a",
@@ -291,6 +304,40 @@ fn a_symbol_missing_below_the_kernels_top_level_is_named_by_its_dotted_path() {
         o.message,
         "the kernel has no attribute `utils.per_token_cast_to_fp8`"
     );
+    // Reached through a dotted string, as `resolve_internal_import`-style
+    // lookups do.
+    let e = ExceptionInfo {
+        name: Some("utils".into()),
+        owner: Some("_deep_gemm_0c3eb4e".into()),
+        frames: vec![Frame {
+            source: "cast = operator.attrgetter(\"utils.per_token_cast_to_fp8\")(kernel)".into(),
+            ..Frame::default()
+        }],
+        ..exception(
+            "AttributeError",
+            "module '_deep_gemm_0c3eb4e' has no attribute 'utils'",
+        )
+    };
+    let o = raised(e, Phase::Smoke, &[], &Machine::default());
+    assert_eq!(
+        o.message,
+        "the kernel has no attribute `utils.per_token_cast_to_fp8`"
+    );
+    // A chain that stops at the missing name adds nothing.
+    let e = ExceptionInfo {
+        name: Some("utils".into()),
+        owner: Some("_deep_gemm_0c3eb4e".into()),
+        frames: vec![Frame {
+            source: "u = kernel.utils".into(),
+            ..Frame::default()
+        }],
+        ..exception(
+            "AttributeError",
+            "module '_deep_gemm_0c3eb4e' has no attribute 'utils'",
+        )
+    };
+    let o = raised(e, Phase::Smoke, &[], &Machine::default());
+    assert_eq!(o.message, "the kernel has no attribute `utils`");
     // Python before 3.10: no `obj`, the message says it.
     let e = exception(
         "AttributeError",
