@@ -39,7 +39,7 @@ impl Machine {
 
     /// The release of the nvcc a kernel ran: the toolkit whose `bin/nvcc`
     /// is `tool`, else (a bare `nvcc`, or nothing known of the command) the
-    /// one a kernel sees, else the first one found.
+    /// one a kernel sees; `None` when neither is known.
     pub(super) fn release_of(&self, tool: Option<&str>) -> Option<(Release, PathBuf)> {
         let toolkits = self.toolkits.as_ref()?;
         let same = |a: &Path, b: &Path| {
@@ -51,9 +51,8 @@ impl Machine {
                 .iter()
                 .find(|k| k.nvcc.as_deref().is_some_and(|n| same(n, Path::new(t))))
         });
-        let toolkit = by_path
-            .or_else(|| toolkits.visible_toolkit().filter(|k| k.nvcc.is_some()))
-            .or_else(|| toolkits.found.iter().find(|k| k.nvcc.is_some()))?;
+        let toolkit =
+            by_path.or_else(|| toolkits.visible_toolkit().filter(|k| k.nvcc.is_some()))?;
         let release = Release::of(toolkit.version.as_deref()?)?;
         Some((release, toolkit.root.clone()))
     }

@@ -6,7 +6,6 @@
 
 use super::machine::Machine;
 use super::{Cause, OutcomeKind, hints};
-use crate::declared::arch::Target;
 use crate::declared::nvcc::{self, Refusal};
 use crate::protocol::{ExceptionInfo, Frame};
 
@@ -106,7 +105,7 @@ pub(super) fn refused_arch(line: &str, machine: &Machine, tool: Option<&str>) ->
             let message = format!(
                 "{which} refused {target}: no CUDA release has it (compute capability {} exists since CUDA {plain}, without the `{}` features){gpu}",
                 target.capability(),
-                suffix_letter(&target)
+                target.suffix.letter()
             );
             if own {
                 Cause::new(OutcomeKind::UnsupportedArch, message, hints::ARCH_FEATURES)
@@ -133,13 +132,5 @@ pub(super) fn refused_arch(line: &str, machine: &Machine, tool: Option<&str>) ->
             format!("{which} refused {target}, an architecture preflight does not know{gpu}"),
             hints::NVCC_TOO_OLD,
         ),
-    }
-}
-
-fn suffix_letter(target: &Target) -> &'static str {
-    match target.suffix {
-        crate::declared::arch::Suffix::ArchSpecific => "a",
-        crate::declared::arch::Suffix::Family => "f",
-        crate::declared::arch::Suffix::None => "",
     }
 }
