@@ -145,6 +145,11 @@ fn first_release(target: &Target) -> Option<(Release, Option<Release>)> {
     Some((first, k.last))
 }
 
+/// The SM numbers the table describes (`50` … `121`).
+pub fn known_sms() -> impl Iterator<Item = u32> {
+    TABLE.iter().map(|k| k.sm)
+}
+
 /// Whether nvcc of `release` knows `target` (`None`: the table cannot say).
 pub fn knows(release: Release, target: &Target) -> Option<bool> {
     if TABLE.iter().all(|k| k.sm != target.sm) {
