@@ -69,9 +69,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     for path in &args.targets {
         targets.add(path.display().to_string(), path)?;
     }
-    for pin in &pinned {
-        let given = format!("{} ({})", pin.repo, pin.spec);
-        targets.add(given, &super::repo::snapshot(&pin.repo, &pin.spec)?)?;
+    for (given, pin) in &pinned {
+        targets.add(given.clone(), &super::repo::snapshot(&pin.repo, &pin.spec)?)?;
     }
     if args.targets.is_empty()
         && pinned.is_empty()
@@ -137,27 +136,37 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     Ok(Answer::Yes)
 }
 
-/// The kernels of `--repo`, `--lock` and `--project`, each with the
-/// snapshot it names; a kernel named twice is warmed once.
-fn pinned(args: &Args) -> Result<Vec<Pinned>, Failure> {
+/// The kernels of `--repo` (named as given), `--lock` and `--project`
+/// (named `ORG/NAME (pin)`), each with the snapshot it names; a kernel
+/// named twice is warmed once.
+fn pinned(args: &Args) -> Result<Vec<(String, Pinned)>, Failure> {
     let spec = args.repo.spec();
-    let mut pins: Vec<Pinned> = args
+    let mut pins: Vec<(String, Pinned)> = args
         .repo
         .repo
         .iter()
-        .map(|repo| Pinned {
-            repo: repo.clone(),
-            spec: spec.clone(),
+        .map(|repo| {
+            let pin = Pinned {
+                repo: repo.clone(),
+                spec: spec.clone(),
+            };
+            (repo.clone(), pin)
         })
         .collect();
+    let mut from_files = Vec::new();
     for lock in &args.lock {
-        pins.extend(project::read_lock(lock)?);
+        from_files.extend(project::read_lock(lock)?);
     }
     for dir in &args.project {
-        pins.extend(project::read_project(dir)?);
+        from_files.extend(project::read_project(dir)?);
     }
+    pins.extend(
+        from_files
+            .into_iter()
+            .map(|pin| (format!("{} ({})", pin.repo, pin.spec), pin)),
+    );
     let mut seen = std::collections::HashSet::new();
-    pins.retain(|p| seen.insert((p.repo.clone(), p.spec.to_string())));
+    pins.retain(|(_, p)| seen.insert((p.repo.clone(), p.spec.to_string())));
     if args.download && pins.is_empty() {
         return Err(BadInput(
             "--download fetches the kernels of --repo, --lock or --project: give one".into(),
@@ -169,7 +178,7 @@ fn pinned(args: &Args) -> Result<Vec<Pinned>, Failure> {
 /// Fetch each pinned kernel's candidates with the hub's own client, through
 /// `kernel_preflight.download` in the probed interpreter (the binary speaks
 /// no HTTP; the Python package that ships it does, with the user's token).
-fn download(probing: &super::probing::Probing, pins: &[Pinned]) -> Result<(), Failure> {
+fn download(probing: &super::probing::Probing, pins: &[(String, Pinned)]) -> Result<(), Failure> {
     const FETCH: &str = "import sys, kernel_preflight as kp\n\
         repo, kind, pin = sys.argv[1:]\n\
         kp.download(repo, **{kind: int(pin) if kind == 'version' else pin})\n";
@@ -184,7 +193,7 @@ fn download(probing: &super::probing::Probing, pins: &[Pinned]) -> Result<(), Fa
                 BadInput("--download needs a Python interpreter: give --python P".into())
             })?,
     };
-    for pin in pins {
+    for (_, pin) in pins {
         let (kind, value) = match &pin.spec {
             RevisionSpec::Version(v) => ("version", v.to_string()),
             RevisionSpec::Revision(r) => ("revision", r.clone()),
