@@ -3,6 +3,8 @@ holding the four kernels transformers 5.22 loads by name, with variants
 that fail the way real ones do: the hub's preferred variant of
 finegrained-fp8 calls exit(1) while it is imported (a build without code for
 the GPU), sonic-moe's crashes, nothing of nvfp4-gemm works, deep-gemm works.
+The variants are pure Python, without torch: demos of the failure modes,
+not the kernels' code.
 Without torch the hub loader prefers `torch-cpu` and accepts
 `torch-universal` too.
 
@@ -35,7 +37,9 @@ KERNELS = {
 def main(root: Path) -> None:
     for repo, (commit, refs, cpu, universal) in KERNELS.items():
         folder = root / ("kernels--" + repo.replace("/", "--"))
-        name = repo.split("/")[1]
+        # Named apart from the real kernels, whose smoke workloads in
+        # preflight's library (probes/kernels/) need torch and a GPU.
+        name = repo.split("/")[1] + "-demo"
         for i, (variant, body) in enumerate((("torch-cpu", cpu), ("torch-universal", universal))):
             build = folder / "snapshots" / commit / "build" / variant
             build.mkdir(parents=True, exist_ok=True)
