@@ -64,7 +64,9 @@ def kernel(root, repo, commit, refs, *, universal=UNIVERSAL):
         (folder / "__init__.py").write_text(body)
         backend = {"type": "cuda"} if variant != "torch-universal" else {"type": "cpu"}
         metadata = {
-            "name": repo.split("/")[1],
+            # Named apart from the real kernels: preflight's smoke library
+            # has GPU workloads for those (probes/kernels/).
+            "name": repo.split("/")[1] + "-demo",
             "id": "_%s_%s_%d" % (repo.split("/")[1].replace("-", "_"), commit[:7], i),
             "version": 1,
             "license": "Apache-2.0",
