@@ -227,36 +227,33 @@ def test_without_the_flag_the_entry_points_are_plain_kernels(hub_cache, tmp_path
     assert all(line["value"] is True for line in lines)
 
 
-def test_a_lock_naming_a_kernel_not_in_the_cache_is_the_loaders_error(hub_cache, tmp_path):
-    lock = lockfile(tmp_path, [("acme/absent", 1, sha(9))])
-    program = f"""
-    import json, kernels
-    from pathlib import Path
-    try:
-        kernels.load_kernel("acme/absent", lockfile=Path({str(lock)!r}))
-    except BaseException as e:
-        print(json.dumps({{"error": type(e).__name__, "message": str(e)}}))
-    """
-    _, [plain], _ = run(program, flag=None)
-    _, [verified], _ = run(program, flag="1")
-    assert plain["error"] == "FileNotFoundError"
-    assert verified == plain
+BAD_LOCKS = {
+    # case: (lock file text, kernel asked for, what kernels raises)
+    "names_a_kernel_not_in_the_cache": (
+        json.dumps([{"dependency": {"repo-id": "acme/absent", "version": 1}, "lock": {"commit": sha(9)}}]),
+        "acme/absent",
+        ("FileNotFoundError", "Cannot find a local snapshot for acme/absent"),
+    ),
+    "does_not_parse": ("{not json", "acme/relu", ("ValueError", "Cannot parse KernelLocks")),
+}
 
 
-def test_a_lock_that_does_not_parse_is_the_loaders_error(hub_cache, tmp_path):
+@pytest.mark.parametrize("case", sorted(BAD_LOCKS))
+def test_a_bad_lock_is_the_loaders_error(hub_cache, tmp_path, case):
+    text, repo, (error, message) = BAD_LOCKS[case]
     lock = tmp_path / "kernels.lock"
-    lock.write_text("{not json")
+    lock.write_text(text)
     program = f"""
     import json, kernels
     from pathlib import Path
     try:
-        kernels.load_kernel("acme/relu", lockfile=Path({str(lock)!r}))
+        kernels.load_kernel({repo!r}, lockfile=Path({str(lock)!r}))
     except BaseException as e:
         print(json.dumps({{"error": type(e).__name__, "message": str(e)}}))
     """
     _, [plain], _ = run(program, flag=None)
     _, [verified], _ = run(program, flag="1")
-    assert plain["error"] == "ValueError" and "Cannot parse KernelLocks" in plain["message"]
+    assert plain["error"] == error and message in plain["message"], plain
     assert verified == plain
 
 

@@ -154,7 +154,7 @@ def test_transformers_lazy_load_kernel_with_the_flag_loads_what_works_or_falls_b
     }
 
 
-KERNELIZE = """
+TINY_LLAMA = """
 import json
 import torch
 from kernels import LayerRepository, Mode, kernelize, use_kernel_mapping
@@ -163,6 +163,9 @@ from transformers import LlamaConfig, LlamaForCausalLM
 config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                      num_attention_heads=2, num_key_value_heads=2)
 model = LlamaForCausalLM(config).eval()
+"""
+
+KERNELIZE = TINY_LLAMA + """
 mapping = {"RMSNorm": {"cpu": LayerRepository("acme/rmsnorm", layer_name="RMSNorm", version=1)}}
 with use_kernel_mapping(mapping):
     kernelize(model, device="cpu", mode=Mode.INFERENCE)
@@ -189,15 +192,8 @@ def test_kernelize_without_the_flag_dies_with_the_hubs_pick(hub, tmp_path):
     assert code == 1 and lines == [], stderr
 
 
-KERNELIZE_NOTHING_WORKS = """
-import json
-import torch
-from kernels import KernelizeFallback, LayerRepository, Mode, kernelize, use_kernel_mapping
-from transformers import LlamaConfig, LlamaForCausalLM
-
-config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                     num_attention_heads=2, num_key_value_heads=2)
-model = LlamaForCausalLM(config).eval()
+KERNELIZE_NOTHING_WORKS = TINY_LLAMA + """
+from kernels import KernelizeFallback
 mapping = {"RMSNorm": {"cpu": LayerRepository("kernels-community/nvfp4-gemm", layer_name="RMSNorm", version=1)}}
 with use_kernel_mapping(mapping):
     # transformers' own kernelize falls back in every case (KernelizeFallback.ALL).
