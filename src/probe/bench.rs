@@ -361,7 +361,7 @@ impl BenchChild {
 
     /// Parse what the child appended to its channel since the last read.
     fn drain(&mut self, samples: &mut Vec<Sample>) {
-        let Ok(mut file) = File::open(&self.channel) else {
+        let Ok(mut file) = crate::fs::open_regular(&self.channel) else {
             return;
         };
         if file.seek(SeekFrom::Start(self.offset)).is_err() {

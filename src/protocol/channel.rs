@@ -93,7 +93,7 @@ impl Channel {
             },
             ..Channel::default()
         };
-        let file = match std::fs::File::open(path) {
+        let file = match crate::fs::open_regular(path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Channel::default(),
             Err(e) => return unreadable(e),
