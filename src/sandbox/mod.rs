@@ -652,6 +652,12 @@ impl Sandbox {
                 ));
             }
         };
+        // Its processes can see and signal this one: the interrupt handler
+        // must know them.
+        let _session = cancel::ProbeSession::register(match &spawned.held {
+            held::Held::Reaper(link) => link.reaper().as_raw(),
+            held::Held::Group(group) => group.pid().as_raw(),
+        });
         supervise::supervise(spawned, limits, cancel, start, done, isolation)
     }
 
