@@ -32,10 +32,10 @@ pub enum Isolation {
 /// What a probe can do when it has no namespaces of its own, one phrase
 /// each: the warning names them.
 pub const MISSING_WITHOUT_NAMESPACES: &[&str] = &[
-    "it can see preflight and every other process of this user",
-    "it can read files of this user such as the hub token",
-    "it can rewrite the outcome cache and other probes' results",
-    "it can stop or signal its reaper and leave processes behind when it does",
+    "see preflight and every other process of this user",
+    "read this user's files, the hub token among them",
+    "rewrite the outcome cache and other probes' results",
+    "kill or stop its reaper and leave processes behind",
 ];
 
 impl Isolation {
@@ -45,8 +45,8 @@ impl Isolation {
         match self {
             Isolation::Namespaces { .. } => None,
             Isolation::Session { reason } => Some(format!(
-                "probes run without namespaces ({reason}): {}; \
-                 their results are evidence against broken kernels, not hostile ones",
+                "probes run without namespaces ({reason}): a probe can {}; \
+                 its result is evidence against a broken kernel, not a hostile one",
                 MISSING_WITHOUT_NAMESPACES.join(", ")
             )),
         }

@@ -409,17 +409,25 @@ fn confinement() -> Confinement {
 /// from now on, where namespaces allow: `preflight` protects the hub cache
 /// and the kernels it probes, so that no probe changes another's files.
 pub fn protect_by_default(path: impl Into<PathBuf>) {
-    if let Ok(mut c) = CONFINEMENT.lock() {
-        c.read_only.push(path.into());
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.read_only.contains(&path)
+    {
+        c.read_only.push(path);
     }
 }
 
 /// Hides `path` (a file reads as empty, a folder as an empty one) in every
 /// sandbox made from now on, where namespaces allow: `preflight` hides its
-/// outcome cache, so that no probe rewrites another's evidence.
+/// outcome cache, so that no probe rewrites another's evidence. A path
+/// that does not exist yet is made an empty folder first, so that a probe
+/// cannot make it and leave something there.
 pub fn hide_by_default(path: impl Into<PathBuf>) {
-    if let Ok(mut c) = CONFINEMENT.lock() {
-        c.hidden.push(path.into());
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.hidden.contains(&path)
+    {
+        c.hidden.push(path);
     }
 }
 
@@ -508,7 +516,8 @@ impl Sandbox {
     }
 
     /// Hides `path` from the child (in namespaces): a file reads as empty,
-    /// a folder as an empty one.
+    /// a folder as an empty one; one that does not exist yet is made an
+    /// empty folder first (see [`hide_by_default`]).
     pub fn hidden(mut self, path: impl Into<PathBuf>) -> Sandbox {
         self.confinement.hidden.push(path.into());
         self
@@ -689,6 +698,14 @@ impl Sandbox {
         }
         let credentials = env::credential_files(env);
         let jit = env::jit_caches(env);
+        let hidden_missing: Vec<RawPath> = self
+            .confinement
+            .hidden
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_err())
+            .filter_map(|p| std::path::absolute(p).ok())
+            .map(|p| RawPath::from(p.as_path()))
+            .collect();
         Namespaced {
             layout: Layout {
                 root: RawPath::from(root),
@@ -704,6 +721,7 @@ impl Sandbox {
                         .chain(&credentials)
                         .map(PathBuf::as_path),
                 ),
+                hidden_missing,
                 harden: mode == Mode::Root,
             },
             identity: mode == Mode::Root,

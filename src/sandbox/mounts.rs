@@ -32,7 +32,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The probe's working directory inside the sandbox's folder.
@@ -81,6 +81,10 @@ pub(crate) struct Layout {
     pub(crate) writable: Vec<RawPath>,
     /// Covered by something empty and read-only.
     pub(crate) hidden: Vec<RawPath>,
+    /// Folders to hide that do not exist yet: made (empty, 0700, where the
+    /// folder above exists) first, so that the probe cannot make them and
+    /// leave something there.
+    pub(crate) hidden_missing: Vec<RawPath>,
     /// The reaper is root of the machine: the kernel's knobs read-only too.
     pub(crate) harden: bool,
 }
@@ -254,7 +258,12 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
             let _ = bind_rec(&fd_path(fd), path);
         }
     }
-    for hidden in &layout.hidden {
+    // Only where the folder above exists: a path of a cache long removed
+    // is not made again.
+    for missing in &layout.hidden_missing {
+        let _ = fs::DirBuilder::new().mode(0o700).create(missing.path());
+    }
+    for hidden in layout.hidden.iter().chain(&layout.hidden_missing) {
         let path = hidden.path();
         let Ok(meta) = fs::metadata(path) else {
             continue;

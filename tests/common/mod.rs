@@ -41,11 +41,14 @@ pub fn preflight_cmd() -> Command {
 }
 
 /// A new empty directory under cargo's scratch folder for integration tests
-/// (`target/tmp`, gone with `cargo clean`), unique to this test process.
+/// (`target/tmp`, gone with `cargo clean`; `PREFLIGHT_TEST_SCRATCH` when
+/// set, for a run as another user), unique to this test process.
 pub fn fresh_dir(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+    let scratch = std::env::var_os("PREFLIGHT_TEST_SCRATCH")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+    let dir = scratch.join(format!(
         "{what}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
