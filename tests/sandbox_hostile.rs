@@ -42,6 +42,28 @@ fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// A Python interpreter that `nobody` may run (the project's venv may live
+/// where only root reaches), if there is one.
+fn nobody_python() -> Option<PathBuf> {
+    let candidates = [
+        probe_fixtures::python(),
+        PathBuf::from("/usr/bin/python3"),
+        PathBuf::from("/usr/local/bin/python3"),
+    ];
+    candidates.into_iter().find(|python| {
+        // Through a shell: setpriv's own exec of the program may succeed
+        // where nobody's lookup of the same path fails.
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["sh", "-c", "test -x \"$0\" && exec \"$0\" -c pass"])
+            .arg(python)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
 /// A kernel repo with one universal variant whose import is `init`,
 /// readable by every user (the fallback test runs it as `nobody`).
 fn kernel(init: &str) -> probe_fixtures::Repo {
@@ -495,6 +517,9 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
         eprintln!("needs root to make a user namespace that refuses namespaces; skipped");
         return;
     }
+    let Some(python) = nobody_python() else {
+        panic!("no Python interpreter that nobody may run");
+    };
     let report = report_dir();
     let home = report_dir();
     let cache = report_dir();
@@ -515,7 +540,7 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
             "--timeout".as_ref(),
             "30".as_ref(),
             "--python".as_ref(),
-            "/usr/bin/python3".as_ref(),
+            python.as_os_str(),
         ];
         let (a, b, c) = (repo.root(), good.root(), look.root());
         args.extend([a.as_os_str(), b.as_os_str(), c.as_os_str()]);
@@ -586,11 +611,7 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
         }
     }
     let out = refused_namespaces(
-        &[
-            "doctor".as_ref(),
-            "--python".as_ref(),
-            "/usr/bin/python3".as_ref(),
-        ],
+        &["doctor".as_ref(), "--python".as_ref(), python.as_os_str()],
         &[("HOME", home.as_os_str())],
     );
     assert!(
@@ -605,7 +626,7 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
 fn refused_namespaces(args: &[&OsStr], env: &[(&str, &OsStr)]) -> Output {
     let helper =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile/refuse_namespaces.py");
-    let mut cmd = Command::new("/usr/bin/python3");
+    let mut cmd = Command::new(probe_fixtures::python());
     cmd.arg(helper)
         .arg(env!("CARGO_BIN_EXE_preflight"))
         .args(args);
@@ -623,6 +644,9 @@ fn every_hostile_class_holds_for_an_unprivileged_user_too() {
         eprintln!("already unprivileged: the tests above ran as this user");
         return;
     }
+    let Some(python) = nobody_python() else {
+        panic!("no Python interpreter that nobody may run");
+    };
     let scratch = report_dir();
     let out = bounded(
         {
@@ -636,7 +660,7 @@ fn every_hostile_class_holds_for_an_unprivileged_user_too() {
                     "without_namespaces_the_run_says_so_and_survives_its_probes",
                     "--test-threads=2",
                 ])
-                .env("PREFLIGHT_TEST_PYTHON", "/usr/bin/python3")
+                .env("PREFLIGHT_TEST_PYTHON", &python)
                 .env("PREFLIGHT_TEST_SCRATCH", &scratch)
                 .env("HOME", &scratch)
                 .env("TMPDIR", "/tmp");

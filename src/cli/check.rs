@@ -38,9 +38,9 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let (plan, mut report) = probing.run(targets.into_vec(), args.all, true, &progress)?;
     progress.finish();
     // Answered from the cache: say what a probe would have run in.
-    report
-        .isolation
-        .get_or_insert_with(kernel_preflight::sandbox::isolation);
+    if report.isolation.is_none() {
+        report.isolation = kernel_preflight::sandbox::isolation();
+    }
     if args.json {
         emit_json(&report);
     } else {

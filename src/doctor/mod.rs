@@ -130,8 +130,9 @@ pub struct DoctorReport {
     pub summary: String,
     /// Each capability, in the order probed.
     pub checks: Vec<Check>,
-    /// How its probes (and `check`'s) are isolated here.
-    pub isolation: Isolation,
+    /// How its probes (and `check`'s) are isolated here; `None` when not
+    /// known (no child could be made at all).
+    pub isolation: Option<Isolation>,
 }
 
 impl DoctorReport {

@@ -169,7 +169,9 @@ pub fn run(
         })
         .collect();
     // Once, for the whole run: what its probes could do that they should not.
-    let isolation = (!pending.is_empty()).then(crate::sandbox::isolation);
+    let isolation = (!pending.is_empty())
+        .then(crate::sandbox::isolation)
+        .flatten();
     if let Some(warning) = isolation.as_ref().and_then(|i| i.warning()) {
         warn(None, warning);
     }

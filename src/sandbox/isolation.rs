@@ -138,20 +138,30 @@ pub(crate) fn refuse(reason: String) {
 
 /// The isolation new sandboxes get. Before any sandbox ran, this tries
 /// once to make the namespaces (a child that exits at once), so that a
-/// command whose answers all came from the cache can still say it.
-pub fn isolation() -> Isolation {
+/// command whose answers all came from the cache can still say it; `None`
+/// when that try failed for a reason that may pass (no process could be
+/// made at all), so that nothing is known.
+pub fn isolation() -> Option<Isolation> {
     if state() == State::Unknown {
         try_modes();
     }
     match state() {
-        State::Works(mode) => Isolation::Namespaces {
+        State::Works(mode) => Some(Isolation::Namespaces {
             user_namespace: mode == Mode::User,
-        },
-        State::Refused(reason) => Isolation::Session { reason },
-        State::Unknown => Isolation::Session {
-            reason: "namespaces were not tried".to_owned(),
-        },
+        }),
+        State::Refused(reason) => Some(Isolation::Session { reason }),
+        State::Unknown => None,
     }
+}
+
+/// Whether `clone` failing with `errno` means that the namespaces cannot
+/// be had here (rather than that no process could be made right now).
+pub(crate) fn refusal(errno: nix::errno::Errno) -> bool {
+    use nix::errno::Errno;
+    matches!(
+        errno,
+        Errno::EPERM | Errno::EINVAL | Errno::ENOSPC | Errno::EUSERS | Errno::ENOSYS
+    )
 }
 
 /// Clones a child that exits at once in each candidate mode: the first
@@ -175,7 +185,8 @@ fn try_modes() {
                 worked(mode);
                 return;
             }
-            Err(e) => last = Some(e),
+            Err(e) if refusal(e) => last = Some(e),
+            Err(_) => return,
         }
     }
     if let Some(errno) = last {

@@ -643,7 +643,9 @@ impl Sandbox {
             isolation::refuse(why);
         }
         let isolation = match (&self.reaper, self.namespaces) {
-            (Some(_), true) => isolation::isolation(),
+            (Some(_), true) => isolation::isolation().unwrap_or(Isolation::Session {
+                reason: "namespaces refused".to_owned(),
+            }),
             (Some(_), false) => Isolation::Session {
                 reason: "namespaces switched off for this sandbox".to_owned(),
             },

@@ -162,8 +162,8 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
         .iter()
         .map(|t| (t.path(), handle(t.path())))
         .collect();
-    let read_only: Vec<(&Path, OwnedFd)> = handles(&layout.read_only, &handle);
-    let writable: Vec<(&Path, OwnedFd)> = handles(&layout.writable, &handle);
+    let read_only: Vec<(&Path, OwnedFd)> = handles(&layout.read_only, handle);
+    let writable: Vec<(&Path, OwnedFd)> = handles(&layout.writable, handle);
 
     let options = format!(
         "size={},nr_inodes={SCRATCH_INODES},mode=0700",
@@ -287,10 +287,7 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
 }
 
 /// Handles on the paths that exist, by path.
-fn handles<'a>(
-    paths: &'a [RawPath],
-    handle: impl Fn(&Path) -> Option<OwnedFd>,
-) -> Vec<(&'a Path, OwnedFd)> {
+fn handles(paths: &[RawPath], handle: impl Fn(&Path) -> Option<OwnedFd>) -> Vec<(&Path, OwnedFd)> {
     paths
         .iter()
         .filter_map(|p| handle(p.path()).map(|fd| (p.path(), fd)))

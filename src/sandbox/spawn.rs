@@ -14,7 +14,6 @@ use super::held::{Group, Held};
 use super::isolation::Mode;
 use super::link::ReaperLink;
 use super::reaper::{CONTROL_FD, FAIL_FD};
-use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::unistd::{ForkResult, fork, pipe2};
 use std::collections::BTreeMap;
@@ -369,13 +368,9 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
             };
             match cloned {
                 Ok(child) => child,
-                Err(
-                    e @ (Errno::EPERM
-                    | Errno::EINVAL
-                    | Errno::ENOSPC
-                    | Errno::EUSERS
-                    | Errno::ENOSYS),
-                ) => return Err(SpawnError::Refused(format!("clone: {}", e.desc()))),
+                Err(e) if super::isolation::refusal(e) => {
+                    return Err(SpawnError::Refused(format!("clone: {}", e.desc())));
+                }
                 Err(e) => return Err(SandboxError::os("clone", e).into()),
             }
         }
