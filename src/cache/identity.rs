@@ -4,7 +4,7 @@
 //! ctime, device) per file, kept in the identities bucket, lets later calls
 //! skip hashing while nothing changed: a file rewritten in place with its
 //! size, inode and mtime put back still has a new ctime. File names are
-//! kept whole, bytes that are not UTF-8 included ([`name_key`]). When the variant's `metadata.json` carries a digest and
+//! kept whole, bytes that are not UTF-8 included (`name_key`). When the variant's `metadata.json` carries a digest and
 //! the files match it, the identity is that digest (stable across machines
 //! and copies); otherwise it is the hash of the files themselves, so a
 //! variant modified after it was built is never mistaken for the original.

@@ -35,7 +35,8 @@ pub enum Subject {
 
 impl Subject {
     /// What a probe of this subject keeps read-only: the kernel a variant
-    /// belongs to ([`super::kernel_files`]), a native module's folder.
+    /// belongs to (the repo above `build/`, or its kernel folder in the hub
+    /// cache), a native module's folder.
     pub fn protected(&self) -> Option<PathBuf> {
         match self {
             Subject::Variant { path, .. } => Some(super::kernel_files(path)),

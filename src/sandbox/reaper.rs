@@ -20,11 +20,11 @@
 //! wind it up as `KILL` does; so does the end of the child when it
 //! leaves no other process behind.
 //!
-//! Before anything else the reaper reads its [`Setup`] from the socket.
+//! Before anything else the reaper reads its set-up message from the socket.
 //! When the sandbox made namespaces for the probe, the reaper is pid 1 of
 //! the probe's pid namespace (every process of the probe dies with it, and
 //! none can signal or stop it) and alone in a fresh mount namespace: it
-//! builds the probe's file system ([`super::mounts`]), and forks the child
+//! builds the probe's file system (`sandbox::mounts`), and forks the child
 //! into a user namespace of its own, where it holds no capability over the
 //! reaper or its mounts. Signals from inside the probe never wind it up;
 //! it is never dumpable, so a probe cannot read its memory or descriptors.
