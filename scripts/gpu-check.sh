@@ -22,8 +22,13 @@
 # needs torch with CUDA in PYTHON); and `bench` of one kernel built twice
 # (-O3 and -G) as two native targets, the -O3 one called faster with a
 # verdict, and of two hub variants of one torch kernel, the faster called
-# with device events and an L2 flush (needs torch with CUDA in PYTHON); and
-# that a probe in its namespaces still reaches the GPU (/dev/nvidia*,
+# with device events and an L2 flush (needs torch with CUDA in PYTHON); the
+# conditions transformers checks by hand: a JIT kernel's `sm_<cc>a` build
+# (passes where the GPU has such a target, unsupported_arch where not),
+# import guards for an architecture above this GPU (unsupported_arch) and
+# for CUDA with no visible device (no_device), and preflight's smoke
+# workloads on the hub kernels transformers loads, where the hub cache
+# holds them; and that a probe in its namespaces still reaches the GPU (/dev/nvidia*,
 # /proc/driver/nvidia, torch on the device), as root and, through a user
 # namespace, as nobody. Every command runs under `timeout`.
 # Prints one PASS/FAIL/SKIP line per expectation and `N passed, N failed`;
@@ -381,6 +386,112 @@ else
   skip "bench on the GPU: no torch with CUDA in $PY (set PYTHON)"
 fi
 
+# 8. The conditions transformers' integrations check by hand (docs/transformers-checks.md).
+# 8a. A JIT kernel (DeepGEMM's way: the CUDA home found like torch's
+# _find_cuda_home, then `nvcc --gpu-architecture=sm_<cc>a`) with the local
+# nvcc: on a GPU that has an arch-specific target (9.0, 10.x, 11.0, 12.x) it
+# compiles and passes; on one that has none (8.x) nvcc refuses it and the
+# GPU is named (unsupported_arch), never "use a newer nvcc".
+JK=$WORK/jitarch
+mkdir -p "$JK/build/torch-universal"
+printf '{"name":"jit-arch","id":"_jit_arch_0","version":1,"license":"MIT","python-depends":[],"backend":{"type":"cpu"}}\n' \
+  >"$JK/build/torch-universal/metadata.json"
+cat >"$JK/build/torch-universal/__init__.py" <<'PY'
+import os
+import shutil
+import subprocess
+import tempfile
+
+
+def _find_cuda_home():
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if cuda_home is None:
+        nvcc = shutil.which("nvcc")
+        if nvcc is not None:
+            cuda_home = os.path.dirname(os.path.dirname(nvcc))
+        elif os.path.isdir("/usr/local/cuda"):
+            cuda_home = "/usr/local/cuda"
+    assert cuda_home is not None
+    return cuda_home
+
+
+def build(arch):
+    out = tempfile.mkdtemp()
+    source = os.path.join(out, "k.cu")
+    with open(source, "w") as f:
+        f.write('extern "C" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n')
+    subprocess.run([os.path.join(_find_cuda_home(), "bin", "nvcc"), "--gpu-architecture=" + arch,
+                    "-cubin", "-o", os.path.join(out, "k.cubin"), source], check=True, capture_output=True)
+    return True
+PY
+printf 'def smoke(kernel, device):\n    return (kernel.build("sm_%sa"), True)\n' "$ccn" >"$WORK/jitarch.py"
+case $ccn in
+  90|100|101|103|110|120|121) jit_want="0 pass" ;;
+  *) jit_want="1 unsupported_arch" ;;
+esac
+# shellcheck disable=SC2086
+CUDA_HOME=$(dirname "$(dirname "$NVCC")") CHECK_ARGS="--smoke $WORK/jitarch.py" check jitarch $jit_want
+# 8b. Import guards, the way transformers writes them, inside a cuda
+# variant (needs torch with CUDA in PYTHON): one that needs an architecture
+# above this GPU is unsupported_arch; "requires CUDA" with no visible
+# device (CUDA_VISIBLE_DEVICES=) is no_device; both keep the kernel's words.
+if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  for g in guardarch guardcuda; do
+    mkdir -p "$WORK/$g/build/torch-cuda"
+    printf '{"name":"%s","id":"_%s_0","version":1,"license":"MIT","python-depends":[],"backend":{"type":"cuda"}}\n' \
+      "$g" "$g" >"$WORK/$g/build/torch-cuda/metadata.json"
+  done
+  cat >"$WORK/guardarch/build/torch-cuda/__init__.py" <<PY
+import torch
+
+major, minor = torch.cuda.get_device_capability()
+if major < $((major + 1)):
+    raise ImportError("guard-arch requires SM$((major + 1))0 or newer; current device is SM%d%d." % (major, minor))
+PY
+  cat >"$WORK/guardcuda/build/torch-cuda/__init__.py" <<'PY'
+import torch
+
+if not torch.cuda.is_available():
+    raise ImportError("guard-cuda kernel requires CUDA, but CUDA is not available.")
+PY
+  check guardarch 1 unsupported_arch
+  expect "check guardarch: the kernel's words kept" True \
+    "$(jget "$WORK/guardarch.check.json" "'requires SM' in d['results'][0]['outcome']['message']")"
+  CUDA_VISIBLE_DEVICES= check guardcuda 1 no_device
+  expect "check guardcuda: the kernel's words kept" True \
+    "$(jget "$WORK/guardcuda.check.json" "'requires CUDA, but CUDA is not available' in d['results'][0]['outcome']['message']")"
+else
+  skip "import guards on the GPU: no torch with CUDA in $PY (set PYTHON)"
+fi
+# 8c. preflight's smoke workloads (probes/kernels/) on the real hub kernels
+# transformers loads, where the hub cache has them (this check downloads
+# nothing): at least one variant verified on a GPU the kernel supports,
+# else every failure named (never exited or probe_error).
+HUB=${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}
+for k in deep-gemm finegrained-fp8 sonic-moe flash-attn2 flash-attn3 vllm-flash-attn3 nvfp4-gemm gpt-oss-triton-kernels; do
+  dir=""
+  for d in "$HUB/kernels--kernels-community--$k" "$HUB/models--kernels-community--$k"; do
+    [ -d "$d" ] && dir=$d && break
+  done
+  if [ -z "$dir" ]; then
+    skip "smoke of $k: not in the hub cache $HUB (get_kernel(\"kernels-community/$k\") once, where there is a network)"
+    continue
+  fi
+  t 900 "$BIN" check --json --python "$PYBIN" "$dir" >"$WORK/hub-$k.json" 2>"$WORK/hub-$k.err"
+  verdict=$(jget "$WORK/hub-$k.json" "'verified' if any(r['outcome']['kind']=='pass' and r['outcome']['depth']=='verified' for r in d['results']) else ('named' if all(r['outcome']['kind'] not in ('exited','probe_error','crashed','pass') for r in d['results']) else 'unnamed')")
+  case $verdict in
+    verified) pass "smoke of $k: verified on $sm" ;;
+    named) pass "smoke of $k: no variant works on $sm, each failure named: $(jget "$WORK/hub-$k.json" "sorted(set(r['outcome']['kind'] for r in d['results']))")" ;;
+    *) fail "smoke of $k on $sm: $(jget "$WORK/hub-$k.json" "'; '.join(r['variant']+': '+r['outcome']['kind']+' '+r['outcome']['message'] for r in d['results'])")" ;;
+  esac
+done
+case $ccn in
+  90|100) if [ -f "$WORK/hub-deep-gemm.json" ]; then
+      expect "smoke of deep-gemm verified on $sm (its JIT works here)" True \
+        "$(jget "$WORK/hub-deep-gemm.json" "any(r['outcome']['kind']=='pass' and r['outcome']['depth']=='verified' for r in d['results'])")"
+    fi ;;
+esac
+
 # 9. The GPU from inside the probe's namespaces: every probe above ran in a
 # pid and mount namespace of its own (and, not root, a user namespace), with
 # the device nodes and /proc/driver it needs reached through them. Said
@@ -437,7 +548,7 @@ else
   skip "the GPU from a user namespace: not root, or nobody cannot run $BIN (a non-root run's probes already were in one)"
 fi
 
-# 8. Rust tests that need a GPU, where there is a toolchain
+# 10. Rust tests that need a GPU, where there is a toolchain
 if command -v cargo >/dev/null 2>&1; then
   if t 3600 cargo test --release --locked -- --ignored >"$WORK/cargo.log" 2>&1; then
     pass "cargo test -- --ignored (GPU tests)"

@@ -7,8 +7,11 @@
 # flash-attn-triton, quack-kernels) without installing them, builds
 # preflight, and runs tests/python_real: each package wrapped in the hub
 # layout, probed by `preflight check/select/warmup` with .venv-real's
-# python, judged by `kernels.get_local_kernel`. Prints how long the
-# install took. Needs python3 with venv, a Rust toolchain and PyPI.
+# python, judged by `kernels.get_local_kernel`; and the real transformers
+# (scripts/requirements-transformers.txt, installed apart in
+# .venv-real/transformers) loading through KERNEL_PREFLIGHT=1, with the
+# wheel built from this checkout installed in .venv-real. Prints how long
+# the install took. Needs python3 with venv, a Rust toolchain and PyPI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${PREFLIGHT_REAL_VENV:-.venv-real}
@@ -20,8 +23,19 @@ start=$(date +%s)
 mkdir -p "$VENV/wheels"
 "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
   -d "$VENV/wheels" -r scripts/real-kernels.txt
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+  --target "$VENV/transformers" --upgrade -r scripts/requirements-transformers.txt
 echo "install: $(($(date +%s) - start)) s ($(du -sh "$VENV" | cut -f1) in $VENV)"
 cargo build --locked --quiet
+# The wheel of this checkout (its start-up hook, its Python package), as
+# scripts/test-python.sh builds it.
+[ -x .wheelenv/bin/maturin ] || {
+  "$PY" -m venv .wheelenv
+  .wheelenv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-wheel.txt
+}
+rm -rf target/wheels-real
+.wheelenv/bin/maturin build --quiet --profile dev --out target/wheels-real
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall target/wheels-real/kernel_preflight-*.whl
 export PREFLIGHT_BIN=$PWD/target/debug/preflight
 export PREFLIGHT_REAL_WHEELS=$VENV/wheels
 # The kernel packages import torch, which warns when numpy is missing: the

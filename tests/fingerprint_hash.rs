@@ -306,3 +306,40 @@ fn the_hash_covers_the_interpreter_not_the_way_it_was_found() {
     let (_, other_hash) = hash_of(&[], &["--python", &p("base2/bin/python3.12")]);
     assert_ne!(other_hash, base_hash);
 }
+
+#[test]
+fn an_nvcc_only_in_a_pip_wheel_is_present_but_not_visible_and_making_it_visible_changes_the_hash() {
+    let mut m = Machine::new();
+    let venv = m.venv("venv", "3.12.4");
+    let wheel = venv_site(&venv).join("nvidia/cu13");
+    let rel = wheel.strip_prefix(m.path("")).unwrap().to_string_lossy();
+    m.toolkit(&rel, NVCC_13_0);
+    m.set("VIRTUAL_ENV", venv.to_string_lossy());
+    let (fp, hidden) = m.fingerprint(&[]);
+    assert_eq!(fp.toolkits.visible, None, "{:?}", fp.toolkits);
+    let present = fp.toolkits.wheel_nvcc().expect("the wheel's nvcc is found");
+    assert_eq!(present.root, wheel);
+    assert_eq!(fp.toolkits.active.as_deref(), Some(wheel.as_path()));
+
+    // The same toolkit, put on PATH: now a kernel that looks for `nvcc`
+    // finds it. Its root is the same, how it was found is not hashed, and
+    // still the machine is another one for a kernel that compiles.
+    let path = format!(
+        "{}:{}",
+        wheel.join("bin").display(),
+        m.path("bin").display()
+    );
+    let (fp, on_path) = m.fingerprint_with(&[("PATH", path)], &[]);
+    assert_eq!(fp.toolkits.visible.as_deref(), Some(wheel.as_path()));
+    assert!(fp.toolkits.visible_nvcc().is_some());
+    assert!(fp.toolkits.wheel_nvcc().is_none(), "{:?}", fp.toolkits);
+    assert_ne!(on_path, hidden);
+
+    // CUDA_HOME is taken as set, with or without an nvcc in it.
+    let empty = m.path("empty-home");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (fp, _) = m.fingerprint_with(&[("CUDA_HOME", empty.to_string_lossy().into())], &[]);
+    assert_eq!(fp.toolkits.visible.as_deref(), Some(empty.as_path()));
+    assert!(fp.toolkits.visible_nvcc().is_none());
+    assert!(fp.toolkits.wheel_nvcc().is_some());
+}

@@ -102,6 +102,7 @@ fn the_driver_writes_the_golden_shapes() {
         kinds,
         [
             "bench",
+            "device_state",
             "done",
             "failed/device_unusable",
             "failed/exception",

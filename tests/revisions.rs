@@ -320,3 +320,154 @@ fn warmup_without_targets_warms_the_snapshot_of_every_ref() {
         [("acme/relu (main, v2)", 1), ("acme/relu (v1)", 2)]
     );
 }
+
+/// `warmup --json`'s kernels and variant counts.
+fn warmed(out: &std::process::Output) -> Vec<(String, u64)> {
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc.as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["kernel"].as_str().unwrap().to_owned(),
+                k["variants"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn warmup_of_a_lock_probes_each_locked_commit() {
+    let root = versioned();
+    let lock = root.join("kernels.lock");
+    std::fs::write(
+        &lock,
+        json!([
+            {"dependency": {"repo-id": "acme/relu", "version": 1}, "lock": {"commit": sha(1)}},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = preflight_in(
+        &root,
+        &["warmup", "--json", "--lock", lock.to_str().unwrap()],
+    );
+    assert_eq!(warmed(&out), [(format!("acme/relu ({})", sha(1)), 2)]);
+}
+
+#[test]
+fn warmup_of_a_project_probes_each_dependency_at_its_version() {
+    let root = versioned();
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("pyproject.toml"),
+        "[project]\nname = \"app\"\n\n[tool.kernels.dependencies]\n\"acme/relu\" = 2\n",
+    )
+    .unwrap();
+    let out = preflight_in(
+        &root,
+        &["warmup", "--json", "--project", project.to_str().unwrap()],
+    );
+    assert_eq!(warmed(&out), [("acme/relu (v2)".to_owned(), 1)]);
+}
+
+#[test]
+fn warmup_of_a_bad_lock_or_project_is_one_message_naming_the_file() {
+    let root = versioned();
+    let write = |name: &str, text: &str| {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let bad_json = write("bad/kernels.lock", "{not json");
+    let absent = write(
+        "absent/kernels.lock",
+        &json!([{"dependency": {"repo-id": "acme/absent", "version": 1}, "lock": {"commit": sha(7)}}]).to_string(),
+    );
+    let gone = write(
+        "gone/kernels.lock",
+        &json!([{"dependency": {"repo-id": "acme/relu", "version": 1}, "lock": {"commit": sha(7)}}]).to_string(),
+    );
+    let no_kernels = write("plain/pyproject.toml", "[project]\nname = \"app\"\n");
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["--lock".into(), bad_json.display().to_string()],
+            format!("{}: not a kernels.lock: ", bad_json.display()),
+        ),
+        (
+            vec!["--lock".into(), absent.display().to_string()],
+            "kernel acme/absent is not in the hub cache".into(),
+        ),
+        (
+            vec!["--lock".into(), gone.display().to_string()],
+            format!(
+                "Cannot find a local snapshot for acme/relu (revision: {})",
+                sha(7)
+            ),
+        ),
+        (
+            vec![
+                "--lock".into(),
+                root.join("nothing.lock").display().to_string(),
+            ],
+            "nothing.lock: cannot read: No such file or directory".into(),
+        ),
+        (
+            vec![
+                "--project".into(),
+                no_kernels.parent().unwrap().display().to_string(),
+            ],
+            format!(
+                "{}: no [tool.kernels.dependencies] table",
+                no_kernels.display()
+            ),
+        ),
+        (
+            vec![
+                "--project".into(),
+                root.join("absent").display().to_string(),
+            ],
+            "absent: no pyproject.toml in this directory".into(),
+        ),
+        (
+            vec!["--download".into()],
+            "--download fetches the kernels of --repo, --lock or --project".into(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["warmup"];
+        all.extend(args.iter().map(String::as_str));
+        let out = preflight_in(&root, &all);
+        let stderr = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one message: {stderr}");
+        assert!(stderr.contains(&expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn warmup_download_without_the_python_package_says_how_to_get_it() {
+    let root = versioned();
+    // The test venv has `kernels` but not kernel_preflight (the wheel's
+    // own tests install that one).
+    let out = preflight_in(
+        &root,
+        &[
+            "warmup",
+            "--download",
+            "--repo",
+            "acme/relu",
+            "--version",
+            "1",
+        ],
+    );
+    let stderr = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--download needs the Python package kernel_preflight"),
+        "{stderr}"
+    );
+}

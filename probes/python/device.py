@@ -88,3 +88,62 @@ def triton_driver(triton, device):
         getattr(active, "get_current_target")
     except Exception as e:
         raise Unusable(device, "%s has no usable driver: %s: %s" % (said, type(e).__name__, e)) from None
+
+
+def state(device):
+    """What this process finds of `device`, for the parent to judge an
+    import guard by: whether it is usable (`confirm`), why not, and its
+    compute capability and name — from torch when it sees the device, else
+    from the CUDA driver itself (a guard may have asked the driver). Never
+    raises."""
+    kind, _, index = device.partition(":")
+    ordinal = int(index) if index.isdigit() else 0
+    found = {"device": device, "usable": True}
+    try:
+        confirm(device)
+    except Unusable as e:
+        found.update(usable=False, said=str(e))
+    except Exception as e:  # a broken torch must not hide the kernel's own error
+        found.update(usable=False, said="%s: %s" % (type(e).__name__, e))
+    if kind != "cuda":
+        return found
+    torch = sys.modules.get("torch")
+    try:
+        if found["usable"] and torch is not None:
+            major, minor = torch.cuda.get_device_capability(ordinal)
+            found.update(capability="%d.%d" % (major, minor), name=torch.cuda.get_device_name(ordinal),
+                         seen_by="torch")
+            return found
+    except Exception:
+        pass
+    found.update(driver_device(ordinal))
+    return found
+
+
+def driver_device(ordinal):
+    """The capability and name the CUDA driver reports for device `ordinal`
+    (`PREFLIGHT_LIBCUDA`, else `libcuda.so.1`), or nothing when there is no
+    driver or no such device."""
+    import ctypes
+    import os
+
+    try:
+        cuda = ctypes.CDLL(os.environ.get("PREFLIGHT_LIBCUDA") or "libcuda.so.1")
+        handle, count = ctypes.c_int(), ctypes.c_int()
+        if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return {}
+        if count.value <= ordinal or cuda.cuDeviceGet(ctypes.byref(handle), ordinal) != 0:
+            return {}
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
+        if cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, handle) != 0:
+            return {}
+        if cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, handle) != 0:
+            return {}
+        name = ctypes.create_string_buffer(256)
+        found = {"capability": "%d.%d" % (major.value, minor.value), "seen_by": "driver"}
+        if cuda.cuDeviceGetName(name, 256, handle) == 0:
+            found["name"] = name.value.decode("utf-8", "replace")
+        return found
+    except (OSError, AttributeError):
+        return {}

@@ -125,6 +125,14 @@ def ev_module(name, package):
     return {"event": "module", "name": name, "package": package}
 
 
+def ev_device_state(state):
+    """`device.state()`'s facts: device, usable, and whichever of said,
+    capability, name, seen_by are known."""
+    event = {"event": "device_state"}
+    event.update((k, clip(v) if isinstance(v, str) else v) for k, v in state.items() if v is not None)
+    return event
+
+
 def ev_timing(span, ms):
     return {"event": "timing", "span": span, "ms": float(ms)}
 
@@ -173,7 +181,9 @@ def clip(text):
 
 # Exception attributes the parent reads, with the type each must have.
 ATTRIBUTES = (("name", str), ("filename", str), ("errno", int), ("error_code", int),
-              ("error_name", str), ("returncode", int))
+              ("error_name", str), ("returncode", int), ("name_from", str))
+FRAMES = 3
+FRAME_STRINGS = 32
 
 
 def describe(exc):
@@ -185,6 +195,28 @@ def describe(exc):
         "mro": [c.__module__ + "." + c.__qualname__ for c in cls.__mro__[:-1]],
         "message": clip(exc),
     }
+    attributes(exc, info)
+    causes = []
+    seen = {id(exc)}
+    inner = cause_of(exc)
+    while inner is not None and id(inner) not in seen and len(causes) < 5:
+        seen.add(id(inner))
+        causes.append(describe_cause(inner))
+        inner = cause_of(inner)
+    if causes:
+        info["causes"] = causes
+    import traceback
+
+    lines = traceback.format_exception(cls, exc, exc.__traceback__)
+    info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
+    return info
+
+
+def attributes(exc, info):
+    """The attributes the parent reads, added to `info`: the typed ones of
+    ATTRIBUTES, a failed command and its output, the module an attribute
+    was missing from, what provides a module that could not be imported,
+    and where the exception was raised."""
     for attr, kind in ATTRIBUTES:
         value = getattr(exc, attr, None)
         if isinstance(value, kind) and not isinstance(value, bool):
@@ -199,22 +231,41 @@ def describe(exc):
         info["command"] = str(cmd[0])
     elif isinstance(cmd, str):
         info["command"] = cmd.split()[0] if cmd.split() else cmd
-    causes = []
-    seen = {id(exc)}
-    inner = cause_of(exc)
-    while inner is not None and id(inner) not in seen and len(causes) < 5:
-        seen.add(id(inner))
-        causes.append(describe_cause(inner))
-        inner = cause_of(inner)
+    owner = getattr(exc, "obj", None) if isinstance(exc, AttributeError) else None
+    if isinstance(owner, types.ModuleType) and isinstance(getattr(owner, "__name__", None), str):
+        info["owner"] = owner.__name__
+        if owner.__name__.split(".")[0] != OWN[0]:
+            info["provider"] = provider(owner.__name__)
     if isinstance(exc, ImportError) and isinstance(exc.name, str):
         info["provider"] = provider(exc.name)
-    if causes:
-        info["causes"] = causes
-    import traceback
+    frames = innermost_frames(exc.__traceback__)
+    if frames:
+        info["frames"] = frames
 
-    lines = traceback.format_exception(cls, exc, exc.__traceback__)
-    info["traceback"] = clip("".join(lines[-TRACEBACK_LINES:]))
-    return info
+
+def innermost_frames(tb):
+    """The innermost FRAMES frames of a traceback, innermost first: file,
+    function, line, source line, and the short string constants of the
+    function's code (what a guard looks up: `CUDA_HOME`, `nvcc`)."""
+    import linecache
+
+    chain = []
+    while tb is not None:
+        chain.append(tb)
+        tb = tb.tb_next
+    frames = []
+    for tb in reversed(chain[-FRAMES:]):
+        code = tb.tb_frame.f_code
+        frame = {"file": code.co_filename, "function": code.co_name, "line": tb.tb_lineno}
+        source = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+        if source:
+            frame["source"] = clip(source)
+        if code.co_name != "<module>":
+            strings = [c for c in code.co_consts if isinstance(c, str) and 0 < len(c) <= 64 and c.split() == [c]]
+            if strings:
+                frame["strings"] = strings[:FRAME_STRINGS]
+        frames.append(frame)
+    return frames
 
 
 def cause_of(exc):
@@ -225,18 +276,16 @@ def cause_of(exc):
 
 def describe_cause(exc):
     info = {"type": type(exc).__name__, "module": type(exc).__module__, "message": clip(exc)}
-    for attr, kind in ATTRIBUTES[:4]:
-        value = getattr(exc, attr, None)
-        if isinstance(value, kind) and not isinstance(value, bool):
-            info[attr] = value
-    if isinstance(exc, ImportError) and isinstance(exc.name, str):
-        info["provider"] = provider(exc.name)
+    attributes(exc, info)
     return info
 
 
 # Import names the variant's python-depends declare, with the distribution
 # that provides each (from the hub's allowlist); set before the import.
 DECLARED = {}
+# The module id the variant is imported as, once known: attributes missing
+# from it are the kernel's, not a dependency's.
+OWN = [None]
 
 
 def provider(name):
@@ -314,6 +363,7 @@ def import_variant(chan, variant, metadata):
     """Import like kernels' `_import_from_path`: module id from metadata.json,
     `__init__.py` else `<module>/__init__.py`, registered in sys.modules."""
     module_name = metadata["name"].replace("-", "_")
+    OWN[0] = metadata["id"]
     chan.send(ev_module(metadata["id"], module_name))
     path = os.path.join(variant, "__init__.py")
     if not os.path.exists(path):
@@ -326,11 +376,36 @@ def import_variant(chan, variant, metadata):
     module = importlib.util.module_from_spec(spec)
     sys.modules[metadata["id"]] = module
     try:
-        spec.loader.exec_module(module)
+        deps = kernel_dependencies(metadata)
+        if deps is None:
+            spec.loader.exec_module(module)
+        else:
+            with deps:
+                spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(metadata["id"], None)
         raise
     return module
+
+
+def kernel_dependencies(metadata):
+    """The variant's `kernel-depends`, each loaded as the hub loader loads a
+    kernel (its own `get_kernel`, offline from the cache when the hub is
+    offline), handed to the import the way `kernels` hands them
+    (`use_kernel_deps`), so that a variant calling `get_kernel_dep` while it
+    is imported finds them. A dependency that fails fails this import.
+    None when the variant depends on no other kernel."""
+    depends = metadata.get("kernel-depends") or []
+    if not depends:
+        return None
+    from kernels import get_kernel
+    from kernels.deps import use_kernel_deps
+
+    loaded = {}
+    for dep in depends:
+        pin = {"revision": dep["revision"]} if "revision" in dep else {"version": dep["version"]}
+        loaded[dep["repo-id"]] = get_kernel(dep["repo-id"], **pin)
+    return use_kernel_deps(loaded)
 
 
 # ---------------------------------------------------------------- main
@@ -396,6 +471,12 @@ def main(chan, argv):
         chan.fail(invalid_smoke_failure(e))
         return 1
     except Exception as e:
+        if chan.phase == "import" and args.device != "cpu":
+            # Whether the variant's device (a universal variant's: cuda) is
+            # usable here is the evidence an import guard (`requires CUDA`,
+            # `requires SM90`) is judged by.
+            device = args.device if device_check.needed(args.device) else "cuda"
+            chan.send(ev_device_state(device_check.state(device)))
         chan.fail(exception_failure(e))
         import traceback
 
@@ -490,6 +571,20 @@ def sample_exceptions():
         raise AcceleratorError("CUDA error: no kernel image is available")
     except AcceleratorError as e:
         found.append(e)
+    try:
+        types.ModuleType("preflight_kernel.utils").per_token_cast_to_fp8  # noqa: B018
+    except AttributeError as e:
+        found.append(e)
+
+    def _find_cuda_home():
+        cuda_home = os.environ.get("PREFLIGHT_NO_SUCH_VARIABLE")
+        assert cuda_home is not None
+        return cuda_home
+
+    try:
+        _find_cuda_home()
+    except AssertionError as e:
+        found.append(e)
     return found
 
 
@@ -523,6 +618,9 @@ def self_check(golden_path):
         ev_failed("smoke", invalid_smoke_failure("no smoke function")),
         ev_failed("start", internal_failure("KeyError: 'x'", "Traceback …")),
         ev_failed("load", device_unusable_failure("cuda", device_check.Unusable("cuda", "torch sees no cuda device"))),
+        ev_device_state({"device": "cuda", "usable": False, "said": "torch is not installed here",
+                         "capability": "8.0", "name": "NVIDIA A100", "seen_by": "driver"}),
+        ev_device_state(device_check.state("cuda")),
         ev_done("verified"),
         bench.ev_bench("Relu.small", "variant", "device_events", 100663296, True, 12, 0.05, True),
         bench.ev_sample("Relu.small", 3, 0.0123),

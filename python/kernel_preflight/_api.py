@@ -185,6 +185,8 @@ def warmup(
     *,
     revision: Optional[str] = None,
     version: Optional[int] = None,
+    lock: Optional[PathOrRepo] = None,
+    project: Optional[PathOrRepo] = None,
     download: bool = False,
     trust_remote_code: Union[bool, list[str]] = False,
     jobs: Optional[int] = None,
@@ -192,12 +194,19 @@ def warmup(
     python: Optional[PathOrRepo] = None,
 ) -> list[KernelSummary]:
     """Probe every variant without a cached outcome: of `targets` (kernel
-    repo ids or directories), or of every ref of every kernel in the hub
-    cache when there are none. With `download=True`, each repo id's
-    candidates are fetched first (see `download`): the first run of a new
-    machine for the kernels a project uses."""
+    repo ids or directories), of the kernels a `kernels.lock` pins (`lock`,
+    each at its locked commit, as `load_kernel` loads them) and a project's
+    `pyproject.toml` names (`project`, its `[tool.kernels.dependencies]`,
+    each at its version), or of every ref of every kernel in the hub cache
+    when there are none. With `download=True`, each kernel's candidates are
+    fetched first (see `download`): the first run of a new machine for the
+    kernels a project uses, as `kernels download` is for the loader.
+
+    A lock file or project that cannot be read raises what `kernels`
+    raises for it (`FileNotFoundError`, `ValueError`), naming the file."""
     if isinstance(targets, (str, os.PathLike)):
         targets = [targets]
+    pins = _project_pins(lock, project)
     args = ["warmup"]
     for t in targets:
         target = _target(t)
@@ -206,9 +215,50 @@ def warmup(
 
             fetch(target[1], revision=revision, version=version, trust_remote_code=trust_remote_code, python=python)
         args += target
+    if download:
+        from ._hub import download as fetch
+
+        for repo, pin in pins:
+            fetch(repo, trust_remote_code=trust_remote_code, python=python, **pin)
+    if lock is not None:
+        args += ["--lock", os.fspath(lock)]
+    if project is not None:
+        args += ["--project", os.fspath(project)]
     args += _pin(revision, version) + _probing(jobs, timeout, None, False)
     doc, _ = run_json([*args, *_python(python)])
     return [KernelSummary.from_json(k) for k in doc]
+
+
+def _project_pins(lock: Optional[PathOrRepo], project: Optional[PathOrRepo]) -> list[tuple[str, dict]]:
+    """The kernels a lock file and a project pin, read by the hub loader's
+    own parsers (so that a bad file raises what `kernels` raises): repo ids
+    with the `revision=` or `version=` that names each snapshot."""
+    pins: list[tuple[str, dict]] = []
+    if lock is not None:
+        from kernels._rust import KernelLocks
+
+        with open(lock) as f:
+            locks = KernelLocks.from_json(f.read())
+        pins += [(dep.repo_id, {"revision": locked.commit}) for dep, locked in locks.items()]
+    if project is not None:
+        from kernels.compat import tomllib
+
+        path = os.path.join(os.fspath(project), "pyproject.toml")
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        dependencies = data.get("tool", {}).get("kernels", {}).get("dependencies")
+        if not isinstance(dependencies, dict):
+            raise ValueError(
+                f"{path}: no [tool.kernels.dependencies] table (the kernels a project loads, "
+                'as `kernels lock` reads them: "ORG/NAME" = VERSION)'
+            )
+        for repo, version in dependencies.items():
+            if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+                raise ValueError(
+                    f"{path}: [tool.kernels.dependencies] {repo!r} = {version!r}: expected a version number"
+                )
+            pins.append((repo, {"version": version}))
+    return pins
 
 
 __all__ = [

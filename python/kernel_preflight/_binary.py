@@ -7,11 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
-_EXE = "preflight" + (sysconfig.get_config_var("EXE") or "")
+_EXE = "preflight.exe" if os.name == "nt" else "preflight"
 
 
 class PreflightError(RuntimeError):
@@ -40,6 +39,11 @@ def find_preflight() -> Path:
         if not path.is_file():
             raise PreflightError(f"PREFLIGHT_BIN={override}: no such file", None)
         return path
+    recorded = _recorded()
+    if recorded is not None:
+        return recorded
+    import sysconfig
+
     candidates = [Path(sysconfig.get_path("scripts")) / _EXE]
     try:
         candidates.append(Path(sysconfig.get_path("scripts", scheme=_user_scheme())) / _EXE)
@@ -63,14 +67,43 @@ def find_preflight() -> Path:
     )
 
 
+def _recorded() -> Optional[Path]:
+    """The binary where the installer put it, as this package's wheel
+    `RECORD` says (exact for any install scheme, and cheaper than asking
+    `sysconfig`, which a verified `get_kernel` would pay in every fresh
+    process); None when there is no such record (a source checkout)."""
+    site = Path(os.path.abspath(__file__)).parent.parent
+    try:
+        infos = [e for e in os.listdir(site) if e.startswith("kernel_preflight-") and e.endswith(".dist-info")]
+    except OSError:
+        return None
+    for info in infos:
+        try:
+            lines = (site / info / "RECORD").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name = line.split(",", 1)[0]
+            if name.rsplit("/", 1)[-1] == _EXE:
+                path = Path(os.path.normpath(site / name))
+                if path.is_file() and os.access(path, os.X_OK):
+                    return path
+    return None
+
+
 def _user_scheme() -> str:
+    import sysconfig
+
     if sys.version_info >= (3, 10):
         return sysconfig.get_preferred_scheme("user")
     return "nt_user" if os.name == "nt" else "posix_user"
 
 
-def run(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> subprocess.CompletedProcess[str]:
-    """Run `preflight ARGS`; an exit code outside `answers` raises."""
+def run(
+    args: Sequence[str], *, answers: Sequence[int] = (0,), env: Optional[Mapping[str, str]] = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `preflight ARGS` (with `env` added to this process's
+    environment); an exit code outside `answers` raises."""
     binary = find_preflight()
     try:
         done = subprocess.run(
@@ -78,6 +111,7 @@ def run(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> subprocess.Com
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
+            env=None if env is None else {**os.environ, **env},
         )
     except OSError as e:
         raise PreflightError(f"cannot run {binary}: {e}", None) from e
@@ -90,9 +124,11 @@ def run(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> subprocess.Com
     return done
 
 
-def run_json(args: Sequence[str], *, answers: Sequence[int] = (0,)) -> tuple[Any, int]:
+def run_json(
+    args: Sequence[str], *, answers: Sequence[int] = (0,), env: Optional[Mapping[str, str]] = None
+) -> tuple[Any, int]:
     """Run `preflight ARGS --json`: the document it printed, and its exit code."""
-    done = run([*args, "--json"], answers=answers)
+    done = run([*args, "--json"], answers=answers, env=env)
     try:
         return json.loads(done.stdout), done.returncode
     except ValueError as e:

@@ -12,27 +12,52 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
-from ._api import NoWorkingVariant, PathOrRepo, resolve, select, why_table
+from ._api import NoWorkingVariant, PathOrRepo, resolve, why_table
 from ._types import Selection
 
 Trust = Union[bool, list[str]]
 
 
-class KernelLoadError(NoWorkingVariant):
-    """No variant of a kernel could be loaded: none works here, or each
-    that works was refused by the hub loader's own checks. `text` has a
-    line per variant with why."""
+class KernelLoadError(FileNotFoundError, NoWorkingVariant):
+    """No variant of a kernel works here: each the hub accepts by name failed
+    its probe (or nothing was left to fetch). `text` has a line per variant
+    with why; `selection` every variant with its outcome.
 
-    def __init__(self, repo_id: str, selection: Selection, refused: list[tuple[str, BaseException]]) -> None:
-        super().__init__(selection, repo_id)
-        lines = [f"no variant of {repo_id} could be loaded here", why_table(selection)]
+    It is a `FileNotFoundError`, the type `kernels` raises when it finds no
+    build variant for the system, so that the fallbacks callers already
+    have (transformers' `lazy_load_kernel`, `kernelize`'s
+    `KernelizeFallback.CANNOT_LOAD`) take it; and a `NoWorkingVariant`
+    (`PreflightError`, a `RuntimeError`). CPython cannot make one class an
+    `OSError` and an `ImportError` both (their instance layouts conflict),
+    so it is not an `ImportError`: transformers turns a `None` from
+    `lazy_load_kernel` into the `ImportError` its own fallbacks catch."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "KernelLoadError":
+        # OSError reads (errno, strerror, filename) from several arguments.
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        repo_id: str,
+        selection: Optional[Selection],
+        refused: Sequence[tuple[str, BaseException]] = (),
+    ) -> None:
+        selection = selection or Selection(chosen=None, alternatives=[], cached=False, raw={})
+        NoWorkingVariant.__init__(self, selection, repo_id)
+        lines = [f"no variant of {repo_id} could be loaded here"]
+        table = why_table(selection)
+        if table:
+            lines.append(table)
         for variant, error in refused:
-            lines.append(f"  {variant}: passed its probe, refused by kernels.get_local_kernel: {error}")
+            lines.append(f"  {variant}: passed its probe, refused by the hub loader: {error}")
         self.text = "\n".join(lines)
         self.args = (self.text,)
-        self.refused = refused
+        self.refused = list(refused)
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _kernels() -> Any:
@@ -118,27 +143,6 @@ def download(
     )
 
 
-def _check_arch(variant_path: Path, variant: str) -> None:
-    """The hub loader's architecture check (`get_kernel(check_arch=True)`),
-    which `get_local_kernel` does not apply."""
-    from kernels import Metadata
-    from kernels.validate import ArchValidator
-
-    metadata = Metadata.read_from_file(variant_path / "metadata.json")
-    ArchValidator().validate_metadata(metadata=metadata, variant=variant)
-
-
-def _local_override(repo_id: str) -> Optional[Path]:
-    """The path `LOCAL_KERNELS` maps `repo_id` to, which `get_kernel` loads
-    instead of the hub's."""
-    overrides = os.environ.get("LOCAL_KERNELS")
-    if not overrides:
-        return None
-    from kernels.load import _parse_local_kernel_overrides
-
-    return _parse_local_kernel_overrides(overrides).get(repo_id)
-
-
 def get_kernel(
     repo_id: str,
     *,
@@ -150,56 +154,33 @@ def get_kernel(
     check_arch: bool = True,
     python: Optional[PathOrRepo] = None,
 ) -> ModuleType:
-    """`kernels.get_kernel`, hardened: it loads only a variant seen to work.
+    """`kernels.get_kernel`, verified: it loads only a variant seen to work.
 
-    The hub's own checks run as in `get_kernel` (a revision or version is
-    required; the publisher-trust check refuses untrusted repositories, and
-    that refusal is raised). Online, the candidates are fetched first
-    (`download`). Then `preflight select` probes each variant for the same
-    revision or version in its own child process — one that calls `exit(1)`
-    or crashes while loading takes only that child down — and the hub's
-    preferred variant is loaded when it works, else the next one that
-    works, each through `kernels.get_local_kernel` (which applies the hub's
-    validators, and with `check_arch` its architecture check, as in
-    `get_kernel`). When nothing can be loaded, `KernelLoadError` says why
-    for each variant.
+    This is the hub's own `get_kernel`, called with a verification in front
+    of its loader for this one call (what `KERNEL_PREFLIGHT=1` does for
+    every load of a process): its checks run as always (a revision or
+    version is required; the publisher-trust check refuses untrusted
+    repositories, and that refusal is raised; `LOCAL_KERNELS` overrides);
+    then, before anything is imported, `preflight select` probes the
+    variants of the pinned snapshot, each in its own child process — one
+    that calls `exit(1)` or crashes while loading takes only that child
+    down — and the hub's preferred variant is loaded when it works, else
+    the next one that works, by the hub's own loader and validators
+    (with `check_arch`, its architecture check). Online, the hub's pick is
+    fetched first and a further candidate only when those fetched fail.
+    When nothing works, `KernelLoadError` (a `FileNotFoundError`) says why
+    for each variant. `python` names the interpreter the probes run in.
     """
     kernels = _kernels()
-    from kernels._versions import revision_or_version
+    from . import _verify
 
-    revision_or_version(revision=revision, version=version)
-    local = _local_override(repo_id)
-    if local is not None:
-        target: PathOrRepo = local
-        revision = version = None
-    else:
-        target = repo_id
-        offline = _offline()
-        _check_trust(repo_id, trust_remote_code, local_files_only=offline)
-        if not offline:
-            download(
-                repo_id,
-                revision=revision,
-                version=version,
-                trust_remote_code=True,  # just checked, with the caller's answer
-                user_agent=user_agent,
-                python=python,
-            )
-    try:
-        selection = select(target, revision=revision, version=version, python=python)
-    except NoWorkingVariant as e:
-        raise KernelLoadError(repo_id, e.selection, []) from None
-    refused: list[tuple[str, BaseException]] = []
-    for candidate in selection.passing:
-        try:
-            if check_arch:
-                _check_arch(Path(candidate.path), candidate.variant)
-            return kernels.get_local_kernel(
-                Path(candidate.path),
-                backend=backend,
-                trust_remote_code=trust_remote_code,
-                user_agent=user_agent,
-            )
-        except Exception as e:  # the hub loader refused it: try the next
-            refused.append((candidate.variant, e))
-    raise KernelLoadError(repo_id, selection, refused)
+    with _verify.scope(python=python):
+        return kernels.load.get_kernel(
+            repo_id,
+            revision=revision,
+            version=version,
+            backend=backend,
+            user_agent=user_agent,
+            trust_remote_code=trust_remote_code,
+            check_arch=check_arch,
+        )

@@ -2,6 +2,9 @@
 //! executor's evidence it came from, and every `doctor` check take their
 //! hint from here.
 
+use crate::declared::nvcc::Release;
+use std::path::Path;
+
 /// No SASS for this GPU and no PTX it can JIT.
 pub const ARCH: &str = "no SASS for this GPU and no PTX it can JIT: use a variant built for this compute capability (see `preflight inspect`), or rebuild with this arch or +PTX";
 /// PTX newer than the driver's JIT.
@@ -168,9 +171,59 @@ pub fn library_version(version: &str) -> String {
     )
 }
 
-/// A dependency of another version than the kernel supports.
-pub fn dependency_version(package: &str) -> String {
+/// A dependency of another version than the kernel supports, with the
+/// installed version when the child could tell it.
+pub fn dependency_version(package: &str, version: Option<&str>) -> String {
+    match version {
+        Some(version) => format!(
+            "the installed `{package}` {version} lacks what this kernel uses: install the version of `{package}` the kernel was built for (often a newer one: pip install --upgrade {package})"
+        ),
+        None => format!(
+            "the installed `{package}` is a version this kernel does not support: install the version it was built for"
+        ),
+    }
+}
+
+/// nvcc is missing where a kernel looks for it. `home` is the CUDA home
+/// such a kernel finds (CUDA_HOME, CUDA_PATH, `nvcc` on PATH,
+/// /usr/local/cuda), `wheel` the root (and version) of an nvcc that only a
+/// pip wheel holds: the exact `CUDA_HOME=` that makes it visible.
+pub fn nvcc_missing(home: Option<&Path>, wheel: Option<(&Path, Option<&str>)>) -> String {
+    let Some((root, version)) = wheel else {
+        return NVCC_MISSING.to_owned();
+    };
+    let release = version.map(|v| format!(" (CUDA {v})")).unwrap_or_default();
+    let looked = match home {
+        Some(home) => format!("the CUDA home kernels find, {}, has none", home.display()),
+        None => "kernels looking in CUDA_HOME, CUDA_PATH, PATH, /usr/local/cuda do not see it"
+            .to_owned(),
+    };
     format!(
-        "the installed `{package}` is a version this kernel does not support: install the version it was built for"
+        "set CUDA_HOME={}: its nvcc{release} is only in a pip wheel, and {looked}",
+        root.display()
     )
 }
+
+/// nvcc does not know an architecture that a newer release does.
+pub fn nvcc_too_old(first: Option<Release>) -> String {
+    match first {
+        Some(first) => format!(
+            "this kernel compiles at run time for an architecture nvcc knows from CUDA {first} on: install a CUDA toolkit of {first} or newer and point CUDA_HOME at it"
+        ),
+        None => NVCC_TOO_OLD.to_owned(),
+    }
+}
+
+/// The kernel is built for architecture-specific features (`sm_90a`,
+/// `sm_100a`) that this GPU does not have.
+pub const ARCH_FEATURES: &str = "the kernel needs architecture-specific features this GPU does not have: run it on a GPU it supports (see its README), or use another kernel for this GPU";
+
+/// The toolkit no longer compiles for this (older) GPU.
+pub fn arch_dropped(last: Release) -> String {
+    format!(
+        "this GPU is older than the CUDA toolkit supports: point CUDA_HOME at a CUDA {last} (or older) toolkit, or use a newer GPU"
+    )
+}
+
+/// The kernel's own check refuses this GPU.
+pub const GUARD_ARCH: &str = "the kernel refuses this GPU: run it on a GPU of the architecture it names, or use another kernel (or variant) that supports this one";

@@ -171,7 +171,10 @@ fn a_missing_module_is_named_by_what_provides_it() {
         outcome.message,
         "`triton` 3.9.0 is installed but has no module `triton.tools.experimental_descriptor`"
     );
-    assert_eq!(outcome.hint, hints::dependency_version("triton"));
+    assert_eq!(
+        outcome.hint,
+        hints::dependency_version("triton", Some("3.9.0"))
+    );
 
     let declared = Provider {
         top: "tvm_ffi".into(),

@@ -17,18 +17,24 @@ mod cuda;
 mod cuda_tests;
 #[cfg(test)]
 mod device_tests;
+mod guard;
 pub mod hints;
 #[cfg(test)]
 mod hub_tests;
+mod machine;
+mod nvcc;
 mod python;
 mod stderr;
 mod termination;
 #[cfg(test)]
 mod tests;
 mod text;
+#[cfg(test)]
+mod transformers_tests;
 
 pub use crate::protocol::{Depth, ExceptionInfo, Phase, Timings};
 pub use cuda::first_error;
+pub use machine::Machine;
 
 use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
 use serde::{Deserialize, Serialize};
@@ -216,10 +222,18 @@ impl Cause {
 /// Lines of stderr kept in an outcome.
 pub const STDERR_TAIL_LINES: usize = 20;
 
-/// Classify one executor run.
+/// Classify one executor run, knowing nothing of the machine beyond the
+/// evidence (see [`classify_on`]).
 pub fn classify(evidence: &Evidence) -> Outcome {
+    classify_on(evidence, &Machine::default())
+}
+
+/// Classify one executor run on the machine `machine` describes (from its
+/// full fingerprint): the facts that tell two causes of one failure apart
+/// (the nvcc a kernel sees, the GPU) and make hints exact.
+pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     let report = evidence.report();
-    let mut outcome = decide(evidence, &report);
+    let mut outcome = decide(evidence, &report, machine);
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
@@ -260,7 +274,7 @@ pub fn with_device_code(import: Outcome, device: Outcome) -> Outcome {
     outcome
 }
 
-fn decide(evidence: &Evidence, report: &Report) -> Outcome {
+fn decide(evidence: &Evidence, report: &Report, machine: &Machine) -> Outcome {
     let phase = report.last_phase.unwrap_or(Phase::Start);
     if let Some(v) = evidence.channel.version {
         let mut outcome = Outcome::probe_error(
@@ -274,21 +288,32 @@ fn decide(evidence: &Evidence, report: &Report) -> Outcome {
         return outcome;
     }
     match &report.failure {
-        Some((at, failure)) => from_failure(*at, failure, report, evidence),
-        None => termination::decide(evidence, report),
+        Some((at, failure)) => from_failure(*at, failure, report, evidence, machine),
+        None => termination::decide(evidence, report, machine),
     }
 }
 
 /// What a reported failure means, from the table of the executor that
 /// reports it, or the same for all.
-fn from_failure(phase: Phase, failure: &Failure, report: &Report, evidence: &Evidence) -> Outcome {
+fn from_failure(
+    phase: Phase,
+    failure: &Failure,
+    report: &Report,
+    evidence: &Evidence,
+    machine: &Machine,
+) -> Outcome {
     let cause = match failure {
         Failure::Exception(e) => {
-            let own = text::Own {
-                module: report.module.as_deref(),
-                package: report.package.as_deref(),
+            let cx = python::Context {
+                own: text::Own {
+                    module: report.module.as_deref(),
+                    package: report.package.as_deref(),
+                },
+                stderr: &evidence.stderr,
+                report,
+                machine,
             };
-            python::from_exception(e, phase, own, &evidence.stderr)
+            python::from_exception(e, phase, &cx)
         }
         Failure::HubRefused {
             validator,
@@ -390,7 +415,7 @@ fn short_paths(message: &str) -> String {
 /// The outcome a known failure signature in free text (a compiler's output,
 /// a log) stands for, if the text holds one.
 pub fn from_text(text: &str, phase: Phase) -> Option<Outcome> {
-    text::from_text(text, phase).map(|cause| Outcome::from_cause(cause, phase))
+    text::from_text(text, phase, &Machine::default()).map(|cause| Outcome::from_cause(cause, phase))
 }
 
 /// An outcome from its parts, for verdicts built from other outcomes (a

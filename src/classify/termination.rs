@@ -2,6 +2,7 @@
 //! every executor (pass, deadline, cancel, signal, exit code), with the
 //! child's stderr error lines consulted only here.
 
+use super::machine::Machine;
 use super::stderr::{decisive_lines, last_said};
 use super::text::from_text;
 use super::{Cause, Depth, Outcome, OutcomeKind, Phase, STDERR_TAIL_LINES, hints, strip_ansi};
@@ -9,7 +10,7 @@ use crate::protocol::{CHANNEL_LIMIT, Evidence, Report};
 use crate::sandbox::Termination;
 
 /// The outcome of a child that reported no failure.
-pub(super) fn decide(evidence: &Evidence, report: &Report) -> Outcome {
+pub(super) fn decide(evidence: &Evidence, report: &Report, machine: &Machine) -> Outcome {
     let phase = report.last_phase.unwrap_or(Phase::Start);
     let from = |cause: Cause| Outcome::from_cause(cause, phase);
     match &evidence.termination {
@@ -58,7 +59,7 @@ pub(super) fn decide(evidence: &Evidence, report: &Report) -> Outcome {
             outcome
         }
         Termination::Signaled { name, .. } => {
-            from(stderr_cause(evidence, phase).unwrap_or_else(|| {
+            from(stderr_cause(evidence, phase, machine).unwrap_or_else(|| {
                 Cause::new(
                     OutcomeKind::Crashed,
                     format!("killed by {name} in phase {}", phase.as_str()),
@@ -104,29 +105,31 @@ pub(super) fn decide(evidence: &Evidence, report: &Report) -> Outcome {
                 last_line(&evidence.stderr).unwrap_or("no output")
             ),
         ),
-        Termination::Exited { code } => from(stderr_cause(evidence, phase).unwrap_or_else(|| {
-            let said = decisive_lines(&evidence.stderr)
-                .pop()
-                .or_else(|| last_said(&evidence.stderr));
-            Cause::new(
-                OutcomeKind::Exited,
-                match said {
-                    Some(line) => format!("exited with code {code}: {line}"),
-                    None => format!("exited with code {code} without a message"),
-                },
-                hints::EXITED,
-            )
-        })),
+        Termination::Exited { code } => {
+            from(stderr_cause(evidence, phase, machine).unwrap_or_else(|| {
+                let said = decisive_lines(&evidence.stderr)
+                    .pop()
+                    .or_else(|| last_said(&evidence.stderr));
+                Cause::new(
+                    OutcomeKind::Exited,
+                    match said {
+                        Some(line) => format!("exited with code {code}: {line}"),
+                        None => format!("exited with code {code} without a message"),
+                    },
+                    hints::EXITED,
+                )
+            }))
+        }
     }
 }
 
 /// A known cause in the error lines of stderr, last line first: what a
 /// child that died without reporting said last is what killed it.
-fn stderr_cause(evidence: &Evidence, phase: Phase) -> Option<Cause> {
+fn stderr_cause(evidence: &Evidence, phase: Phase, machine: &Machine) -> Option<Cause> {
     decisive_lines(&evidence.stderr)
         .iter()
         .rev()
-        .find_map(|line| from_text(line, phase))
+        .find_map(|line| from_text(line, phase, machine))
 }
 
 fn pass(report: &Report) -> Outcome {

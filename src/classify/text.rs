@@ -1,11 +1,23 @@
 //! Failure signatures in free text: an exception's message, a compiler's
 //! output, or the error lines of a child's stderr (REFERENCE.md §1 and §6).
 
-use super::{Cause, OutcomeKind, Phase, cuda, hints, strip_ansi};
+use super::machine::Machine;
+use super::{Cause, OutcomeKind, Phase, cuda, hints, nvcc, strip_ansi};
 use crate::protocol::Provider;
 
 /// Causes recognised in free text: an exception message or stderr.
-pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
+pub(super) fn from_text(text: &str, phase: Phase, machine: &Machine) -> Option<Cause> {
+    from_tool_text(text, phase, machine, None)
+}
+
+/// [`from_text`] for the output of a tool the kernel ran (`tool`: the
+/// command, when known: which nvcc refused an architecture).
+pub(super) fn from_tool_text(
+    text: &str,
+    phase: Phase,
+    machine: &Machine,
+    tool: Option<&str>,
+) -> Option<Cause> {
     let text = strip_ansi(text);
     let t = text.as_str();
     let has = |needle: &str| t.contains(needle);
@@ -74,12 +86,16 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
             ));
         }
     }
-    if has("Unsupported gpu architecture") {
-        return Some(Cause::new(
-            OutcomeKind::NvccTooOld,
-            line("Unsupported gpu architecture"),
-            hints::NVCC_TOO_OLD,
-        ));
+    for needle in [
+        "Unsupported gpu architecture",
+        "is not defined for option 'gpu-name'",
+    ] {
+        if has(needle) {
+            return Some(nvcc::refused_arch(&line(needle), machine, tool));
+        }
+    }
+    if let Some(l) = nvcc::lookup_assertion(t) {
+        return Some(nvcc::missing(l, machine));
     }
     if let Some(l) = t.lines().find(|l| {
         let l = l.to_ascii_lowercase();
@@ -100,11 +116,7 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
         "CUDA_HOME environment variable is not set",
     ] {
         if has(needle) {
-            return Some(Cause::new(
-                OutcomeKind::NvccMissing,
-                line(needle),
-                hints::NVCC_MISSING,
-            ));
+            return Some(nvcc::missing(line(needle), machine));
         }
     }
     for needle in [
@@ -117,6 +129,7 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
         "DSLRuntimeError",
         "DSLAstPreprocessorError",
         "nvcc fatal",
+        "NVCC compilation failed",
     ] {
         if has(needle) {
             return Some(Cause::new(
@@ -161,7 +174,7 @@ pub(super) fn from_text(text: &str, phase: Phase) -> Option<Cause> {
         return Some(Cause::new(
             OutcomeKind::DependencyVersion,
             format!("`{package}` has no `{symbol}`"),
-            hints::dependency_version(package),
+            hints::dependency_version(package, None),
         ));
     }
     if has("is not compatible with the current PyTorch installation") {
@@ -233,13 +246,41 @@ pub(super) fn missing_module(name: &str, own: Own<'_>, provider: Option<&Provide
         return Cause::new(
             OutcomeKind::DependencyVersion,
             format!("{installed} but has no module `{name}`"),
-            hints::dependency_version(dist),
+            hints::dependency_version(dist, p.version.as_deref()),
         );
     }
     Cause::new(
         OutcomeKind::MissingDependency,
         format!("missing Python module `{name}`"),
         hints::missing_module(top, distribution),
+    )
+}
+
+/// A name that `from P import X` (or `P.X`) did not find in the installed
+/// distribution providing `P`: the kernel needs another version of it.
+pub(super) fn missing_name(module: &str, symbol: &str, p: &Provider) -> Cause {
+    let Some(dist) = p.distribution.as_deref() else {
+        // No distribution provides it (the standard library, a bare
+        // folder on the path): nothing to name but the module.
+        return Cause::new(
+            OutcomeKind::DependencyVersion,
+            format!("`{module}` has no `{symbol}`"),
+            hints::dependency_version(&p.top, None),
+        );
+    };
+    let installed = match &p.version {
+        Some(version) => format!("`{dist}` {version} is installed"),
+        None => format!("`{dist}` is installed"),
+    };
+    let place = if module == p.top && dist == module {
+        String::new()
+    } else {
+        format!(" (in `{module}`)")
+    };
+    Cause::new(
+        OutcomeKind::DependencyVersion,
+        format!("{installed} but has no `{symbol}`{place}"),
+        hints::dependency_version(dist, p.version.as_deref()),
     )
 }
 

@@ -133,6 +133,17 @@ fn table(fp: &Fingerprint) -> String {
             .join("\n")
     };
     t.add_row(vec!["CUDA toolkits".to_string(), toolkits]);
+    let home = match (&tk.visible, tk.visible_nvcc(), tk.wheel_nvcc()) {
+        (Some(home), Some(_), _) => format!("{} (with bin/nvcc)", home.display()),
+        (Some(home), None, _) => format!("{} (no bin/nvcc in it)", home.display()),
+        (None, _, Some(wheel)) => format!(
+            "none: the nvcc in {} is only in a pip wheel (CUDA_HOME={} makes it visible)",
+            wheel.root.display(),
+            wheel.root.display()
+        ),
+        (None, _, None) => "none (CUDA_HOME, CUDA_PATH, nvcc on PATH, /usr/local/cuda)".into(),
+    };
+    t.add_row(vec!["CUDA home a kernel sees".to_string(), home]);
     for (name, libs) in [("NVRTC", &tk.nvrtc), ("CUDA runtime", &tk.cudart)] {
         let text = if libs.is_empty() {
             "none found".to_string()

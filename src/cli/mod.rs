@@ -111,6 +111,12 @@ impl From<kernel_preflight::declared::embedded::InspectError> for Failure {
     }
 }
 
+impl From<kernel_preflight::discover::project::ProjectError> for Failure {
+    fn from(e: kernel_preflight::discover::project::ProjectError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
 impl From<kernel_preflight::discover::NativeError> for Failure {
     fn from(e: kernel_preflight::discover::NativeError) -> Self {
         BadInput(e.to_string())

@@ -61,7 +61,7 @@ impl From<hub_cache::RevisionError> for Failure {
 /// The folder to discover for `ORG/NAME` at `spec`: the cache folder itself
 /// for the default (discovery picks `refs/main`, else the newest snapshot),
 /// else the snapshot the revision or version names.
-fn snapshot(repo: &str, spec: &RevisionSpec) -> Result<std::path::PathBuf, Failure> {
+pub fn snapshot(repo: &str, spec: &RevisionSpec) -> Result<std::path::PathBuf, Failure> {
     let folder = hub_cache::repo_folder(&hub_cache::cache_root(), repo)?;
     Ok(match spec {
         RevisionSpec::Main => folder,

@@ -1,9 +1,11 @@
 //! `preflight warmup`
 
 use super::probing::{ProbeArgs, warn};
-use super::{Answer, Failure, emit, emit_json};
+use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kernel_preflight::classify::OutcomeKind;
+use kernel_preflight::discover::hub_cache::RevisionSpec;
+use kernel_preflight::discover::project::{self, Pinned};
 use kernel_preflight::discover::{Named, Target, Targets, hub_cache};
 use kernel_preflight::report;
 use kernel_preflight::run::{CheckReport, CheckResult, Job, Plan, Reporter, RunEvent, TargetId};
@@ -21,6 +23,20 @@ pub struct Args {
     targets: Vec<PathBuf>,
     #[command(flatten)]
     repo: super::repo::RepoArgs,
+    /// The kernels a `kernels.lock` pins, each at its locked commit (what
+    /// `load_kernel` and `get_locked_kernel` load).
+    #[arg(long, value_name = "FILE")]
+    lock: Vec<PathBuf>,
+    /// The kernels of a project's pyproject.toml [tool.kernels.dependencies],
+    /// each at its version (what `get_kernel(repo, version=N)` loads).
+    #[arg(long, value_name = "DIR")]
+    project: Vec<PathBuf>,
+    /// Fetch the candidates of each --repo, --lock and --project kernel
+    /// from the hub first (every variant the hub accepts by name here, and
+    /// the repository's benchmarks/), with the Python package
+    /// kernel_preflight and `kernels` in the probed interpreter.
+    #[arg(long)]
+    download: bool,
     /// Print a JSON summary instead of a table.
     #[arg(long)]
     json: bool,
@@ -44,13 +60,26 @@ struct KernelSummary {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
+    let pinned = pinned(&args)?;
     let probing = args.probing.validate()?;
+    if args.download {
+        download(&probing, &pinned)?;
+    }
     let mut targets = Targets::new();
     for path in &args.targets {
         targets.add(path.display().to_string(), path)?;
     }
-    args.repo.add_to(&mut targets)?;
-    if args.targets.is_empty() && args.repo.repo.is_empty() {
+    for (given, pin) in &pinned {
+        targets.add(given.clone(), &super::repo::snapshot(&pin.repo, &pin.spec)?)?;
+    }
+    if args.targets.is_empty()
+        && pinned.is_empty()
+        && (!args.lock.is_empty() || !args.project.is_empty())
+    {
+        emit("the lock files and projects name no kernels");
+        return Ok(Answer::Yes);
+    }
+    if args.targets.is_empty() && pinned.is_empty() {
         let root = hub_cache::cache_root();
         for problem in super::repo::add_every_cached_ref(&mut targets) {
             eprintln!("preflight: warning: {problem}");
@@ -105,6 +134,99 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         ));
     }
     Ok(Answer::Yes)
+}
+
+/// The kernels of `--repo` (named as given), `--lock` and `--project`
+/// (named `ORG/NAME (pin)`), each with the snapshot it names; a kernel
+/// named twice is warmed once.
+fn pinned(args: &Args) -> Result<Vec<(String, Pinned)>, Failure> {
+    let spec = args.repo.spec();
+    let mut pins: Vec<(String, Pinned)> = args
+        .repo
+        .repo
+        .iter()
+        .map(|repo| {
+            let pin = Pinned {
+                repo: repo.clone(),
+                spec: spec.clone(),
+            };
+            (repo.clone(), pin)
+        })
+        .collect();
+    let mut from_files = Vec::new();
+    for lock in &args.lock {
+        from_files.extend(project::read_lock(lock)?);
+    }
+    for dir in &args.project {
+        from_files.extend(project::read_project(dir)?);
+    }
+    pins.extend(
+        from_files
+            .into_iter()
+            .map(|pin| (format!("{} ({})", pin.repo, pin.spec), pin)),
+    );
+    let mut seen = std::collections::HashSet::new();
+    pins.retain(|(_, p)| seen.insert((p.repo.clone(), p.spec.to_string())));
+    if args.download && pins.is_empty() {
+        return Err(BadInput(
+            "--download fetches the kernels of --repo, --lock or --project: give one".into(),
+        ));
+    }
+    Ok(pins)
+}
+
+/// Fetch each pinned kernel's candidates with the hub's own client, through
+/// `kernel_preflight.download` in the probed interpreter (the binary speaks
+/// no HTTP; the Python package that ships it does, with the user's token).
+fn download(probing: &super::probing::Probing, pins: &[(String, Pinned)]) -> Result<(), Failure> {
+    const FETCH: &str = "import sys, kernel_preflight as kp\n\
+        repo, kind, pin = sys.argv[1:]\n\
+        kp.download(repo, **{kind: int(pin) if kind == 'version' else pin})\n";
+    let python = match &probing.python {
+        Some(p) => p.clone(),
+        None => probing
+            .fingerprint()?
+            .python
+            .as_ref()
+            .and_then(|p| kernel_preflight::probe::find_python(&p.interpreter))
+            .ok_or_else(|| {
+                BadInput("--download needs a Python interpreter: give --python P".into())
+            })?,
+    };
+    for (_, pin) in pins {
+        let (kind, value) = match &pin.spec {
+            RevisionSpec::Version(v) => ("version", v.to_string()),
+            RevisionSpec::Revision(r) => ("revision", r.clone()),
+            RevisionSpec::Main => ("revision", "main".to_owned()),
+        };
+        eprintln!(
+            "preflight: fetching {} ({}) from the hub",
+            pin.repo, pin.spec
+        );
+        let out = std::process::Command::new(&python)
+            .args(["-c", FETCH, &pin.repo, kind, &value])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Internal(format!("cannot run {}: {e}", python.display())))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            let why = if last.contains("No module named 'kernel_preflight'") {
+                format!(
+                    "--download needs the Python package kernel_preflight in {} (pip install 'kernel-preflight[hub]', or from a checkout: pip install '.[hub]')",
+                    python.display()
+                )
+            } else {
+                format!("cannot fetch {} ({}): {last}", pin.repo, pin.spec)
+            };
+            return Err(BadInput(why));
+        }
+    }
+    Ok(())
 }
 
 fn summarize(plan: &Plan, report: &CheckReport) -> Vec<KernelSummary> {

@@ -125,7 +125,8 @@ pub enum Suffix {
 }
 
 impl Suffix {
-    fn letter(self) -> &'static str {
+    /// `a`, `f`, or nothing.
+    pub fn letter(self) -> &'static str {
         match self {
             Suffix::None => "",
             Suffix::ArchSpecific => "a",

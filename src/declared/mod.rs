@@ -5,6 +5,7 @@ pub mod embedded;
 pub mod fatbin;
 mod image;
 mod inflate;
+pub mod nvcc;
 pub mod resolve;
 pub mod system;
 

@@ -6,6 +6,7 @@
 pub mod hub_cache;
 pub mod metadata;
 pub mod native;
+pub mod project;
 
 pub use metadata::{Metadata, MetadataStatus};
 pub use native::{NativeError, NativeModule, NativeTarget};

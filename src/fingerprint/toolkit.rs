@@ -16,8 +16,18 @@ use std::time::Duration;
 /// Every toolkit found, the active one, and the CUDA libraries beside them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Toolkits {
-    /// Root of the toolkit whose nvcc a kernel would use; `None`: no nvcc.
+    /// Root of the first toolkit with an nvcc in lookup order, pip wheels
+    /// included (the one preflight itself compiles with); `None`: no nvcc.
     pub active: Option<PathBuf>,
+    /// The CUDA home a kernel finds when it looks the usual way (torch's
+    /// and DeepGEMM's `_find_cuda_home`: `CUDA_HOME`, else `CUDA_PATH`,
+    /// else the folder above the `nvcc` on `PATH`, else `/usr/local/cuda`
+    /// if it exists); `None`: such a kernel finds none. An nvcc only in a
+    /// pip wheel is never visible this way. Hashed: whether a run-time
+    /// compiling kernel works here depends on it, and neither `PATH` nor
+    /// how a toolkit was found is hashed otherwise.
+    #[serde(default)]
+    pub visible: Option<PathBuf>,
     /// Toolkits in lookup order, each root once.
     pub found: Vec<Toolkit>,
     /// NVRTC libraries (`libnvrtc.so.N`) in the toolkits and wheels.
@@ -128,6 +138,11 @@ pub(crate) fn detect(
         .iter()
         .find(|t| t.nvcc.is_some())
         .map(|t| t.root.clone());
+    let visible = match src.override_opt("PREFLIGHT_NVCC") {
+        Some(None) => None,
+        Some(Some(nvcc)) => Some(root_of(Path::new(nvcc))),
+        None => cuda_home(src),
+    };
     apply_overrides(src, &mut found, &mut active)?;
     let lib_dirs = library_dirs(&found, site_packages);
     let mut nvrtc = libraries(&lib_dirs, "libnvrtc", "nvidia_cuda_nvrtc", listings);
@@ -136,6 +151,7 @@ pub(crate) fn detect(
     override_library(src, "PREFLIGHT_CUDART_VERSION", &mut cudart)?;
     Ok(Toolkits {
         active,
+        visible,
         found,
         nvrtc,
         cudart,
@@ -171,6 +187,59 @@ fn apply_overrides(
     toolkit.version = Some(v);
     toolkit.version_from = Some(VersionFrom::Override);
     Ok(())
+}
+
+/// The CUDA home as torch's `_find_cuda_home` (and DeepGEMM's copy of it)
+/// finds it: a set variable is taken whether or not it holds an nvcc; the
+/// `nvcc` on `PATH` gives the folder above its `bin/`, links not resolved.
+fn cuda_home(src: &Sources) -> Option<PathBuf> {
+    let set = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .find_map(|k| src.var(k).filter(|v| !v.is_empty()));
+    if let Some(home) = set {
+        return Some(std::path::absolute(home).unwrap_or_else(|_| PathBuf::from(home)));
+    }
+    let on_path = src.var("PATH").and_then(|path| {
+        super::sources::path_dirs(path)
+            .into_iter()
+            .map(|d| d.join("nvcc"))
+            .find(|p| is_executable(p))
+    });
+    if let Some(nvcc) = on_path {
+        let nvcc = std::path::absolute(&nvcc).unwrap_or(nvcc);
+        return nvcc.parent().and_then(Path::parent).map(Path::to_path_buf);
+    }
+    let default = src
+        .var("PREFLIGHT_CUDA_DEFAULT_ROOT")
+        .unwrap_or("/usr/local/cuda");
+    Path::new(default).is_dir().then(|| PathBuf::from(default))
+}
+
+impl Toolkits {
+    /// The toolkit at the [`Toolkits::visible`] CUDA home, when the lookup
+    /// described it.
+    pub fn visible_toolkit(&self) -> Option<&Toolkit> {
+        let visible = self.visible.as_deref()?;
+        let same = |t: &&Toolkit| {
+            t.root == visible
+                || crate::fs::canonicalize(&t.root).ok() == crate::fs::canonicalize(visible).ok()
+        };
+        self.found.iter().find(same)
+    }
+
+    /// The nvcc a kernel that looks the usual way runs (`<CUDA home>/bin/nvcc`), if there is one.
+    pub fn visible_nvcc(&self) -> Option<PathBuf> {
+        let nvcc = self.visible.as_deref()?.join("bin/nvcc");
+        is_executable(&nvcc).then_some(nvcc)
+    }
+
+    /// A toolkit with an nvcc that only a pip wheel holds (`nvidia/cu13`):
+    /// present, but invisible to a kernel that looks the usual way.
+    pub fn wheel_nvcc(&self) -> Option<&Toolkit> {
+        self.found
+            .iter()
+            .find(|t| t.found_via == FoundVia::PipWheel && t.nvcc.is_some())
+    }
 }
 
 /// Candidate roots in the order kernels look: CUDA_HOME, CUDA_PATH, nvcc on

@@ -11,6 +11,10 @@ use crate::variant::VariantName;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+/// The variable that turns on the Python package's verification of every
+/// `kernels` load (`python/kernel_preflight/_enable.py`).
+pub const KERNEL_PREFLIGHT_ENV: &str = "KERNEL_PREFLIGHT";
+
 /// The child-side driver, embedded so that an installed binary needs no data files.
 pub const DRIVER: &str = include_str!("../../probes/python/driver.py");
 
@@ -149,6 +153,10 @@ impl PythonExecutor {
             (CHANNEL_ENV.into(), dir.join(CHANNEL_NAME).into()),
             ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
             ("PYTHONUNBUFFERED".into(), "1".into()),
+            // The probe imports the variant as plain `kernels` does: a
+            // kernel that loads another kernel while it is imported must
+            // not start a verification of its own inside the sandbox.
+            (KERNEL_PREFLIGHT_ENV.into(), "0".into()),
         ];
         env.extend(self.env.iter().cloned());
         ChildCommand {

@@ -49,6 +49,11 @@ pub enum Event {
     },
     /// The GPU probed, as its driver describes it.
     Device(DeviceInfo),
+    /// What the python child found of the variant's device after its
+    /// import failed: whether the device is usable, and the capability the
+    /// framework or the driver reports for it (the evidence against which
+    /// an import guard's claim is judged).
+    DeviceState(DeviceState),
     /// Every device the driver enumerates, in its ordinal order (after
     /// `CUDA_VISIBLE_DEVICES` and `CUDA_DEVICE_ORDER`), none of them opened:
     /// the answer to a device-list job.
@@ -305,6 +310,29 @@ impl DeviceInfo {
     }
 }
 
+/// The state of a variant's device as the python child found it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceState {
+    /// The framework device asked for (`cuda`, `cuda:1`, `xpu`).
+    pub device: String,
+    /// Whether something in the child can use it (torch sees it, Triton
+    /// has a driver for it).
+    pub usable: bool,
+    /// Why it is not usable, naming what said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub said: Option<String>,
+    /// The device's compute capability, from torch when it sees the
+    /// device, else from the CUDA driver (`cuDeviceGetAttribute` 75/76).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<ComputeCapability>,
+    /// The device's name, from the same source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Who reported the capability: `torch` or `driver`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_by: Option<String>,
+}
+
 /// What a run-time compiler produced.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CompileInfo {
@@ -496,6 +524,18 @@ pub struct ExceptionInfo {
     /// `CalledProcessError.stderr` (else `.output`), when it was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// `AttributeError.obj`'s module name, when the missing attribute was
+    /// looked up on a module (`_deep_gemm_0c3eb4e.utils`, `cutlass.cute`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// `ImportError.name_from` (Python 3.12+): the name `from P import X`
+    /// did not find.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_from: Option<String>,
+    /// The innermost frames of the traceback, innermost first (at most
+    /// three): where the exception was raised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<Frame>,
     /// What provides the top-level package of the module `name` names, for
     /// an import that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -506,6 +546,28 @@ pub struct ExceptionInfo {
     /// The last lines of the formatted traceback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceback: Option<String>,
+}
+
+/// One frame of a traceback.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The source file.
+    #[serde(default)]
+    pub file: String,
+    /// The function (`<module>` for a module's top level).
+    #[serde(default)]
+    pub function: String,
+    /// The line number.
+    #[serde(default)]
+    pub line: u32,
+    /// The source line, stripped, when the file can be read.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// The short string constants of the function's code (environment
+    /// variables it reads, tools it runs), at most a few dozen; empty for a
+    /// module's top level.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strings: Vec<String>,
 }
 
 /// What the probed interpreter has for the top-level package of a module
@@ -533,6 +595,11 @@ impl ExceptionInfo {
     /// (compared on the unqualified name).
     pub fn is_a(&self, name: &str) -> bool {
         self.type_name == name || self.mro.iter().any(|q| q.rsplit('.').next() == Some(name))
+    }
+
+    /// The frame the exception was raised in.
+    pub fn raised_in(&self) -> Option<&Frame> {
+        self.frames.first()
     }
 
     /// `module.Type`.

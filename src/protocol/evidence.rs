@@ -2,8 +2,8 @@
 //! executor returns it and as `classify` reads it.
 
 use super::{
-    ChannelProblems, CompileInfo, Depth, DeviceInfo, EmbeddedLoad, Event, ExecutorKind, Failure,
-    Phase, Runtime, Sample, Span,
+    ChannelProblems, CompileInfo, Depth, DeviceInfo, DeviceState, EmbeddedLoad, Event,
+    ExecutorKind, Failure, Phase, Runtime, Sample, Span,
 };
 use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
@@ -79,6 +79,9 @@ pub struct Report {
     pub device: Option<DeviceInfo>,
     /// Every device the driver enumerates, when the job asked for the list.
     pub devices: Vec<DeviceInfo>,
+    /// The variant's device as the python child found it after a failed
+    /// import.
+    pub device_state: Option<DeviceState>,
     /// What run-time compilation produced.
     pub compiled: Option<CompileInfo>,
     /// Whether a module was loaded on the device.
@@ -154,6 +157,7 @@ impl Report {
                 }
                 Event::Device(d) => r.device = Some(d.clone()),
                 Event::Devices { devices } => r.devices.clone_from(devices),
+                Event::DeviceState(state) => r.device_state = Some(state.clone()),
                 Event::Compiled(c) => r.compiled = Some(c.clone()),
                 Event::Loaded { .. } => r.loaded = true,
                 Event::Embedded(load) => r.embedded.push(load.clone()),

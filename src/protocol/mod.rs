@@ -23,8 +23,8 @@ mod tests;
 
 pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, Tail, VersionMismatch};
 pub use event::{
-    BenchSetup, CompileInfo, CudaError, DeviceInfo, EmbeddedLoad, Event, ExceptionInfo, Failure,
-    HubCheck, NvrtcError, Provider, Runtime, Sample, Span,
+    BenchSetup, CompileInfo, CudaError, DeviceInfo, DeviceState, EmbeddedLoad, Event,
+    ExceptionInfo, Failure, Frame, HubCheck, NvrtcError, Provider, Runtime, Sample, Span,
 };
 pub use evidence::{Evidence, Report, Timings};
 

@@ -65,6 +65,7 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
         Event::Devices {
             devices: Vec::new(),
         },
+        Event::DeviceState(Default::default()),
         Event::Compiled(CompileInfo::default()),
         Event::Loaded {
             info_log: String::new(),

@@ -3,7 +3,7 @@
 //! the child did into an outcome.
 
 use super::plan::Job;
-use crate::classify::{self, Outcome, Phase, Timings};
+use crate::classify::{self, Machine, Outcome, Phase, Timings};
 use crate::fingerprint::Toolkits;
 use crate::probe::cuda::{self, CudaExecutor};
 use crate::probe::{self, Executor, PythonExecutor, Subject};
@@ -65,19 +65,25 @@ pub(super) struct Executed {
 /// loaded on the device first; when that fails, the import still runs (what
 /// stops it earlier is the better answer) but no smoke does. A fault of
 /// preflight (no executor for the job, a sandbox that fails) is a
-/// `probe_error` outcome and a fault, never an abandoned run.
-pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Executed {
+/// `probe_error` outcome and a fault, never an abandoned run. The evidence
+/// is classified on `machine`, the machine the plan is for.
+pub(super) fn execute(
+    job: &Job,
+    executors: &Executors,
+    cancel: &Cancel,
+    machine: &Machine,
+) -> Executed {
     let import = executors.for_subject(&job.probe.subject);
     let Some(device_job) = &job.device_code else {
-        return execute_one(&job.probe, import, cancel);
+        return execute_one(&job.probe, import, cancel, machine);
     };
     let cuda = executors.cuda.as_ref().map(|e| e as &dyn Executor);
-    let device = execute_one(device_job, cuda, cancel);
+    let device = execute_one(device_job, cuda, cancel, machine);
     let mut import_job = job.probe.clone();
     if !device.outcome.kind.passed() {
         import_job.depth = import_job.depth.min(Depth::Device);
     }
-    let import = execute_one(&import_job, import, cancel);
+    let import = execute_one(&import_job, import, cancel, machine);
     Executed {
         outcome: classify::with_device_code(import.outcome, device.outcome),
         timings: Timings {
@@ -90,7 +96,12 @@ pub(super) fn execute(job: &Job, executors: &Executors, cancel: &Cancel) -> Exec
 }
 
 /// Runs `job` in a fresh sandboxed child of `executor`.
-fn execute_one(job: &probe::Job, executor: Option<&dyn Executor>, cancel: &Cancel) -> Executed {
+fn execute_one(
+    job: &probe::Job,
+    executor: Option<&dyn Executor>,
+    cancel: &Cancel,
+    machine: &Machine,
+) -> Executed {
     let start = Instant::now();
     let result = match executor {
         Some(executor) => executor.run(job, cancel).map_err(|e| e.to_string()),
@@ -99,7 +110,7 @@ fn execute_one(job: &probe::Job, executor: Option<&dyn Executor>, cancel: &Cance
     let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
     match result {
         Ok(evidence) => Executed {
-            outcome: classify::classify(&evidence),
+            outcome: classify::classify_on(&evidence, machine),
             timings: Timings {
                 total_ms,
                 ..evidence.timings()

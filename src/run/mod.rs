@@ -102,9 +102,10 @@ pub fn run(
     protect_every_kernel(&plan.jobs);
     let write_failed = AtomicBool::new(false);
     let executors = &executors.for_run();
+    let machine = &crate::classify::Machine::of(&plan.fingerprint);
     let probe = |job: &&Job| {
         reporter.report(RunEvent::Started { job });
-        let done = execute::execute(job, executors, cancel);
+        let done = execute::execute(job, executors, cancel, machine);
         // An interrupted probe says nothing lasting about the job; a cause
         // that may pass by itself is refused by the cache itself.
         if let (Some(cache), Some(key)) = (&plan.cache, &job.key)

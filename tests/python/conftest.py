@@ -23,6 +23,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="kp-hf-home-")
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("LOCAL_KERNELS", None)
+# Each test says whether the loader is verified.
+os.environ.pop("KERNEL_PREFLIGHT", None)
 
 import pytest  # noqa: E402
 
@@ -117,15 +119,15 @@ def hub_cache(tmp_path, monkeypatch) -> HubCache:
     return HubCache(root)
 
 
-def run_python(code: str, env: Optional[dict] = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """`code` in a fresh interpreter of this environment."""
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+def run_python(
+    code: str, env: Optional[dict] = None, timeout: float = 120, unset: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter of this environment, with `env` added
+    to this one's and the variables in `unset` removed."""
+    full = {**os.environ, **(env or {})}
+    for name in unset:
+        full.pop(name, None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=full)
 
 
 LOAD = """
@@ -135,16 +137,19 @@ for call in {calls!r}:
     try:
         module = eval(call)
     except BaseException as e:
-        print(json.dumps({{"error": type(e).__name__, "message": str(e)}}), flush=True)
+        print(json.dumps({{"error": type(e).__name__, "message": str(e),
+                          "is_a": [c.__name__ for c in type(e).__mro__]}}), flush=True)
     else:
         print(json.dumps({{"file": module.__file__, "variant": getattr(module, "VARIANT", None),
                           "snapshot": getattr(module, "SNAPSHOT", None)}}), flush=True)
 """
 
 
-def load_in_child(calls: list[str], imports: str = "import kernels", env: Optional[dict] = None):
+def load_in_child(
+    calls: list[str], imports: str = "import kernels", env: Optional[dict] = None, unset: tuple[str, ...] = ()
+):
     """Loader calls in one child, in order: its exit code, what each call
     printed (JSON; fewer entries when the child died), and its stderr."""
-    done = run_python(LOAD.format(imports=imports, calls=calls), env=env)
+    done = run_python(LOAD.format(imports=imports, calls=calls), env=env, unset=unset)
     docs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return done.returncode, docs, done.stderr

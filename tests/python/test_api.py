@@ -79,6 +79,40 @@ def test_check_select_and_warmup_of_a_cached_kernel(hub_cache):
     assert (summary.variants, summary.cached, summary.passed) == (2, 2, 1)
 
 
+def test_warmup_of_a_lock_and_of_a_project(hub_cache, tmp_path):
+    import json
+
+    files = {**variant_files("torch-cpu", body=EXIT_1), **variant_files("torch-universal", snapshot=sha(1))}
+    hub_cache.add("acme/locked", sha(1), files, refs=("v1",))
+    hub_cache.add("acme/versioned", sha(2), variant_files("torch-universal", snapshot=sha(2)), refs=("v3",))
+    lock = tmp_path / "kernels.lock"
+    lock.write_text(json.dumps([{"dependency": {"repo-id": "acme/locked", "version": 1}, "lock": {"commit": sha(1)}}]))
+    (tmp_path / "pyproject.toml").write_text('[tool.kernels.dependencies]\n"acme/versioned" = 3\n')
+
+    summaries = kp.warmup(lock=lock, project=tmp_path)
+    assert [(s.kernel, s.variants, s.passed, s.best) for s in summaries] == [
+        (f"acme/locked ({sha(1)})", 2, 1, "torch-universal"),
+        ("acme/versioned (v3)", 1, 1, "torch-universal"),
+    ]
+
+
+def test_warmup_of_a_bad_lock_or_project_raises_what_kernels_raises(hub_cache, tmp_path):
+    bad = tmp_path / "kernels.lock"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="Cannot parse KernelLocks"):
+        kp.warmup(lock=bad)
+    with pytest.raises(FileNotFoundError):
+        kp.warmup(lock=tmp_path / "absent.lock")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    with pytest.raises(ValueError, match=r"pyproject.toml: no \[tool.kernels.dependencies\] table"):
+        kp.warmup(project=tmp_path)
+    lock = tmp_path / "other.lock"
+    lock.write_text('[{"dependency": {"repo-id": "acme/absent", "version": 1}, "lock": {"commit": "%s"}}]' % sha(9))
+    with pytest.raises(kp.PreflightError, match="kernel acme/absent is not in the hub cache") as e:
+        kp.warmup(lock=lock)
+    assert e.value.exit_code == 2
+
+
 def test_resolve_gives_the_hub_loaders_decisions():
     decisions = kp.resolve(variants=["torch-universal", "torch-cpu", "torch29-cpu-aarch64-darwin"])
     assert [(d.variant, d.accepted) for d in decisions] == [

@@ -32,12 +32,13 @@ class ToyBenchmark(Benchmark):
 """
 
 
-def repository(commit: str) -> dict[str, bytes]:
+def repository(commit: str, broken: bool = True) -> dict[str, bytes]:
     files = {"README.md": b"# toy relu\n", "benchmarks/benchmark.py": BENCHMARK}
     for variant in ACCEPTED + REJECTED:
         files.update(variant_files(variant, snapshot=commit))
-    # The hub's preferred variant dies on import.
-    files.update(variant_files("torch-cpu", body=EXIT_1))
+    if broken:
+        # The hub's preferred variant dies on import.
+        files.update(variant_files("torch-cpu", body=EXIT_1))
     return files
 
 
@@ -50,6 +51,9 @@ def hub(hub_cache):
                 branches={"main": sha(2), "v1": sha(1), "v2": sha(2)},
             ),
             "shady/relu": Repo(commits={sha(3): repository(sha(3))}, branches={"main": sha(3), "v1": sha(3)}),
+            "acme/good": Repo(
+                commits={sha(4): repository(sha(4), broken=False)}, branches={"main": sha(4), "v1": sha(4)}
+            ),
         },
         trusted={"acme": True, "shady": False},
     )
@@ -92,10 +96,11 @@ def test_only_the_name_accepted_variants_and_benchmarks_are_fetched(hub, hub_cac
         [f"kernels.get_local_kernel(Path({selection.path!r}))"], imports="import kernels\nfrom pathlib import Path"
     )
     assert loaded["variant"] == "torch-universal", stderr
-    # Offline from now on, the pinned version loads from what was fetched
-    # (the hub loader's own offline get_kernel refuses this snapshot: its
-    # cached tree listing names the variants that were not fetched).
-    assert kp.get_kernel("acme/relu", version=1).VARIANT == "torch-universal"
+    # Offline from now on, the pinned version loads from what was fetched.
+    code, [loaded], stderr = load_in_child(
+        ["kernel_preflight.get_kernel('acme/relu', version=1)"], imports="import kernel_preflight"
+    )
+    assert loaded.get("variant") == "torch-universal", (loaded, stderr)
 
 
 def test_get_kernel_online_fetches_probes_and_loads(hub, hub_cache):
@@ -139,3 +144,38 @@ def test_warmup_with_download_is_a_new_machines_first_run(hub, hub_cache):
     assert done.returncode == 0, done.stderr
     [summary] = json.loads(done.stdout.strip().splitlines()[-1])
     assert (summary["variants"], summary["passed"], summary["best"]) == (2, 1, "torch-universal")
+
+
+def variant_files_of(fetched: list[str]) -> list[str]:
+    """The variants whose files were fetched."""
+    return sorted({p.split("/")[1] for p in fetched if p.startswith("build/")})
+
+
+def test_the_flag_online_fetches_the_hubs_pick_and_nothing_more_when_it_works(hub, hub_cache):
+    code, lines, stderr = load_in_child(
+        ["kernels.get_kernel('acme/good', version=1)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"}
+    )
+    assert code == 0 and lines[0].get("variant") == "torch-cpu", (lines, stderr)
+    # What the hub loader fetches (its pick), and the repository's small
+    # benchmarks/ (the smoke source).
+    assert variant_files_of(hub.fetched()) == ["torch-cpu"]
+    assert "benchmarks/benchmark.py" in hub.fetched()
+
+
+def test_the_flag_online_fetches_a_further_candidate_only_when_the_pick_fails(hub, hub_cache):
+    code, lines, stderr = load_in_child(
+        ["kernels.get_kernel('acme/relu', version=2)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"}
+    )
+    assert code == 0 and lines[0].get("variant") == "torch-universal", (lines, stderr)
+    assert lines[0]["snapshot"] == sha(2)
+    # The pick (which exits), then the next candidate; never a variant the
+    # hub rejects by name.
+    assert variant_files_of(hub.fetched()) == ACCEPTED
+
+
+def test_without_the_flag_online_the_hubs_pick_kills_the_caller(hub, hub_cache):
+    code, lines, stderr = load_in_child(
+        ["kernels.get_kernel('acme/relu', version=2)"], env=online(hub), unset=("KERNEL_PREFLIGHT",)
+    )
+    assert code == 1 and lines == [], stderr
+    assert variant_files_of(hub.fetched()) == ["torch-cpu"]

@@ -1,14 +1,18 @@
 """`kernel_preflight.get_kernel` against the hub's own `kernels.get_kernel`
 (0.17.2), offline, on hub caches built here. Without torch the hub loader
-accepts `torch-cpu` and `torch-universal` by name and prefers `torch-cpu`."""
+accepts `torch-cpu` and `torch-universal` by name and prefers `torch-cpu`.
+
+Both loaders run in child processes: a variant that calls `exit(1)` must
+not end the test run, and `kernels` reads its cache folder
+(`KERNELS_CACHE`) once, when it is imported."""
 
 from __future__ import annotations
 
+import json
 import re
-import sys
 
 import pytest
-from conftest import EXIT_1, MISSING_DEPENDENCY, SEGFAULT, load_in_child, sha, variant_files
+from conftest import EXIT_1, MISSING_DEPENDENCY, SEGFAULT, load_in_child, run_python, sha, variant_files
 
 import kernel_preflight as kp
 
@@ -22,11 +26,24 @@ def two_variants(hub_cache, repo, preferred=None, fallback=None, commit=sha(1)):
     return hub_cache.add(repo, commit, files, refs=("main", "v1"))
 
 
+def calls(function, repo, pins, **more):
+    args = {**more}
+    return [
+        f"{function}({repo!r}, " + ", ".join(f"{k}={v!r}" for k, v in {**pin, **args}.items()) + ")" for pin in pins
+    ]
+
+
 def hub_get_kernel(repo, *pins):
     """`kernels.get_kernel` for each pin, in a child: its exit code, what
     each call loaded (or raised), and its stderr."""
-    calls = [f"kernels.get_kernel({repo!r}, " + ", ".join(f"{k}={v!r}" for k, v in pin.items()) + ")" for pin in pins]
-    return load_in_child(calls)
+    return load_in_child(calls("kernels.get_kernel", repo, pins))
+
+
+def our_get_kernel(repo, *pins, env=None, **more):
+    """`kernel_preflight.get_kernel` for each pin, in a child."""
+    return load_in_child(
+        calls("kernel_preflight.get_kernel", repo, pins, **more), imports="import kernel_preflight", env=env
+    )
 
 
 BROKEN_PREFERRED = {
@@ -45,9 +62,8 @@ def test_loads_a_working_variant_where_the_hub_loader_fails(hub_cache, breakage)
     code, loaded, stderr = hub_get_kernel(repo, {"version": 1})
     assert code != 0 or "error" in loaded[0], (code, loaded, stderr)
 
-    module = kp.get_kernel(repo, version=1)
-    assert module.VARIANT == FALLBACK
-    assert module.relu([-1.0, 2.0]) == [0.0, 2.0]
+    code, [loaded], stderr = our_get_kernel(repo, {"version": 1})
+    assert code == 0 and loaded["variant"] == FALLBACK, (loaded, stderr)
 
 
 def test_the_probe_refuses_a_variant_that_needs_a_newer_kernels(hub_cache):
@@ -57,40 +73,41 @@ def test_the_probe_refuses_a_variant_that_needs_a_newer_kernels(hub_cache):
 
 def test_loads_the_same_variant_as_the_hub_loader_when_it_works(hub_cache):
     two_variants(hub_cache, "acme/good")
-    code, [loaded], stderr = hub_get_kernel("acme/good", {"version": 1})
-    assert code == 0 and loaded["variant"] == PREFERRED, (loaded, stderr)
-    module = kp.get_kernel("acme/good", version=1)
-    assert module.VARIANT == PREFERRED
-    assert module.__file__ == loaded["file"]
+    code, [hub], stderr = hub_get_kernel("acme/good", {"version": 1})
+    assert code == 0 and hub["variant"] == PREFERRED, (hub, stderr)
+    code, [ours], stderr = our_get_kernel("acme/good", {"version": 1})
+    assert ours == hub, stderr
 
 
 def test_a_pinned_version_or_revision_loads_that_snapshot(hub_cache):
     for n, refs in ((1, ("v1",)), (2, ("v2", "main"))):
         hub_cache.add("acme/pinned", sha(n), variant_files(FALLBACK, snapshot=sha(n)), refs=refs)
+    hub_cache.add("acme/pinned", sha(3), variant_files(FALLBACK, snapshot=sha(3)), refs=("ep-support",))
     cases = [
         ({"version": 1}, sha(1)),
         ({"version": 2}, sha(2)),
         ({"revision": sha(1)}, sha(1)),
         ({"revision": "main"}, sha(2)),
         ({"revision": "v1"}, sha(1)),
+        # A branch that is not a version, as transformers pins sonic-moe.
+        ({"revision": "ep-support"}, sha(3)),
     ]
-    _, hub, stderr = hub_get_kernel("acme/pinned", *(pin for pin, _ in cases))
-    assert len(hub) == len(cases), stderr
-    for (pin, snapshot), loaded in zip(cases, hub):
-        assert loaded.get("snapshot") == snapshot, (pin, loaded)
-        module = kp.get_kernel("acme/pinned", **pin)
-        assert module.SNAPSHOT == snapshot, pin
-        assert module.__file__ == loaded["file"]
+    pins = [pin for pin, _ in cases]
+    _, hub, stderr = hub_get_kernel("acme/pinned", *pins)
+    _, ours, stderr = our_get_kernel("acme/pinned", *pins)
+    assert len(hub) == len(ours) == len(cases), stderr
+    for (pin, snapshot), theirs, mine in zip(cases, hub, ours):
+        assert theirs.get("snapshot") == snapshot, (pin, theirs)
+        assert mine == theirs, pin
 
 
 def test_a_missing_version_is_the_hub_loaders_error(hub_cache):
     two_variants(hub_cache, "acme/versions")
-    _, [loaded], _ = hub_get_kernel("acme/versions", {"version": 3})
-    assert loaded["error"] == "ValueError"
-    with pytest.raises(kp.PreflightError) as e:
-        kp.get_kernel("acme/versions", version=3)
-    assert e.value.exit_code == 2
-    assert str(e.value) == loaded["message"] == "Version 3 not found, available versions: 1"
+    _, [hub], _ = hub_get_kernel("acme/versions", {"version": 3})
+    _, [ours], _ = our_get_kernel("acme/versions", {"version": 3})
+    assert hub["error"] == "ValueError"
+    assert ours == hub
+    assert hub["message"] == "Version 3 not found, available versions: 1"
 
 
 def test_a_pin_is_required_as_by_the_hub_loader(hub_cache):
@@ -99,9 +116,12 @@ def test_a_pin_is_required_as_by_the_hub_loader(hub_cache):
         kp.get_kernel("acme/unpinned")
 
 
+UNTRUSTED = """
+import kernels.hf_hub, kernels.resolver
+
 def untrusted(repo_id, local_files_only, trust_remote_code):
-    """The hub's trust check answering that the publisher is not trusted
-    (offline the real one cannot ask the hub and lets the cache through)."""
+    # The hub's trust check answering that the publisher is not trusted
+    # (offline the real one cannot ask the hub and lets the cache through).
     if trust_remote_code is True or (isinstance(trust_remote_code, list) and repo_id in trust_remote_code):
         return
     raise ValueError(
@@ -110,23 +130,42 @@ def untrusted(repo_id, local_files_only, trust_remote_code):
         "to allow loading kernels from untrusted sources."
     )
 
+kernels.resolver._check_trust_remote_code = untrusted
+"""
 
-def test_a_trust_refusal_is_raised_never_bypassed(hub_cache, monkeypatch, tmp_path):
-    import kernels
-    import kernels.resolver
 
-    monkeypatch.setenv("PREFLIGHT_CACHE", str(tmp_path / "outcomes"))
+def test_a_trust_refusal_is_raised_never_bypassed(hub_cache, tmp_path):
+    outcomes = tmp_path / "outcomes"
     two_variants(hub_cache, "shady/relu")
-    monkeypatch.setattr(kernels.resolver, "_check_trust_remote_code", untrusted)
-    with pytest.raises(ValueError, match="not from a trusted publisher") as hub:
-        kernels.get_kernel("shady/relu", version=1)
-    with pytest.raises(ValueError, match="not from a trusted publisher") as ours:
-        kp.get_kernel("shady/relu", version=1)
-    assert str(ours.value) == str(hub.value)
+    imports = "import kernels, kernel_preflight\n" + UNTRUSTED
+    env = {"PREFLIGHT_CACHE": str(outcomes)}
+    code, [hub, ours], stderr = load_in_child(
+        ["kernels.get_kernel('shady/relu', version=1)", "kernel_preflight.get_kernel('shady/relu', version=1)"],
+        imports=imports,
+        env=env,
+    )
+    assert hub["error"] == "ValueError" and "not from a trusted publisher" in hub["message"], stderr
+    assert ours == hub
     # Refused before anything ran: no probe, no outcome kept.
-    assert not (tmp_path / "outcomes").exists() or not any((tmp_path / "outcomes").rglob("*.json"))
+    assert not outcomes.exists() or not any(outcomes.rglob("*.json"))
     # The caller's own answer lets it through, as with the hub loader.
-    assert kp.get_kernel("shady/relu", version=1, trust_remote_code=["shady/relu"]).VARIANT == PREFERRED
+    code, [allowed], stderr = load_in_child(
+        ["kernel_preflight.get_kernel('shady/relu', version=1, trust_remote_code=['shady/relu'])"],
+        imports=imports,
+        env=env,
+    )
+    assert allowed["variant"] == PREFERRED, (allowed, stderr)
+
+
+NOTHING_WORKS = """
+import kernel_preflight, json
+try:
+    kernel_preflight.get_kernel("acme/broken", version=1)
+except FileNotFoundError as e:
+    print(json.dumps({"text": str(e), "is_a": [c.__name__ for c in type(e).__mro__],
+                      "exit_code": e.exit_code,
+                      "variants": sorted(c.variant for c in e.selection.alternatives)}))
+"""
 
 
 def test_nothing_working_raises_with_each_reason(hub_cache):
@@ -136,27 +175,29 @@ def test_nothing_working_raises_with_each_reason(hub_cache):
         preferred={"body": EXIT_1},
         fallback={"body": MISSING_DEPENDENCY},
     )
-    with pytest.raises(kp.KernelLoadError) as e:
-        kp.get_kernel("acme/broken", version=1)
-    text = str(e.value)
+    done = run_python(NOTHING_WORKS)
+    assert done.returncode == 0, done.stderr
+    error = json.loads(done.stdout.strip().splitlines()[-1])
+    text = error["text"]
     assert "no variant of acme/broken could be loaded here" in text
     # The CUDA message decides over the bare exit code.
     assert re.search(rf"{PREFERRED}\s+unsupported_arch: CUDA error", text), text
     assert re.search(rf"{FALLBACK}\s+missing_dependency", text), text
     assert "relu_native_helper_not_installed" in text
-    assert e.value.exit_code == 1
-    assert {c.variant for c in e.value.selection.alternatives} == {PREFERRED, FALLBACK}
+    assert error["exit_code"] == 1
+    assert {"KernelLoadError", "FileNotFoundError", "NoWorkingVariant", "PreflightError"} <= set(error["is_a"])
+    assert error["variants"] == [PREFERRED, FALLBACK]
 
 
 def test_a_variant_refused_by_the_hub_validators_is_skipped_for_the_next(hub_cache):
     # The preferred one declares a dependency the hub's validator refuses:
     # its probe runs that validator and fails, so the next one is loaded.
     two_variants(hub_cache, "acme/deps", preferred={"metadata": {"python-depends": ["no-such-dependency"]}})
-    module = kp.get_kernel("acme/deps", version=1)
-    assert module.VARIANT == FALLBACK
+    code, [loaded], stderr = our_get_kernel("acme/deps", {"version": 1})
+    assert loaded["variant"] == FALLBACK, (loaded, stderr)
 
 
-def test_local_kernels_overrides_the_hub_as_in_get_kernel(hub_cache, monkeypatch, tmp_path):
+def test_local_kernels_overrides_the_hub_as_in_get_kernel(hub_cache, tmp_path):
     local = tmp_path / "checkout"
     for path, content in {
         **variant_files(PREFERRED, body=EXIT_1),
@@ -164,7 +205,6 @@ def test_local_kernels_overrides_the_hub_as_in_get_kernel(hub_cache, monkeypatch
     }.items():
         (local / path).parent.mkdir(parents=True, exist_ok=True)
         (local / path).write_bytes(content)
-    monkeypatch.setenv("LOCAL_KERNELS", f"acme/local={local}")
-    module = kp.get_kernel("acme/local", version=1)
-    assert module.SNAPSHOT == "local"
-    assert "acme/local" not in sys.modules
+    code, [loaded], stderr = our_get_kernel("acme/local", {"version": 1}, env={"LOCAL_KERNELS": f"acme/local={local}"})
+    assert loaded["snapshot"] == "local", (loaded, stderr)
+    assert loaded["file"].startswith(str(local))

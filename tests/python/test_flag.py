@@ -1,0 +1,426 @@
+"""`KERNEL_PREFLIGHT=1`: programs written for plain `kernels` (0.17.2), run
+unchanged, with the variable and without it. Each program runs in a fresh
+interpreter of this environment, where the wheel's start-up hook
+(`kernel_preflight.pth`) is installed; without the variable it must behave
+exactly as plain `kernels`, dying where `kernels` dies."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+from conftest import EXIT_1, MISSING_DEPENDENCY, SEGFAULT, run_python, sha, variant_files
+
+PREFERRED, FALLBACK = "torch-cpu", "torch-universal"
+
+# The body of a variant that works, with a layer for `kernelize`'s
+# repositories.
+LAYERED = """
+VARIANT = {variant!r}
+SNAPSHOT = {snapshot!r}
+
+def relu(xs):
+    return [max(x, 0.0) for x in xs]
+
+class layers:
+    class Relu:
+        VARIANT = VARIANT
+"""
+
+
+def kernel(hub_cache, repo, commit, *, preferred=None, fallback=None, refs=("main", "v1")):
+    """A kernel with the hub's two CPU variants: `preferred` and `fallback`
+    name the body of each (None: a working one)."""
+    files = {}
+    for variant, body in ((PREFERRED, preferred), (FALLBACK, fallback)):
+        body = body if body is not None else LAYERED.format(variant=variant, snapshot=commit)
+        files.update(variant_files(variant, body=body, snapshot=commit))
+    return hub_cache.add(repo, commit, files, refs=refs)
+
+
+def run(program: str, *, flag: str | None, env: dict | None = None):
+    """`program` in a fresh interpreter, `KERNEL_PREFLIGHT` set to `flag`
+    (None: unset): its exit code, the JSON lines it printed, its stderr."""
+    env = dict(env or {})
+    if flag is not None:
+        env["KERNEL_PREFLIGHT"] = flag
+    done = run_python(textwrap.dedent(program), env=env, unset=() if flag is not None else ("KERNEL_PREFLIGHT",))
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done.returncode, lines, done.stderr
+
+
+# Shaped like transformers' integrations/hub_kernels.py (5.22): the hub's
+# get_kernel bound when the module is imported, a table of kernels, and a
+# lazy loader that falls back to None on FileNotFoundError or
+# AssertionError.
+TRANSFORMERS_SHAPED = """
+import json
+from kernels import get_kernel as get_kernel_hub
+
+HUB_KERNEL_MAPPING = {
+    "finegrained-fp8": {"repo_id": "kernels-community/finegrained-fp8", "version": 4},
+    "deep-gemm": {"repo_id": "kernels-community/deep-gemm", "version": 2},
+    "sonic-moe": {"repo_id": "kernels-community/sonic-moe", "revision": "ep-support"},
+    "nvfp4": {"repo_id": "kernels-community/nvfp4-gemm", "version": 1},
+}
+MAPPING = {}
+
+def get_kernel(kernel_name, revision=None, version=None, allow_all_kernels=False):
+    user_agent = {"framework": "transformers", "version": "5.22.2", "repo_id": kernel_name}
+    return get_kernel_hub(kernel_name, revision=revision, version=version, user_agent=user_agent,
+                          trust_remote_code=allow_all_kernels)
+
+def lazy_load_kernel(kernel_name, mapping=MAPPING):
+    if kernel_name in mapping:
+        return mapping[kernel_name]
+    try:
+        spec = HUB_KERNEL_MAPPING[kernel_name]
+        mapping[kernel_name] = get_kernel(spec["repo_id"], revision=spec.get("revision"), version=spec.get("version"))
+    except FileNotFoundError as e:
+        mapping[kernel_name] = None
+        print(json.dumps({"kernel": kernel_name, "fell_back": str(e)}), flush=True)
+    except AssertionError:
+        mapping[kernel_name] = None
+    return mapping[kernel_name]
+
+for name in HUB_KERNEL_MAPPING:
+    kernel = lazy_load_kernel(name)
+    print(json.dumps({"kernel": name, "variant": getattr(kernel, "VARIANT", None)}), flush=True)
+print(json.dumps({"done": True}))
+"""
+
+
+@pytest.fixture
+def community(hub_cache):
+    """The kernels transformers loads, as a hub cache where some variants
+    fail the way real ones do."""
+    kernel(hub_cache, "kernels-community/finegrained-fp8", sha(4), preferred=EXIT_1, refs=("main", "v4"))
+    kernel(hub_cache, "kernels-community/deep-gemm", sha(2), refs=("main", "v2"))
+    kernel(hub_cache, "kernels-community/sonic-moe", sha(5), preferred=SEGFAULT, refs=("ep-support",))
+    kernel(
+        hub_cache,
+        "kernels-community/nvfp4-gemm",
+        sha(6),
+        preferred=EXIT_1,
+        fallback=MISSING_DEPENDENCY,
+        refs=("main", "v1"),
+    )
+    return hub_cache
+
+
+def test_without_the_flag_the_program_dies_where_kernels_dies(community):
+    code, lines, stderr = run(TRANSFORMERS_SHAPED, flag=None)
+    # The first kernel's preferred variant calls exit(1) while it is imported:
+    # nothing after it ran, no fallback could catch it.
+    assert code == 1, (lines, stderr)
+    assert lines == []
+    assert "no kernel image is available for execution on the device" in stderr
+
+
+@pytest.mark.parametrize("flag", ["0", "false", "off", ""])
+def test_an_off_value_is_plain_kernels(community, flag):
+    code, lines, stderr = run(TRANSFORMERS_SHAPED, flag=flag)
+    assert code == 1 and lines == [], (lines, stderr)
+
+
+def test_with_the_flag_every_kernel_loads_a_working_variant_or_falls_back(community):
+    code, lines, stderr = run(TRANSFORMERS_SHAPED, flag="1")
+    assert code == 0, stderr
+    loaded = {line["kernel"]: line["variant"] for line in lines if "variant" in line}
+    assert loaded == {
+        "finegrained-fp8": FALLBACK,  # the hub's pick exits: the other one
+        "deep-gemm": PREFERRED,  # the hub's pick works: the same as kernels
+        "sonic-moe": FALLBACK,  # a branch pin; the pick crashes
+        "nvfp4": None,  # nothing works: the caller's own fallback
+    }
+    [fell_back] = [line["fell_back"] for line in lines if "fell_back" in line]
+    assert "no variant of kernels-community/nvfp4-gemm could be loaded here" in fell_back
+    assert f"{PREFERRED}" in fell_back and "unsupported_arch" in fell_back
+    assert f"{FALLBACK}" in fell_back and "missing_dependency" in fell_back
+    assert lines[-1] == {"done": True}
+
+
+def test_the_second_run_is_answered_from_the_cache(community):
+    run(TRANSFORMERS_SHAPED, flag="1")
+    code, lines, stderr = run(TRANSFORMERS_SHAPED, flag="1")
+    assert code == 0, stderr
+    assert {line["kernel"]: line["variant"] for line in lines if "variant" in line}["finegrained-fp8"] == FALLBACK
+    # Nothing was probed again: a probe of the exiting variant would print
+    # its CUDA message on the probe's stderr, never this process's.
+    assert "no kernel image" not in stderr
+
+
+ENTRY_POINTS = """
+import json
+from pathlib import Path
+import kernels
+from kernels import LayerRepository, LockedLayerRepository
+
+lock = Path({lock!r})
+
+def attempt(name, call):
+    try:
+        value = call()
+    except BaseException as e:
+        print(json.dumps({{"call": name, "error": type(e).__name__, "message": str(e)[:300]}}), flush=True)
+    else:
+        print(json.dumps({{"call": name, "value": value}}), flush=True)
+
+attempt("has_kernel working", lambda: kernels.has_kernel("acme/relu", version=1))
+attempt("has_kernel broken", lambda: kernels.has_kernel("acme/broken", version=1))
+attempt("get_local_kernel", lambda: kernels.get_local_kernel(Path({snapshot!r})).VARIANT)
+attempt("load_kernel", lambda: kernels.load_kernel("acme/relu", lockfile=lock).VARIANT)
+attempt("get_locked_kernel", lambda: kernels.get_locked_kernel("acme/relu", lockfile=lock).VARIANT)
+attempt("LayerRepository.load", lambda: LayerRepository("acme/relu", layer_name="Relu", version=1).load().VARIANT)
+attempt("LockedLayerRepository.load",
+        lambda: LockedLayerRepository("acme/relu", lockfile=lock, layer_name="Relu").load().VARIANT)
+attempt("get_kernel", lambda: kernels.get_kernel("acme/relu", version=1).VARIANT)
+"""
+
+
+def lockfile(tmp_path, entries):
+    """A `kernels.lock` as `kernels lock` writes it."""
+    path = tmp_path / "kernels.lock"
+    path.write_text(
+        json.dumps(
+            [
+                {"dependency": {"repo-id": repo, "version": version}, "lock": {"commit": commit}}
+                for repo, version, commit in entries
+            ]
+        )
+    )
+    return path
+
+
+def entry_points(hub_cache, tmp_path):
+    snapshot = kernel(hub_cache, "acme/relu", sha(1), preferred=EXIT_1)
+    kernel(hub_cache, "acme/broken", sha(2), preferred=EXIT_1, fallback=MISSING_DEPENDENCY)
+    lock = lockfile(tmp_path, [("acme/relu", 1, sha(1))])
+    return ENTRY_POINTS.format(lock=str(lock), snapshot=str(snapshot))
+
+
+def test_every_entry_point_that_loads_is_verified(hub_cache, tmp_path):
+    code, lines, stderr = run(entry_points(hub_cache, tmp_path), flag="1")
+    assert code == 0, stderr
+    answers = {line["call"]: line.get("value", line.get("error")) for line in lines}
+    assert answers == {
+        "has_kernel working": True,
+        # Under the flag, has_kernel answers whether get_kernel would load
+        # a variant that works here (its probes decide), not only by name.
+        "has_kernel broken": False,
+        "get_local_kernel": FALLBACK,
+        "load_kernel": FALLBACK,
+        "get_locked_kernel": FALLBACK,
+        "LayerRepository.load": FALLBACK,
+        "LockedLayerRepository.load": FALLBACK,
+        "get_kernel": FALLBACK,
+    }
+
+
+def test_without_the_flag_the_entry_points_are_plain_kernels(hub_cache, tmp_path):
+    code, lines, stderr = run(entry_points(hub_cache, tmp_path), flag=None)
+    # has_kernel answers by name; the first load imports the hub's pick,
+    # which exits.
+    assert code == 1, stderr
+    assert [line["call"] for line in lines] == ["has_kernel working", "has_kernel broken"]
+    assert all(line["value"] is True for line in lines)
+
+
+def test_a_lock_naming_a_kernel_not_in_the_cache_is_the_loaders_error(hub_cache, tmp_path):
+    lock = lockfile(tmp_path, [("acme/absent", 1, sha(9))])
+    program = f"""
+    import json, kernels
+    from pathlib import Path
+    try:
+        kernels.load_kernel("acme/absent", lockfile=Path({str(lock)!r}))
+    except BaseException as e:
+        print(json.dumps({{"error": type(e).__name__, "message": str(e)}}))
+    """
+    _, [plain], _ = run(program, flag=None)
+    _, [verified], _ = run(program, flag="1")
+    assert plain["error"] == "FileNotFoundError"
+    assert verified == plain
+
+
+def test_a_lock_that_does_not_parse_is_the_loaders_error(hub_cache, tmp_path):
+    lock = tmp_path / "kernels.lock"
+    lock.write_text("{not json")
+    program = f"""
+    import json, kernels
+    from pathlib import Path
+    try:
+        kernels.load_kernel("acme/relu", lockfile=Path({str(lock)!r}))
+    except BaseException as e:
+        print(json.dumps({{"error": type(e).__name__, "message": str(e)}}))
+    """
+    _, [plain], _ = run(program, flag=None)
+    _, [verified], _ = run(program, flag="1")
+    assert plain["error"] == "ValueError" and "Cannot parse KernelLocks" in plain["message"]
+    assert verified == plain
+
+
+ENABLE_LATE = """
+import json
+from kernels import get_kernel            # bound before kernel_preflight is imported
+import kernel_preflight
+kernel_preflight.enable()
+kernel_preflight.enable()                 # idempotent
+print(json.dumps({"variant": get_kernel("acme/relu", version=1).VARIANT}))
+"""
+
+
+def test_enable_from_code_reaches_a_reference_bound_before_it(hub_cache):
+    kernel(hub_cache, "acme/relu", sha(1), preferred=EXIT_1)
+    code, [line], stderr = run(ENABLE_LATE, flag=None)
+    assert code == 0 and line == {"variant": FALLBACK}, stderr
+
+
+BAD_VALUE = """
+import json, sys, kernels
+try:
+    kernels.get_kernel("acme/relu", version=1)
+except BaseException as e:
+    print(json.dumps({"error": type(e).__name__, "message": str(e),
+                      "imported": [m for m in sys.modules if m.startswith("_toy_relu")]}))
+"""
+
+
+def test_an_unknown_value_is_refused_at_the_first_load_before_anything_runs(hub_cache, tmp_path):
+    kernel(hub_cache, "acme/relu", sha(1), preferred=EXIT_1)
+    outcomes = tmp_path / "outcomes"
+    code, [line], stderr = run(BAD_VALUE, flag="maybe", env={"PREFLIGHT_CACHE": str(outcomes)})
+    assert code == 0, stderr
+    assert line["error"] == "ValueError"
+    assert "KERNEL_PREFLIGHT" in line["message"] and "'maybe'" in line["message"]
+    assert line["imported"] == []
+    assert not outcomes.exists()
+
+
+NOTHING_OF_PREFLIGHT = """
+import json, sys, kernels
+kernels.get_kernel("acme/relu", version=1)
+print(json.dumps({"preflight": sorted(m for m in sys.modules if m.startswith("kernel_preflight")),
+                  "seam": kernels.load.resolve_kernel_tree.__module__}))
+"""
+
+
+def test_without_the_flag_nothing_of_preflight_is_imported(hub_cache):
+    kernel(hub_cache, "acme/relu", sha(1))
+    code, [line], stderr = run(NOTHING_OF_PREFLIGHT, flag=None)
+    assert code == 0, stderr
+    assert line == {"preflight": [], "seam": "kernels.deps"}
+
+
+def test_the_probe_sees_plain_kernels(hub_cache, tmp_path):
+    """A probe child gets `KERNEL_PREFLIGHT=0`: a kernel that loads another
+    one while it is imported does not start a verification inside it."""
+    seen = tmp_path / "seen"
+    body = (
+        f"import os\nopen({str(seen)!r}, 'a').write(os.environ.get('KERNEL_PREFLIGHT', '-') + '\\n')\nVARIANT = 'x'\n"
+    )
+    kernel(hub_cache, "acme/env", sha(1), preferred=body)
+    code, lines, stderr = run(
+        'import kernels, json\nprint(json.dumps({"v": kernels.get_kernel("acme/env", version=1).VARIANT}))',
+        flag="1",
+    )
+    assert code == 0, stderr
+    # Probed once (flag off inside), then imported by the caller (flag on).
+    assert seen.read_text().split() == ["0", "1"]
+
+
+def test_the_seam_is_where_this_kernels_release_has_it():
+    """The one private name the flag replaces, and the one it wraps: if a
+    kernels release moves either, this fails (and the flag warns at start-up
+    instead of verifying nothing silently)."""
+    import kernels.deps
+    import kernels.layer.func
+    import kernels.layer.layer
+    import kernels.load
+    import kernels.resolver
+
+    from kernel_preflight import _enable
+
+    seam = kernels.load.resolve_kernel_tree
+    original = getattr(seam, "__kernel_preflight_original__", seam)
+    assert original is kernels.deps.resolve_kernel_tree
+    assert _enable.seam_problem(original) is None
+    # Every loader reaches it through kernels.load's globals.
+    for loader in (kernels.load.get_kernel_with_resolver, kernels.load.has_kernel):
+        assert "resolve_kernel_tree" in loader.__code__.co_names
+        assert loader.__globals__ is vars(kernels.load)
+    for loader in (
+        kernels.load.get_kernel,
+        kernels.load.get_local_kernel,
+        kernels.load.load_kernel,
+        kernels.load.get_locked_kernel,
+    ):
+        assert "get_kernel_with_resolver" in loader.__code__.co_names
+    for module in (kernels.layer.layer, kernels.layer.func):
+        assert module.get_kernel_with_resolver is kernels.load.get_kernel_with_resolver
+        assert module.get_kernel is kernels.load.get_kernel
+    # The resolvers read the pick's metadata through this name.
+    assert hasattr(kernels.resolver.Metadata, "read_from_file")
+
+
+def test_a_kernel_that_depends_on_another_is_probed_with_its_dependency(hub_cache):
+    """`kernel-depends`: the probe loads the dependency as the hub loader
+    does, so that `get_kernel_dep` works while the variant is imported; the
+    dependency itself is verified too."""
+    kernel(hub_cache, "acme/dep", sha(7), preferred=EXIT_1)
+    body = "from kernels import get_kernel_dep\nDEP = get_kernel_dep('acme/dep')\nVARIANT = 'root:' + DEP.VARIANT\n"
+    files = {}
+    for variant in (PREFERRED, FALLBACK):
+        files.update(
+            variant_files(
+                variant,
+                body=body,
+                metadata={"kernel-depends": [{"repo-id": "acme/dep", "version": 1}]},
+            )
+        )
+    hub_cache.add("acme/root", sha(8), files, refs=("v1",))
+    program = 'import json, kernels\nprint(json.dumps({"v": kernels.get_kernel("acme/root", version=1).VARIANT}))'
+    code, lines, stderr = run(program, flag="1")
+    assert code == 0 and lines == [{"v": f"root:{FALLBACK}"}], stderr
+    code, lines, stderr = run(program, flag=None)
+    assert code == 1 and lines == [], stderr
+
+
+def test_a_backend_the_caller_chose_is_honoured(hub_cache):
+    kernel(hub_cache, "acme/relu", sha(1), preferred=EXIT_1)
+    program = (
+        "import json, kernels\n"
+        'print(json.dumps({"v": kernels.get_kernel("acme/relu", version=1, backend="cpu").VARIANT}))'
+    )
+    code, lines, stderr = run(program, flag="1")
+    assert code == 0 and lines == [{"v": FALLBACK}], stderr
+
+
+def test_the_readme_example_prints_what_the_readme_shows(tmp_path):
+    """README, "With transformers": the example hub cache and the loader,
+    run as written there; the output block is compared line for line."""
+    import re
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(
+        r"KERNEL_PREFLIGHT=1 python examples/transformers/loader.py\n```\n\n```text\n(.*?)```", readme, re.S
+    )
+    assert shown, "the README's example output block moved"
+    hub = tmp_path / "hub"
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "examples/transformers/make_hub_cache.py"), str(hub)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    loader = (ROOT / "examples/transformers/loader.py").read_text()
+    env = {"KERNELS_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
+    plain = run_python(loader, env=env, unset=("KERNEL_PREFLIGHT",))
+    assert plain.returncode == 1 and plain.stdout == "", plain.stderr
+    verified = run_python(loader, env={**env, "KERNEL_PREFLIGHT": "1"})
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout == shown.group(1)
