@@ -28,7 +28,9 @@
 # import guards for an architecture above this GPU (unsupported_arch) and
 # for CUDA with no visible device (no_device), and preflight's smoke
 # workloads on the hub kernels transformers loads, where the hub cache
-# holds them. Every command runs under `timeout`.
+# holds them; and that a probe in its namespaces still reaches the GPU (/dev/nvidia*,
+# /proc/driver/nvidia, torch on the device), as root and, through a user
+# namespace, as nobody. Every command runs under `timeout`.
 # Prints one PASS/FAIL/SKIP line per expectation and `N passed, N failed`;
 # exits 1 when anything failed. When cargo is on PATH it also runs the Rust
 # tests marked `#[ignore = "needs a GPU…"]` (they need the test environment
@@ -490,7 +492,63 @@ case $ccn in
     fi ;;
 esac
 
-# 9. Rust tests that need a GPU, where there is a toolchain
+# 9. The GPU from inside the probe's namespaces: every probe above ran in a
+# pid and mount namespace of its own (and, not root, a user namespace), with
+# the device nodes and /proc/driver it needs reached through them. Said
+# explicitly here, and again as an unprivileged user (a user namespace),
+# where a preflight that is root can become one.
+expect "check native: probes ran in namespaces" namespaces \
+  "$(jget "$WORK/native.check.json" "d['isolation']['kind']")"
+mkdir -p "$WORK/devices/build/torch-universal"
+printf '{"name": "devices", "id": "_devices_0", "version": 1, "license": "MIT", "python-depends": [], "backend": {"type": "universal"}}\n' \
+  >"$WORK/devices/build/torch-universal/metadata.json"
+cat >"$WORK/devices/build/torch-universal/__init__.py" <<'PY'
+import glob
+import os
+
+assert glob.glob("/dev/nvidia*"), "no /dev/nvidia* inside the sandbox"
+assert os.path.isdir("/proc/driver/nvidia"), "no /proc/driver/nvidia inside the sandbox"
+assert sorted(int(p) for p in os.listdir("/proc") if p.isdigit()) == [1, os.getpid()], "a pid namespace of its own"
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None:
+    assert torch.cuda.is_available(), "torch sees no GPU inside the sandbox"
+    assert torch.ones(4, device="cuda").sum().item() == 4.0
+PY
+check devices 0 pass
+expect "check devices: in namespaces" namespaces "$(jget "$WORK/devices.check.json" "d['isolation']['kind']")"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 &&
+  t 30 setpriv --reuid 65534 --regid 65534 --clear-groups sh -c 'test -x "$0"' "$BIN" >/dev/null 2>&1; then
+  chmod -R a+rX "$WORK"
+  mkdir -m 1777 "$WORK/nobody"
+  nobody=(setpriv --reuid 65534 --regid 65534 --clear-groups)
+  # An interpreter nobody may run (one under /root is out of its reach).
+  nobody_py=
+  for candidate in "$PYBIN" /usr/bin/python3; do
+    if t 60 "${nobody[@]}" sh -c 'test -x "$0" && exec "$0" -c pass' "$candidate" >/dev/null 2>&1; then
+      nobody_py=$candidate
+      break
+    fi
+  done
+  for target in native devices; do
+    if [ "$target" = devices ] && [ -z "$nobody_py" ]; then
+      skip "check devices as nobody: no Python interpreter that nobody may run"
+      continue
+    fi
+    HOME=$WORK/nobody PREFLIGHT_CACHE=$WORK/nobody/cache-$target t 180 "${nobody[@]}" \
+      "$BIN" check --json ${nobody_py:+--python "$nobody_py"} "$WORK/$target" \
+      >"$WORK/nobody/$target.json" 2>"$WORK/nobody/$target.err"
+    expect "check $target as nobody (user namespace): exit status" 0 "$?"
+    expect "check $target as nobody: outcome" pass "$(jget "$WORK/nobody/$target.json" "' '.join(sorted(set(r['outcome']['kind'] for r in d['results'])))")"
+    expect "check $target as nobody: in a user namespace" True "$(jget "$WORK/nobody/$target.json" "d['isolation']['user_namespace']")"
+  done
+else
+  skip "the GPU from a user namespace: not root, or nobody cannot run $BIN (a non-root run's probes already were in one)"
+fi
+
+# 10. Rust tests that need a GPU, where there is a toolchain
 if command -v cargo >/dev/null 2>&1; then
   if t 3600 cargo test --release --locked -- --ignored >"$WORK/cargo.log" 2>&1; then
     pass "cargo test -- --ignored (GPU tests)"

@@ -31,4 +31,6 @@ rm -rf "$TEST_VENV"
 "$PY" -m venv "$TEST_VENV"
 install "$TEST_VENV" "$wheel" -r scripts/requirements-wheel-test.txt
 unset PREFLIGHT_BIN
-"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider
+# The tests' folders outside /tmp: a probe's writes to /tmp stay in its own
+# private layer (docs/sandbox.md), and some tests read what a probe wrote.
+"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$PWD/target/pytest-tmp"

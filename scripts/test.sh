@@ -3,6 +3,7 @@
 # environment (real nvcc / NVRTC / cuobjdump wheels, the hub's `kernels`
 # package), formatting, lints, then every test, then the Python package's
 # tests against the wheel built from this checkout (scripts/test-python.sh).
+# As root it also runs the sandbox tests as nobody (scripts/test-unprivileged.sh).
 # Needs a Rust toolchain, python3 with venv, a C compiler, and access to
 # crates.io and PyPI.
 set -euo pipefail
@@ -17,6 +18,8 @@ RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --locked --quiet
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --all-targets --locked 2>&1 | tee "$log"
+# As root, the sandbox's tests again as nobody (the user-namespace path).
+scripts/test-unprivileged.sh 2>&1 | tee -a "$log"
 scripts/test-python.sh 2>&1 | tee -a "$log"
 # One closing line for the whole suite (cargo prints one per test binary,
 # pytest its own; an expected failure counts as skipped).

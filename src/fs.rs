@@ -3,13 +3,44 @@
 use std::io::Read;
 use std::path::Path;
 
+/// Opens `path` for reading when it is a regular file (links followed),
+/// and refuses anything else — a FIFO, a device, a socket, a folder —
+/// without waiting: opening a FIFO for reading blocks until a writer comes,
+/// and reading a device may never end. `ErrorKind::InvalidInput`, "not a
+/// regular file", for those.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a device"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file ({what})"),
+    ))
+}
+
 /// Read a whole small file (metadata, cache entries) with as few system
-/// calls as possible: open, one read, close. `fs::read` also asks for the
-/// size and reads once more to see the end, which on a warm `select` over
-/// many variants is a measurable share of the time.
+/// calls as possible: open, a `stat` (only a regular file is read:
+/// [`open_regular`]), one read, close. `fs::read` also asks for the size
+/// and reads once more to see the end, which on a warm `select` over many
+/// variants is a measurable share of the time.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     const FIRST: usize = 16 * 1024;
-    let mut file = std::fs::File::open(path)?;
+    let mut file = open_regular(path)?;
     let mut buf = vec![0u8; FIRST];
     let mut len = 0;
     loop {
@@ -90,7 +121,31 @@ pub fn shown(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{canonicalize, read_small};
+    use super::{canonicalize, open_regular, read_small};
+
+    #[test]
+    fn only_regular_files_are_opened_and_a_fifo_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("metadata.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        for path in [
+            fifo.as_path(),
+            dir.path(),
+            std::path::Path::new("/dev/zero"),
+        ] {
+            let err = read_small(path).expect_err("refused");
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{path:?}");
+            assert!(err.to_string().starts_with("not a regular file"), "{err}");
+        }
+        assert!(
+            open_regular(&fifo)
+                .unwrap_err()
+                .to_string()
+                .contains("a FIFO")
+        );
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        assert_eq!(read_small(&dir.path().join("f")).unwrap(), b"x");
+    }
 
     #[test]
     fn canonicalize_agrees_with_std_through_links_and_dots() {

@@ -286,21 +286,23 @@ fn jobs_run_probes_in_parallel() {
 #[test]
 fn interrupt_stops_every_probe_and_exits_130() {
     let repo = Repo::new();
-    let pids = repo.root().join("pids");
-    std::fs::create_dir_all(&pids).unwrap();
+    // Not beside the kernel: its files are read-only to its probe.
+    let pids = common::fresh_dir("interrupt-pids");
     for name in ["torch-cpu", "torch-universal"] {
         repo.variant(
             name,
             &format!(
-                "import os, time\nopen(os.path.join({:?}, str(os.getpid())), 'w').close()\ntime.sleep(1000)\n",
+                "import os, time\nopen(os.path.join({:?}, str(os.getpid()) + '-' + {name:?}), 'w').close()\ntime.sleep(1000)\n",
                 pids.display().to_string()
             ),
         );
     }
+    let mark = common::mark();
     let child = preflight_cmd()
         .args(["check", "--jobs", "2", "--python"])
         .arg(python())
         .arg(repo.root())
+        .env(common::MARK_VAR, &mark)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -324,18 +326,8 @@ fn interrupt_stops_every_probe_and_exits_130() {
         interrupted.elapsed()
     );
     assert!(stderr(&out).contains("interrupted"));
-    for entry in std::fs::read_dir(&pids).unwrap() {
-        let pid: i32 = entry
-            .unwrap()
-            .file_name()
-            .to_string_lossy()
-            .parse()
-            .unwrap();
-        assert!(
-            probe_fixtures::live_members(pid).is_empty(),
-            "probe group {pid} outlived the interrupt"
-        );
-    }
+    // Every probe, and everything else started under the command, is gone.
+    common::assert_none_marked(&mark);
 }
 
 #[test]

@@ -459,7 +459,10 @@ fn a_target_named_twice_is_checked_once() {
 /// When each probe of a check began and ended loading its module, by the
 /// probes' own clocks (ns).
 fn load_spans(dir: &Path, jobs: &str) -> Vec<(i128, i128)> {
-    let log = dir.join(format!("loads-{jobs}.log"));
+    // Not beside the modules (read-only to their probes) nor under /tmp
+    // (private to each probe).
+    let logs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let log = logs.path().join(format!("loads-{jobs}.log"));
     let cache = tempfile::tempdir().unwrap();
     let doc = check_json(
         &[dir.as_os_str(), "--jobs".as_ref(), jobs.as_ref()],

@@ -1,10 +1,13 @@
 //! The sandbox against real misbehaving children: each test runs a fixture
 //! from `tests/fixtures/sandbox/` under the reaper (the `preflight` binary,
 //! as in production) and checks the report and that no process of the
-//! child's group is left afterwards.
+//! child's group, nor any process descended from the child, is left
+//! afterwards.
+
+mod common;
 
 use kernel_preflight::sandbox::{
-    Cancel, ChildCommand, Limits, Place, RunReport, Sandbox, SandboxError, Termination,
+    Cancel, ChildCommand, Isolation, Limits, Place, RunReport, Sandbox, SandboxError, Termination,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,12 +37,17 @@ fn sandbox() -> Sandbox {
         .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()))
 }
 
+/// Runs `cmd` marked ([`common::mark`]), and checks that nothing it
+/// started is alive afterwards.
 fn run(cmd: &ChildCommand, limits: &Limits) -> (Sandbox, RunReport) {
     let sandbox = sandbox();
+    let mark = common::mark();
+    let cmd = cmd.clone().env(common::MARK_VAR, &mark);
     let report = sandbox
-        .run(cmd, limits, &Cancel::new())
+        .run(&cmd, limits, &Cancel::new())
         .expect("sandbox run");
     assert_group_gone(&report);
+    common::assert_none_marked(&mark);
     (sandbox, report)
 }
 
@@ -86,15 +94,6 @@ fn assert_group_gone(report: &RunReport) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn process_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            stat.rfind(')')
-                .is_some_and(|at| !stat[at + 1..].trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
 }
 
 fn read_pid(sandbox: &Sandbox, file: &str) -> i32 {
@@ -235,11 +234,8 @@ fn grandchild_holding_stdout_is_killed_and_reported() {
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(report.termination, Termination::Exited { code: 0 });
     assert!(report.stdout.text().starts_with("child exits"));
+    // `run` found it dead; the report names it by the number it had.
     let grandchild = read_pid(&sandbox, "grandchild.pid");
-    assert!(
-        !process_alive(grandchild),
-        "grandchild {grandchild} survived"
-    );
     let [leak] = &report.leaked[..] else {
         panic!("one leak expected: {:?}", report.leaked);
     };
@@ -257,12 +253,8 @@ fn grandchild_escaping_the_group_does_not_hang_the_parent() {
     };
     let started = Instant::now();
     let (sandbox, report) = run(&python("escaped_grandchild.py"), &limits);
+    // Group kills cannot reach it; the reaper does (`run` found it dead).
     let escaped = read_pid(&sandbox, "escaped.pid");
-    // Group kills cannot reach it; the reaper does.
-    assert!(
-        !process_alive(escaped),
-        "escaped grandchild {escaped} survived"
-    );
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(report.termination, Termination::Exited { code: 0 });
     let [leak] = &report.leaked[..] else {
@@ -388,7 +380,17 @@ fn child_sees_the_sandbox_not_the_parent() {
     let parent_sid = nix::unistd::getsid(None).expect("getsid").as_raw();
     assert_ne!(v["sid"].as_i64(), Some(i64::from(parent_sid)));
     assert_ne!(v["sid"], v["pid"]);
-    assert_eq!(Some(v["pid"].as_i64().expect("pid") as i32), report.pid);
+    match report.isolation {
+        // The reaper is pid 1 of the child's pid namespace, and its
+        // session's leader.
+        Isolation::Namespaces { .. } => {
+            assert_eq!((v["pid"].as_i64(), v["sid"].as_i64()), (Some(2), Some(1)));
+            assert!(report.pid.is_some_and(|pid| pid != 2), "{:?}", report.pid);
+        }
+        Isolation::Session { .. } => {
+            assert_eq!(Some(v["pid"].as_i64().expect("pid") as i32), report.pid)
+        }
+    }
     assert_eq!(v["stdin_eof"], true);
     // 0, 1, 2, and the descriptor listdir itself opened: nothing inherited.
     let fds: Vec<u64> = v["fds"]
@@ -575,39 +577,29 @@ fn unbounded_limits_mean_no_deadline() {
 /// below) is SIGKILLed mid-run: its child must die with it.
 #[test]
 fn child_dies_when_the_parent_is_killed() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let pid_file = dir.path().join("child.pid");
+    let dir = common::fresh_dir("orphan");
+    let pid_file = dir.join("child.pid");
+    let mark = common::mark();
     let mut helper = std::process::Command::new(std::env::current_exe().expect("test binary"))
         .args(["--exact", "orphaned_child_helper", "--test-threads=1"])
         .env("PREFLIGHT_ORPHAN_HELPER_PID_FILE", &pid_file)
+        .env(common::MARK_VAR, &mark)
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start the helper");
     let until = Instant::now() + Duration::from_secs(15);
-    let child = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
+    while !pid_file.exists() {
         assert!(Instant::now() < until, "the helper's child never started");
         std::thread::sleep(Duration::from_millis(10));
-    };
-    assert!(process_alive(child));
+    }
+    let helper_pid = helper.id() as i32;
+    assert!(
+        common::marked(&mark).iter().any(|pid| *pid != helper_pid),
+        "the child runs"
+    );
     helper.kill().expect("SIGKILL the helper");
     helper.wait().expect("reap the helper");
-    let until = Instant::now() + Duration::from_secs(5);
-    while process_alive(child) {
-        if Instant::now() >= until {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(child),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            panic!("child {child} outlived its parent");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::assert_none_marked(&mark);
 }
 
 #[test]
@@ -619,5 +611,5 @@ fn orphaned_child_helper() {
         .arg("-c")
         .arg(r#"echo $$ > "$PID_FILE.tmp" && mv "$PID_FILE.tmp" "$PID_FILE" && exec sleep 3600"#)
         .env("PID_FILE", pid_file);
-    let _ = run(&cmd, &quick());
+    let _ = sandbox().run(&cmd, &quick(), &Cancel::new());
 }

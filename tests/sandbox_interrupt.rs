@@ -2,6 +2,8 @@
 //! its reaper is killed and the run returns `Cancelled`. A test binary of
 //! its own: it installs process-wide signal handlers and signals itself.
 
+mod common;
+
 use kernel_preflight::sandbox::{
     ChildCommand, Limits, Sandbox, Termination, install_interrupt_handler,
 };
@@ -28,11 +30,17 @@ fn sigint_cancels_running_sandboxes() {
         helper_pid.display(),
         ready.display()
     );
-    let cmd = ChildCommand::new("sh").arg("-c").arg(script);
+    let mark = common::mark();
+    let cmd = ChildCommand::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env(common::MARK_VAR, &mark);
     let started = Instant::now();
+    // The child writes into its own scratch: seen from here while it runs.
+    let view = sandbox.view();
     let report = std::thread::scope(|s| {
         let run = s.spawn(|| sandbox.run(&cmd, &Limits::default(), &cancel));
-        while !ready.exists() {
+        while !view.path("ready").exists() {
             assert!(
                 started.elapsed() < Duration::from_secs(15),
                 "child never started"
@@ -53,16 +61,14 @@ fn sigint_cancels_running_sandboxes() {
         assert!(Instant::now() < until, "group {pgid} survived");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The helper in a session of its own went with it, and is reported.
+    // The helper in a session of its own went with it, and is reported
+    // (by the number it had where it ran).
+    common::assert_none_marked(&mark);
     let helper: i32 = std::fs::read_to_string(&helper_pid)
         .expect("helper pid")
         .trim()
         .parse()
         .expect("a pid");
-    assert!(
-        kill(Pid::from_raw(helper), None).is_err(),
-        "helper {helper} survived"
-    );
     assert_eq!(
         report
             .leaked

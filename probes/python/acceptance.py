@@ -18,6 +18,7 @@ Works on Python 3.8+.
 import importlib.util
 import json
 import os
+import stat
 import sys
 
 # The acceptance label of preflight's own copy of the rules.
@@ -43,11 +44,24 @@ class Refused(Exception):
         self.who = PREFLIGHT
 
 
+def regular_metadata(variant):
+    """Whether the variant's `metadata.json` is a regular file (or absent,
+    which its readers report themselves): a FIFO or a device there would
+    block every reader, the hub loader's too, forever."""
+    try:
+        return stat.S_ISREG(os.stat(os.path.join(variant, "metadata.json")).st_mode)
+    except OSError:
+        return True
+
+
 def accept(variant, allowlist):
     """Judge `variant` the way the hub loader would: returns who judged
     (`kernels X.Y.Z` or `preflight`), raises `Refused` (naming who) when it
     says no. A `kernels` that does not import raises what it raises: the
     hub loader cannot load anything then."""
+    if not regular_metadata(variant):
+        path = os.path.join(variant, "metadata.json")
+        raise Refused("metadata", "`%s` is not a regular file" % path)
     if importlib.util.find_spec("kernels") is None:
         judge, who = by_rules, PREFLIGHT
     else:
@@ -91,6 +105,8 @@ def judge_all(variants, allowlist, out):
     fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         for variant in variants:
+            if not regular_metadata(variant):
+                return
             try:
                 with open(os.path.join(variant, "metadata.json"), "rb") as f:
                     raw = f.read()

@@ -341,7 +341,7 @@ def accept(chan, variant, verdicts=None):
     judged here."""
     allowlist = acceptance.load_allowlist(ALLOWLIST)
     verdict = None
-    if verdicts is not None:
+    if verdicts is not None and acceptance.regular_metadata(variant):
         try:
             with open(os.path.join(variant, "metadata.json"), "rb") as f:
                 verdict = acceptance.judged(verdicts, variant, f.read())

@@ -1,8 +1,10 @@
 //! A variant's identity: what its files are, independent of where they lie.
 //!
-//! Every file is hashed (sha256) once; a stat record (size, mtime, inode) per
-//! file, kept in the identities bucket, lets later calls skip hashing while
-//! nothing changed. When the variant's `metadata.json` carries a digest and
+//! Every file is hashed (sha256) once; a stat record (size, mtime, inode,
+//! ctime, device) per file, kept in the identities bucket, lets later calls
+//! skip hashing while nothing changed: a file rewritten in place with its
+//! size, inode and mtime put back still has a new ctime. File names are
+//! kept whole, bytes that are not UTF-8 included (`name_key`). When the variant's `metadata.json` carries a digest and
 //! the files match it, the identity is that digest (stable across machines
 //! and copies); otherwise it is the hash of the files themselves, so a
 //! variant modified after it was built is never mistaken for the original.
@@ -20,34 +22,28 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// What was recorded about one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct FileStat {
-    size: u64,
-    mtime_ns: i128,
-    ino: u64,
+    seen: Seen,
     /// base64 sha256, the hub digest's encoding.
     sha256: String,
 }
 
 /// A folder's stat: its mtime changes whenever an entry is added, removed
 /// or renamed in it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-struct FolderStat {
-    mtime_ns: i128,
-    ino: u64,
-}
+type FolderStat = Seen;
 
 /// What was recorded about one variant.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct VariantRecord {
-    /// Relative folder path (`""` for the variant itself) → its stat.
+    /// Relative folder path ([`name_key`]; `""` for the variant itself) →
+    /// its stat.
     folders: BTreeMap<String, FolderStat>,
-    /// Relative file path → its stat and hash.
+    /// Relative file path ([`name_key`]) → its stat and hash.
     files: BTreeMap<String, FileStat>,
     /// Wall clock (ns) just before the folders were listed.
     listed_ns: i128,
@@ -97,11 +93,28 @@ pub(crate) struct Memo(Mutex<BTreeMap<PathBuf, DirRecord>>);
 /// listing is not trusted later (git's "racy" rule).
 const RACY_NS: i128 = 2_000_000_000;
 
-fn mtime_ns(meta: &fs::Metadata) -> i128 {
-    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
-}
-
 use super::warm::now_ns;
+
+/// A relative path as a record's key, losing nothing: UTF-8 as it is but
+/// `%`, written `%25`, and every byte that is not UTF-8 as `%XX`. Two
+/// names that differ only in such bytes are two keys, where a lossy
+/// conversion would make them one.
+fn name_key(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut key = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '%' => key.push_str("%25"),
+                c => key.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            key.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    key
+}
 
 /// The files of a variant from its record, when none of its folders changed
 /// since (and none was changed too recently to tell): a `stat` per folder
@@ -114,8 +127,8 @@ fn listed_from_record(
         return None;
     }
     for (rel, old) in &record.folders {
-        let meta = fs::metadata(variant.join(rel)).ok()?;
-        if mtime_ns(&meta) != old.mtime_ns || meta.ino() != old.ino {
+        let meta = fs::metadata(variant.join(path_of(rel)?)).ok()?;
+        if Seen::of(&meta) != *old {
             return None;
         }
     }
@@ -123,11 +136,30 @@ fn listed_from_record(
         .files
         .keys()
         .map(|rel| {
-            let path = variant.join(rel);
+            let path = variant.join(path_of(rel)?);
             let meta = fs::metadata(&path).ok()?;
             Some((rel.clone(), path, meta))
         })
         .collect()
+}
+
+/// The relative path a [`name_key`] stands for; `None` for a key no name
+/// makes.
+fn path_of(key: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut bytes = Vec::with_capacity(key.len());
+    let mut rest = key.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 
 /// How an identity was obtained, for benchmarks and tests.
@@ -176,17 +208,9 @@ fn walk(
     folders: &mut BTreeMap<String, FolderStat>,
 ) -> std::io::Result<()> {
     let meta = fs::metadata(dir)?;
-    let rel = dir
-        .strip_prefix(root)
-        .unwrap_or(dir)
-        .to_string_lossy()
-        .into_owned();
     folders.insert(
-        rel,
-        FolderStat {
-            mtime_ns: mtime_ns(&meta),
-            ino: meta.ino(),
-        },
+        name_key(dir.strip_prefix(root).unwrap_or(dir)),
+        Seen::of(&meta),
     );
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
@@ -203,19 +227,18 @@ fn walk(
         if meta.is_dir() {
             walk(root, &path, out, folders)?;
         } else if meta.is_file() {
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(&path)
-                .to_string_lossy()
-                .into_owned();
-            out.push((rel, path, meta));
+            out.push((
+                name_key(path.strip_prefix(root).unwrap_or(&path)),
+                path,
+                meta,
+            ));
         }
     }
     Ok(())
 }
 
 fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = fs::File::open(path)?;
+    let mut file = crate::fs::open_regular(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -272,7 +295,7 @@ impl Identities<'_> {
         let parent = variant.parent().unwrap_or(&variant).to_path_buf();
         let name = variant
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
+            .map(|n| name_key(Path::new(n)))
             .unwrap_or_default();
         let parts = DirParts {
             dir: parent.clone(),
@@ -316,20 +339,16 @@ impl Identities<'_> {
             listed_ns,
         };
         for (rel, path, meta) in &files {
-            let mtime_ns = mtime_ns(meta);
+            let seen = Seen::of(meta);
             let stat = match old.and_then(|o| o.files.get(rel)) {
-                Some(s)
-                    if s.size == meta.len() && s.mtime_ns == mtime_ns && s.ino == meta.ino() =>
-                {
+                Some(s) if s.seen == seen => {
                     stats.reused += 1;
                     s.clone()
                 }
                 _ => {
                     stats.hashed += 1;
                     FileStat {
-                        size: meta.len(),
-                        mtime_ns,
-                        ino: meta.ino(),
+                        seen,
                         sha256: sha256_file(path).map_err(io)?,
                     }
                 }
@@ -348,10 +367,9 @@ impl Identities<'_> {
             .collect();
         let content = match metadata.and_then(|m| m.digest.as_ref()) {
             Some(digest)
-                if digest
-                    .files
-                    .iter()
-                    .all(|(f, h)| hashes.get(f.as_str()) == Some(&h.as_str())) =>
+                if digest.files.iter().all(|(f, h)| {
+                    hashes.get(name_key(Path::new(f)).as_str()) == Some(&h.as_str())
+                }) =>
             {
                 format!(
                     "digest:{}",
@@ -365,20 +383,12 @@ impl Identities<'_> {
             metadata: record.files.get("metadata.json").map(|f| f.sha256.clone()),
         };
         let folders = record.folders.iter().map(|(rel, f)| Witness {
-            path: PathBuf::from(rel),
-            seen: Some(Seen {
-                size: None,
-                mtime_ns: f.mtime_ns,
-                ino: f.ino,
-            }),
+            path: path_of(rel).unwrap_or_default(),
+            seen: Some(*f),
         });
         let plain = record.files.iter().map(|(rel, f)| Witness {
-            path: PathBuf::from(rel),
-            seen: Some(Seen {
-                size: Some(f.size),
-                mtime_ns: f.mtime_ns,
-                ino: f.ino,
-            }),
+            path: path_of(rel).unwrap_or_default(),
+            seen: Some(f.seen),
         });
         let witness = IdentityWitness {
             taken_ns,

@@ -116,24 +116,34 @@ pub struct Cache {
 impl Cache {
     /// The cache at the root this process is configured with:
     /// `PREFLIGHT_CACHE`, else `$XDG_CACHE_HOME/kernel-preflight`, else
-    /// `~/.cache/kernel-preflight` (empty variables count as unset).
+    /// `~/.cache/kernel-preflight` (empty variables count as unset). The
+    /// user's default cache is hidden from probes even when
+    /// `PREFLIGHT_CACHE` names another: it is evidence all the same.
     pub fn from_env() -> Cache {
         let var = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let root = var("PREFLIGHT_CACHE")
-            .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("kernel-preflight")))
+        let default = var("XDG_CACHE_HOME")
+            .map(|d| d.join("kernel-preflight"))
             .or_else(|| var("HOME").map(|h| h.join(".cache/kernel-preflight")))
             .unwrap_or_else(|| std::env::temp_dir().join("kernel-preflight"));
-        Cache::at(root)
+        crate::sandbox::hide_by_default(default.clone());
+        Cache::at(var("PREFLIGHT_CACHE").unwrap_or(default))
     }
 
     /// The cache at `root`; nothing is created until the first write.
+    /// No probe started from now on sees it: a probe must not rewrite the
+    /// evidence about another kernel (see
+    /// [`crate::sandbox::hide_by_default`]).
     pub fn at(root: impl Into<PathBuf>) -> Cache {
+        let root = root.into();
+        crate::sandbox::hide_by_default(
+            std::path::absolute(&root).unwrap_or_else(|_| root.clone()),
+        );
         Cache {
-            root: root.into(),
+            root,
             identities: identity::Memo::default(),
         }
     }
@@ -141,6 +151,23 @@ impl Cache {
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Whether the root can be a cache: a directory, or nothing yet (then
+    /// nothing is cached). Anything else — a file, a path through a file,
+    /// a folder this user may not read — is the setting that chose it at
+    /// fault ([`CacheError::Root`]), never an empty cache.
+    pub fn check_root(&self) -> Result<(), CacheError> {
+        let root = |source| CacheError::Root {
+            path: self.root.clone(),
+            source,
+        };
+        match std::fs::metadata(&self.root) {
+            Ok(meta) if meta.is_dir() => std::fs::read_dir(&self.root).map(drop).map_err(root),
+            Ok(_) => Err(root(std::io::Error::from_raw_os_error(libc::ENOTDIR))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(root(e)),
+        }
     }
 
     /// Create the root (0700) with its `CACHEDIR.TAG`.

@@ -144,7 +144,7 @@ pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
     h.update(driver_hash());
     let label = match smoke {
         SmokeSource::File(path) => {
-            h.update(std::fs::read(path).map_err(unreadable(path))?);
+            h.update(crate::fs::read_small(path).map_err(unreadable(path))?);
             "file"
         }
         SmokeSource::Benchmarks { dir, .. } => {
@@ -157,7 +157,7 @@ pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
             scripts.sort();
             for s in scripts {
                 h.update(s.file_name().unwrap_or_default().as_encoded_bytes());
-                h.update(std::fs::read(&s).map_err(unreadable(&s))?);
+                h.update(crate::fs::read_small(&s).map_err(unreadable(&s))?);
             }
             "benchmarks"
         }

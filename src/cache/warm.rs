@@ -25,7 +25,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Format of [`WarmParts`] and [`WarmRecord`]; part of every key.
-const SCHEMA: u32 = 1;
+const SCHEMA: u32 = 2;
 
 /// A `stat` taken this soon after its file changed is not trusted: see the
 /// module documentation.
@@ -41,16 +41,28 @@ pub struct Seen {
     pub mtime_ns: i128,
     /// Inode: a file replaced by a rename (an atomic write) is another one.
     pub ino: u64,
+    /// Status change time (ns since the epoch): a file rewritten in place
+    /// with its size and modification time put back still shows here,
+    /// since no call sets it.
+    #[serde(default)]
+    pub ctime_ns: i128,
+    /// The device: the same inode number on another file system is
+    /// another file.
+    #[serde(default)]
+    pub dev: u64,
 }
 
 impl Seen {
     /// What `meta` (a `stat` following links) shows; `folder`: leave the
     /// size out.
     pub fn of(meta: &std::fs::Metadata) -> Seen {
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Seen {
             size: (!meta.is_dir()).then_some(meta.len()),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
             ino: meta.ino(),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            dev: meta.dev(),
         }
     }
 }
@@ -78,11 +90,8 @@ impl Witness {
         let now = std::fs::metadata(&self.path).ok();
         match (&self.seen, now) {
             (None, None) => true,
-            (Some(seen), Some(meta)) => {
-                let now = Seen::of(&meta);
-                // A folder recorded as such must still be one, and the same.
-                seen.mtime_ns == now.mtime_ns && seen.ino == now.ino && seen.size == now.size
-            }
+            // A folder recorded as such must still be one, and the same.
+            (Some(seen), Some(meta)) => *seen == Seen::of(&meta),
             _ => false,
         }
     }
@@ -258,7 +267,7 @@ pub(crate) fn read_witnessed<P: Parts, R: DeserializeOwned>(
     key: &Key,
 ) -> Option<(Entry<P, R>, Witness)> {
     let path = P::SHELF.path(cache.root(), key);
-    let mut file = std::fs::File::open(&path).ok()?;
+    let mut file = crate::fs::open_regular(&path).ok()?;
     let seen = Seen::of(&file.metadata().ok()?);
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;

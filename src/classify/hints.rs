@@ -60,6 +60,13 @@ pub const TIMEOUT: &str = "the kernel hangs here, or its first run compiles (JIT
 pub const CRASHED: &str = "the process died without an error report: run it alone (CUDA_LAUNCH_BLOCKING=1, a debugger) and report it to the kernel's authors";
 /// A nonzero exit without a report.
 pub const EXITED: &str = "the process exited without an error report; see the stderr tail";
+/// An exit with status 0 before the probe was done: the kernel ended the
+/// interpreter (`sys.exit(0)`, `os._exit(0)`) while it was being loaded.
+pub const EXITED_EARLY: &str = "loading this variant ends the program (an exit call while it loads): a program that loads it stops there; report it to the kernel's authors";
+/// The probe's sandbox itself was killed or stopped from inside.
+pub const SANDBOX_KILLED: &str = "the kernel killed or stopped the sandbox holding it: it is hostile or badly broken; do not use it";
+/// A pass whose interpreter would not exit afterwards.
+pub const WILL_NOT_EXIT: &str = "a program that loads this variant will not exit by itself (a thread that is not a daemon, or an atexit handler, keeps it running)";
 /// The variant cannot be imported.
 pub const IMPORT: &str =
     "the variant cannot be imported here; see the traceback in the stderr tail";

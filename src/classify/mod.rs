@@ -153,6 +153,10 @@ pub struct Outcome {
     /// file, as the device depth loaded it (empty for other jobs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub embedded: Vec<EmbeddedLoad>,
+    /// What a user of a passing variant should still know, on one line (a
+    /// program that loads it does not exit by itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 impl Outcome {
@@ -168,6 +172,7 @@ impl Outcome {
             stderr_tail: String::new(),
             transient: false,
             embedded: Vec::new(),
+            warning: None,
         }
     }
 

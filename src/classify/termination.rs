@@ -15,15 +15,43 @@ pub(super) fn decide(evidence: &Evidence, report: &Report, machine: &Machine) ->
     let from = |cause: Cause| Outcome::from_cause(cause, phase);
     match &evidence.termination {
         Termination::Exited { code: 0 } if report.done() => pass(report),
-        Termination::TimedOut { after, .. } => from(Cause::new(
-            OutcomeKind::Timeout,
-            format!(
-                "no result within {:.1} s (still in phase {})",
-                after.as_secs_f64(),
-                phase.as_str()
-            ),
-            hints::TIMEOUT,
+        // The evidence stands; what kept the interpreter alive is a fact
+        // about the variant too.
+        Termination::DidNotExit { within } if report.done() => {
+            let mut outcome = pass(report);
+            outcome.warning = Some(format!(
+                "{} (it had not exited {:.1} s after its probe was done)",
+                hints::WILL_NOT_EXIT,
+                within.as_secs_f64()
+            ));
+            outcome
+        }
+        Termination::SandboxKilled { name, stopped, .. } => from(Cause::new(
+            OutcomeKind::Crashed,
+            if *stopped {
+                format!(
+                    "the kernel stopped its sandbox ({name}) in phase {}; it was killed",
+                    phase.as_str()
+                )
+            } else {
+                format!(
+                    "the kernel killed its sandbox ({name}) in phase {}",
+                    phase.as_str()
+                )
+            },
+            hints::SANDBOX_KILLED,
         )),
+        Termination::TimedOut { after, .. } | Termination::DidNotExit { within: after } => {
+            from(Cause::new(
+                OutcomeKind::Timeout,
+                format!(
+                    "no result within {:.1} s (still in phase {})",
+                    after.as_secs_f64(),
+                    phase.as_str()
+                ),
+                hints::TIMEOUT,
+            ))
+        }
         Termination::Cancelled => {
             let mut outcome = Outcome::probe_error(phase, "probe cancelled (interrupted)");
             outcome.hint = hints::CANCELLED.into();
@@ -39,20 +67,36 @@ pub(super) fn decide(evidence: &Evidence, report: &Report, machine: &Machine) ->
                 )
             }))
         }
-        Termination::Exited { code: 0 } => Outcome::probe_error(
-            phase,
-            &match &evidence.channel.unreadable {
-                Some(why) => format!("child exited 0 but its result channel is unreadable: {why}"),
-                None if evidence.channel.truncated => format!(
+        Termination::Exited { code: 0 } => match &evidence.channel.unreadable {
+            Some(why) => Outcome::probe_error(
+                phase,
+                &format!("child exited 0 but its result channel is unreadable: {why}"),
+            ),
+            None if evidence.channel.truncated => Outcome::probe_error(
+                phase,
+                &format!(
                     "child exited 0 but its result channel passed {CHANNEL_LIMIT} bytes and was cut (last phase read: {})",
                     phase.as_str()
                 ),
-                None => format!(
+            ),
+            // The driver never exits 0 before it reports a result: what
+            // did was the code it was loading.
+            None if report.last_phase.is_some() => from(Cause::new(
+                OutcomeKind::Exited,
+                format!(
+                    "exited with code 0 in phase {} before reporting a result",
+                    phase.as_str()
+                ),
+                hints::EXITED_EARLY,
+            )),
+            None => Outcome::probe_error(
+                phase,
+                &format!(
                     "child exited 0 without reporting a result (last phase: {})",
                     phase.as_str()
                 ),
-            },
-        ),
+            ),
+        },
         Termination::Exited { code } if report.last_phase.is_none() => Outcome::probe_error(
             Phase::Start,
             &format!(
@@ -138,8 +182,10 @@ fn pass_message(report: &Report, depth: Depth) -> String {
 pub(super) fn record(outcome: &mut Outcome, evidence: &Evidence) {
     match &evidence.termination {
         Termination::Exited { code } => outcome.exit_code = Some(*code),
-        Termination::Signaled { name, .. } => outcome.signal = Some(name.clone()),
-        Termination::TimedOut { .. } | Termination::Cancelled => {}
+        Termination::Signaled { name, .. } | Termination::SandboxKilled { name, .. } => {
+            outcome.signal = Some(name.clone())
+        }
+        Termination::TimedOut { .. } | Termination::Cancelled | Termination::DidNotExit { .. } => {}
     }
     let stderr = strip_ansi(&evidence.stderr);
     let lines: Vec<&str> = stderr.lines().collect();

@@ -356,13 +356,13 @@ fn cases() -> Vec<Case> {
             message_has: "5.0 s",
         },
         Case {
-            name: "exit 0 without done is preflight's fault",
+            name: "exit 0 in the import, before a result, is the kernel's",
             termination: exited(0),
             channel: lines(&[START, IMPORT]),
             stderr: "",
-            kind: OutcomeKind::ProbeError,
+            kind: OutcomeKind::Exited,
             phase: Phase::Import,
-            message_has: "without reporting",
+            message_has: "code 0 in phase import before reporting a result",
         },
         Case {
             name: "driver never started",
@@ -484,4 +484,51 @@ fn serde_names_are_snake_case() {
 fn one_line_strips_colour_and_newlines() {
     assert_eq!(one_line("\u{1b}[91ma\u{1b}[0m\n  b\tc"), "a b c");
     assert!(one_line(&"x".repeat(1000)).chars().count() <= 240);
+}
+
+/// Done, then the interpreter would not exit (a thread that is not a
+/// daemon, an atexit handler): the evidence stands, with a warning, and it
+/// is kept (not transient).
+#[test]
+fn a_probe_that_does_not_exit_after_done_passes_with_a_warning() {
+    let termination = Termination::DidNotExit {
+        within: Duration::from_secs(3),
+    };
+    let done = lines(&[START, IMPORT, SMOKE, DONE]);
+    let outcome = classify(&evidence(termination.clone(), &done, ""));
+    assert_eq!(outcome.kind, OutcomeKind::Pass);
+    assert_eq!(outcome.depth, Some(Depth::Verified));
+    assert!(!outcome.transient);
+    let warning = outcome.warning.expect("a warning");
+    assert!(warning.contains("will not exit by itself"), "{warning}");
+    // Without a result it is the hang it looks like.
+    let hung = classify(&evidence(termination, &lines(&[START, IMPORT]), ""));
+    assert_eq!(hung.kind, OutcomeKind::Timeout);
+}
+
+/// A reaper killed or stopped from inside is the variant's outcome.
+#[test]
+fn a_killed_sandbox_is_a_crash_of_the_variant() {
+    for (name, stopped, says) in [
+        (
+            "SIGKILL",
+            false,
+            "the kernel killed its sandbox (SIGKILL) in phase import",
+        ),
+        (
+            "SIGSTOP",
+            true,
+            "the kernel stopped its sandbox (SIGSTOP) in phase import",
+        ),
+    ] {
+        let termination = Termination::SandboxKilled {
+            signal: 9,
+            name: name.into(),
+            stopped,
+        };
+        let outcome = classify(&evidence(termination, &lines(&[START, IMPORT]), ""));
+        assert_eq!(outcome.kind, OutcomeKind::Crashed);
+        assert!(outcome.message.contains(says), "{}", outcome.message);
+        assert_eq!(outcome.signal.as_deref(), Some(name));
+    }
 }

@@ -47,6 +47,9 @@ enum Action {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let cache = Cache::from_env();
+    if !matches!(args.action, Action::Dir | Action::Import { .. }) {
+        cache.check_root()?;
+    }
     let outcomes = cache.outcomes();
     match args.action {
         Action::Dir => emit(&cache.root().display().to_string()),

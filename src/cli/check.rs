@@ -35,8 +35,12 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let progress = Progress::new();
     // Declared side by side with observed: what each job's embedded CUDA
     // images can run on this GPU, before any launch.
-    let (plan, report) = probing.run(targets.into_vec(), args.all, true, &progress)?;
+    let (plan, mut report) = probing.run(targets.into_vec(), args.all, true, &progress)?;
     progress.finish();
+    // Answered from the cache: say what a probe would have run in.
+    if report.isolation.is_none() {
+        report.isolation = kernel_preflight::sandbox::isolation();
+    }
     if args.json {
         emit_json(&report);
     } else {

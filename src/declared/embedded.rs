@@ -206,7 +206,7 @@ pub fn inspect_file(path: &Path) -> Result<FileImages, InspectError> {
         path: path.to_path_buf(),
         problem,
     };
-    let file = std::fs::File::open(path).map_err(|e| err(e.into()))?;
+    let file = crate::fs::open_regular(path).map_err(|e| err(e.into()))?;
     let len = file.metadata().map_err(|e| err(e.into()))?.len();
     if len == 0 {
         return Err(err(Problem::Empty));

@@ -10,7 +10,7 @@ mod python;
 use crate::classify::OutcomeKind;
 use crate::probe::cuda::CudaExecutor;
 use crate::protocol::DeviceInfo;
-use crate::sandbox::{Cancel, Limits};
+use crate::sandbox::{Cancel, Isolation, Limits};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -130,6 +130,9 @@ pub struct DoctorReport {
     pub summary: String,
     /// Each capability, in the order probed.
     pub checks: Vec<Check>,
+    /// How its probes (and `check`'s) are isolated here; `None` when not
+    /// known (no child could be made at all).
+    pub isolation: Option<Isolation>,
 }
 
 impl DoctorReport {
@@ -178,6 +181,7 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         driver_cuda,
         summary,
         checks,
+        isolation: crate::sandbox::isolation(),
     }
 }
 

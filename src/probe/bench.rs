@@ -16,12 +16,14 @@
 use super::python::{CHANNEL_NAME, PythonExecutor};
 use super::{Job, ProbeError, SmokeSource, Subject, torch_device};
 use crate::protocol::{
-    BenchSetup, ChannelProblems, Event, Evidence, ExecutorKind, PROTOCOL_VERSION, Sample,
+    BenchSetup, ChannelProblems, Event, Evidence, ExecutorKind, PROTOCOL_VERSION, Sample, Tail,
 };
-use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError, Termination};
+use crate::sandbox::{
+    Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError, Termination, View,
+};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -78,10 +80,11 @@ pub struct BenchChild {
     executor: ExecutorKind,
     commands: Option<File>,
     replies: File,
+    /// The channel's name in the child's working directory, read through
+    /// `view` while it runs.
     channel: PathBuf,
-    /// Bytes of the channel read so far, and a partial last line.
-    offset: u64,
-    partial: Vec<u8>,
+    view: View,
+    tail: Tail,
     /// Every event but the samples, in order: the evidence of the run.
     events: Vec<Event>,
     problems: ChannelProblems,
@@ -109,7 +112,11 @@ impl PythonExecutor {
                 subject: job.subject.describe(),
             });
         };
-        let sandbox = Sandbox::new()?;
+        let sandbox = job
+            .subject
+            .protected()
+            .into_iter()
+            .fold(Sandbox::new()?, Sandbox::read_only);
         let dir = sandbox.dir().to_path_buf();
         let fifos = Fifos::make(&dir)?;
         let mut command = self.command(&dir, path, &torch_device(name, job.device), &job.smoke)?;
@@ -200,6 +207,11 @@ impl BenchChild {
     ) -> Result<BenchChild, ProbeError> {
         let own = Cancel::new();
         let cancel = own.clone();
+        let view = sandbox.view();
+        let channel = channel
+            .strip_prefix(sandbox.dir())
+            .map(Path::to_path_buf)
+            .unwrap_or(channel);
         let run = std::thread::Builder::new()
             .name("preflight-bench".into())
             .spawn(move || {
@@ -212,8 +224,8 @@ impl BenchChild {
             commands: Some(fifos.commands),
             replies: fifos.replies,
             channel,
-            offset: 0,
-            partial: Vec::new(),
+            view,
+            tail: Tail::default(),
             events: Vec::new(),
             problems: ChannelProblems::default(),
             setup: None,
@@ -361,27 +373,8 @@ impl BenchChild {
 
     /// Parse what the child appended to its channel since the last read.
     fn drain(&mut self, samples: &mut Vec<Sample>) {
-        let Ok(mut file) = File::open(&self.channel) else {
-            return;
-        };
-        if file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
-        let mut bytes = Vec::new();
-        let Ok(read) = file.read_to_end(&mut bytes) else {
-            return;
-        };
-        self.offset += read as u64;
-        self.partial.extend_from_slice(&bytes);
-        let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
-            return;
-        };
-        let complete: Vec<u8> = self.partial.drain(..=end).collect();
-        for line in String::from_utf8_lossy(&complete).lines() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Event>(line) {
+        for line in self.tail.lines(&self.view.path(&self.channel)) {
+            match serde_json::from_str::<Event>(&line) {
                 Ok(Event::Sample(s)) => samples.push(s),
                 Ok(Event::Unknown) => self.problems.unknown_events += 1,
                 Ok(event) => {

@@ -34,6 +34,19 @@ pub enum Subject {
 }
 
 impl Subject {
+    /// What a probe of this subject keeps read-only: the kernel a variant
+    /// belongs to (the repo above `build/`, or its kernel folder in the hub
+    /// cache), a native module's folder.
+    pub fn protected(&self) -> Option<PathBuf> {
+        match self {
+            Subject::Variant { path, .. } => Some(super::kernel_files(path)),
+            Subject::Module { spec, .. } => std::path::absolute(&spec.path)
+                .ok()
+                .and_then(|p| p.parent().map(PathBuf::from)),
+            Subject::Device | Subject::Devices => None,
+        }
+    }
+
     /// A short description for messages (`variant torch-universal`).
     pub fn describe(&self) -> String {
         match self {

@@ -83,7 +83,9 @@ impl PythonExecutor {
         if paths.is_empty() || self.verdicts.get().is_some() {
             return Ok(0);
         }
-        let sandbox = Sandbox::new()?;
+        let sandbox = variants
+            .iter()
+            .fold(Sandbox::new()?, |s, v| s.read_only(super::kernel_files(v)));
         let dir = sandbox.dir();
         self.write_driver(dir)?;
         let listing = dir.join(LISTING_NAME);

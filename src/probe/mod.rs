@@ -113,6 +113,31 @@ pub fn device_for(variant: &VariantName) -> &'static str {
     }
 }
 
+/// What of the kernel a variant belongs to a probe must not change, and
+/// so keeps read-only in its sandbox: the kernel's repo above `build/`
+/// (every variant of it, its benchmarks), and for a snapshot in the hub
+/// cache the kernel's whole folder there, whose `blobs/` the snapshot's
+/// files link to; a lone variant folder is itself.
+pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
+    let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
+    let named = |p: &Path, name: &str| p.file_name().is_some_and(|n| n == name);
+    let Some(repo) = variant
+        .parent()
+        .filter(|build| named(build, "build"))
+        .and_then(Path::parent)
+    else {
+        return variant;
+    };
+    match repo
+        .parent()
+        .filter(|snapshots| named(snapshots, "snapshots"))
+        .and_then(Path::parent)
+    {
+        Some(kernel) => kernel.to_path_buf(),
+        None => repo.to_path_buf(),
+    }
+}
+
 /// The evidence of a finished child: how it ended, what its channel file
 /// says, what it printed on stderr.
 fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence {

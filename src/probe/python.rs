@@ -5,7 +5,7 @@
 
 use super::judge::Verdicts;
 use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
-use crate::protocol::{CHANNEL_ENV, Depth, Evidence, ExecutorKind};
+use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Tail};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use crate::variant::VariantName;
 use std::ffi::OsString;
@@ -196,10 +196,27 @@ impl Executor for PythonExecutor {
         } else {
             &SmokeSource::LoadOnly
         };
-        let sandbox = Sandbox::new()?;
+        let mut sandbox = Sandbox::new()?;
+        sandbox = job
+            .subject
+            .protected()
+            .into_iter()
+            .fold(sandbox, Sandbox::read_only);
+        if let SmokeSource::File(file) = smoke {
+            sandbox = sandbox.read_only(file);
+        }
         let device = torch_device(name, job.device);
         let command = self.command(sandbox.dir(), path, &device, smoke)?;
-        let run = sandbox.run(&command, &job.limits, cancel)?;
+        // Once the child reported `done` its evidence is complete; what it
+        // does after (an interpreter that will not exit) is a fact too.
+        let view = sandbox.view();
+        let mut tail = Tail::default();
+        let mut done = || {
+            tail.lines(&view.path(CHANNEL_NAME))
+                .iter()
+                .any(|line| matches!(serde_json::from_str(line), Ok(Event::Done { .. })))
+        };
+        let run = sandbox.run_until(&command, &job.limits, cancel, &mut done)?;
         Ok(super::evidence(
             self.kind(),
             run,

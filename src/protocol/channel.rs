@@ -93,7 +93,7 @@ impl Channel {
             },
             ..Channel::default()
         };
-        let file = match std::fs::File::open(path) {
+        let file = match crate::fs::open_regular(path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Channel::default(),
             Err(e) => return unreadable(e),
@@ -107,6 +107,47 @@ impl Channel {
         let mut channel = Channel::parse(&String::from_utf8_lossy(&bytes));
         channel.problems.truncated = truncated;
         channel
+    }
+}
+
+/// A channel read while the child still writes it: each call returns the
+/// lines completed since the last one (a torn last line waits for its end).
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// Bytes of the file read so far.
+    offset: u64,
+    /// A last line not complete yet.
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    /// The complete lines appended to the file at `path` since the last
+    /// call: none while it does not exist (or is not a regular file), and
+    /// none past its first [`CHANNEL_LIMIT`] bytes.
+    pub fn lines(&mut self, path: &Path) -> Vec<String> {
+        use std::io::{Seek, SeekFrom};
+        let left = CHANNEL_LIMIT.saturating_sub(self.offset);
+        let Ok(mut file) = crate::fs::open_regular(path) else {
+            return Vec::new();
+        };
+        if left == 0 || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut bytes = Vec::new();
+        let Ok(read) = file.take(left).read_to_end(&mut bytes) else {
+            return Vec::new();
+        };
+        self.offset += read as u64;
+        self.partial.extend_from_slice(&bytes);
+        let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
+            return Vec::new();
+        };
+        let complete: Vec<u8> = self.partial.drain(..=end).collect();
+        String::from_utf8_lossy(&complete)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
     }
 }
 

@@ -21,7 +21,7 @@ mod evidence;
 #[cfg(test)]
 mod tests;
 
-pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, VersionMismatch};
+pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, Tail, VersionMismatch};
 pub use event::{
     BenchSetup, CompileInfo, CudaError, DeviceInfo, DeviceState, EmbeddedLoad, Event,
     ExceptionInfo, Failure, Frame, HubCheck, NvrtcError, Provider, Runtime, Sample, Span,

@@ -134,11 +134,12 @@ pub(super) fn total(r: &CheckResult) -> String {
 }
 
 /// One line per row that did not simply pass: what happened, where, the
-/// hint, the declared reason it disagrees with, leaked processes.
+/// hint, the declared reason it disagrees with, leaked processes, what a
+/// passing variant's user should still know.
 pub(super) fn notes(out: &mut String, rows: &[&CheckResult]) {
     for r in rows {
         let o = &r.outcome;
-        if o.kind.passed() && r.leaked.is_none() && !r.disagrees() {
+        if o.kind.passed() && r.leaked.is_none() && o.warning.is_none() && !r.disagrees() {
             continue;
         }
         let (mark, where_) = match o.kind {
@@ -161,6 +162,9 @@ pub(super) fn notes(out: &mut String, rows: &[&CheckResult]) {
         }
         if let Some(leak) = &r.leaked {
             let _ = writeln!(out, "    {leak}");
+        }
+        if let Some(warning) = &o.warning {
+            let _ = writeln!(out, "    warning: {warning}");
         }
     }
 }

@@ -27,6 +27,9 @@ fn ms(v: f64) -> String {
 pub fn table(report: &DoctorReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", report.summary);
+    if let Some(isolation) = &report.isolation {
+        let _ = writeln!(out, "probes run in {}", isolation.describe());
+    }
     let mut table = super::table(&["capability", "verdict", "time", "details"]);
     for c in &report.checks {
         table.add_row(vec![

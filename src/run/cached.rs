@@ -120,7 +120,7 @@ pub(super) fn module_key(
     job: &probe::Job,
 ) -> Result<JobKey, String> {
     let spec = &module.spec;
-    let bytes = std::fs::read(&spec.path)
+    let bytes = crate::fs::read_small(&spec.path)
         .map_err(|e| format!("cannot read {}: {e}", spec.path.display()))?;
     // How the file becomes code on the device is part of what it is.
     #[derive(Serialize)]

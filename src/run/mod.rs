@@ -99,6 +99,7 @@ pub fn run(
     reporter.report(RunEvent::Probing {
         count: pending.len(),
     });
+    protect_every_kernel(&plan.jobs);
     let write_failed = AtomicBool::new(false);
     let executors = &executors.for_run();
     let machine = &crate::classify::Machine::of(&plan.fingerprint);
@@ -168,9 +169,17 @@ pub fn run(
             }
         })
         .collect();
+    // Once, for the whole run: what its probes could do that they should not.
+    let isolation = (!pending.is_empty())
+        .then(crate::sandbox::isolation)
+        .flatten();
+    if let Some(warning) = isolation.as_ref().and_then(|i| i.warning()) {
+        warn(None, warning);
+    }
     CheckReport {
         fingerprint: plan.fingerprint.clone(),
         results,
+        isolation,
         warnings: warnings.into_inner().unwrap_or_default(),
         faults,
         passing,
@@ -226,5 +235,29 @@ fn row(
         timings,
         leaked,
         cached,
+    }
+}
+
+/// Keeps the files of every kernel of the plan read-only in every probe
+/// from now on, not only the probe's own: no probe may change the files
+/// another is about to be judged by. Kernels in the hub cache are covered
+/// by the cache's root at once.
+fn protect_every_kernel(jobs: &[Job]) {
+    let hub = crate::discover::hub_cache::cache_root();
+    let mut protected: Vec<std::path::PathBuf> = jobs
+        .iter()
+        .filter_map(|job| job.probe.subject.protected())
+        .map(|path| {
+            if path.starts_with(&hub) {
+                hub.clone()
+            } else {
+                path
+            }
+        })
+        .collect();
+    protected.sort();
+    protected.dedup();
+    for path in protected {
+        crate::sandbox::protect_by_default(path);
     }
 }

@@ -87,6 +87,9 @@ pub struct CheckReport {
     /// cache).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// How the probes of this run were isolated; `None` when none ran
+    /// (every answer came from the plan or the cache).
+    pub isolation: Option<crate::sandbox::Isolation>,
     /// Jobs whose child could not be run at all (a fork refused, a file of
     /// the probe not written), in plan order, each as `path: why`: faults
     /// of preflight or of the machine, which the command line reports as

@@ -1,6 +1,8 @@
 //! The environment a child inherits: the parent's, minus credentials.
 
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
 
 /// Name suffixes (upper case) of variables that hold credentials.
 const SECRET_SUFFIXES: &[&str] = &[
@@ -38,6 +40,53 @@ pub fn scrubbed_env() -> Vec<(OsString, OsString)> {
     std::env::vars_os()
         .filter(|(name, _)| !is_secret_name(name))
         .collect()
+}
+
+/// A variable of `env` as a path, if set and not empty.
+fn var(env: &BTreeMap<OsString, OsString>, name: &str) -> Option<PathBuf> {
+    env.get(OsStr::new(name))
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `$XDG_CACHE_HOME`, else `~/.cache`, in `env`.
+fn cache_home(env: &BTreeMap<OsString, OsString>) -> Option<PathBuf> {
+    var(env, "XDG_CACHE_HOME").or_else(|| var(env, "HOME").map(|h| h.join(".cache")))
+}
+
+/// The files that hold the Hugging Face hub's tokens for a child with the
+/// environment `env`, as `huggingface_hub` finds them (`HF_TOKEN_PATH`,
+/// `$HF_HOME/token` and `stored_tokens`, the old `~/.huggingface/token`):
+/// a probe must not see them.
+pub(crate) fn credential_files(env: &BTreeMap<OsString, OsString>) -> Vec<PathBuf> {
+    let hf_home = var(env, "HF_HOME").or_else(|| cache_home(env).map(|c| c.join("huggingface")));
+    let mut files: Vec<PathBuf> = var(env, "HF_TOKEN_PATH").into_iter().collect();
+    if let Some(home) = hf_home {
+        files.extend([home.join("token"), home.join("stored_tokens")]);
+    }
+    if let Some(home) = var(env, "HOME") {
+        files.push(home.join(".huggingface/token"));
+    }
+    files
+}
+
+/// The user's just-in-time compilation caches for a child with the
+/// environment `env` (CUDA's `~/.nv`, Triton's `~/.triton`, torch's
+/// `~/.cache/torch_extensions`, and the variables that move them) and the
+/// CUDA MPS pipe directory: a probe writes to them as a program would, so
+/// that `warmup` leaves them warm.
+pub(crate) fn jit_caches(env: &BTreeMap<OsString, OsString>) -> Vec<PathBuf> {
+    let home = var(env, "HOME");
+    let mut dirs = Vec::new();
+    dirs.extend(var(env, "CUDA_CACHE_PATH"));
+    dirs.extend(home.as_ref().map(|h| h.join(".nv")));
+    dirs.extend(var(env, "TRITON_CACHE_DIR"));
+    dirs.extend(var(env, "TRITON_HOME").map(|h| h.join(".triton")));
+    dirs.extend(home.as_ref().map(|h| h.join(".triton")));
+    dirs.extend(var(env, "TORCH_EXTENSIONS_DIR"));
+    dirs.extend(cache_home(env).map(|c| c.join("torch_extensions")));
+    dirs.push(var(env, "CUDA_MPS_PIPE_DIRECTORY").unwrap_or_else(|| "/tmp/nvidia-mps".into()));
+    dirs
 }
 
 #[cfg(test)]
@@ -80,6 +129,36 @@ mod tests {
             "LD_LIBRARY_PATH",
         ] {
             assert!(!is_secret_name(OsStr::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn token_files_and_jit_caches_follow_the_environment() {
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<OsString, OsString> {
+            pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+        };
+        let plain = env(&[("HOME", "/home/u")]);
+        assert_eq!(
+            credential_files(&plain),
+            [
+                "/home/u/.cache/huggingface/token",
+                "/home/u/.cache/huggingface/stored_tokens",
+                "/home/u/.huggingface/token"
+            ]
+            .map(PathBuf::from)
+        );
+        let moved = env(&[("HOME", "/h"), ("HF_HOME", "/hf"), ("HF_TOKEN_PATH", "/t")]);
+        assert_eq!(
+            credential_files(&moved)[..3],
+            ["/t", "/hf/token", "/hf/stored_tokens"].map(PathBuf::from)
+        );
+        let caches = jit_caches(&plain);
+        for dir in [
+            "/home/u/.nv",
+            "/home/u/.triton",
+            "/home/u/.cache/torch_extensions",
+        ] {
+            assert!(caches.contains(&PathBuf::from(dir)), "{caches:?}");
         }
     }
 }

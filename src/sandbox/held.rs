@@ -74,6 +74,14 @@ impl Held {
             Held::Reaper(link) => link.kill(),
         }
     }
+
+    /// Kills a reaper that a signal stopped (see
+    /// [`ReaperLink::kill_if_stopped`]); nothing without one.
+    pub(crate) fn kill_if_stopped(&mut self) {
+        if let Held::Reaper(link) = self {
+            link.kill_if_stopped();
+        }
+    }
 }
 
 /// The child's process group, from the moment `fork` returns.

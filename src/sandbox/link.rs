@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 /// Longest wait for the reaper to kill and reap everything once told to:
 /// only a process stuck in the kernel (state D) takes longer.
 const WIND_UP_LIMIT: Duration = Duration::from_secs(10);
+/// Longest wait for the reaper to start the child: it builds the probe's
+/// file system first, which takes milliseconds.
+const START_LIMIT: Duration = Duration::from_secs(30);
+/// How often a wait on the reaper looks whether it was stopped.
+const STOP_TICK: Duration = Duration::from_millis(25);
 /// Longest report line accepted.
 const LINE_LIMIT: usize = 64 * 1024;
 
@@ -26,7 +31,15 @@ pub(crate) struct ReaperLink {
     control: UnixStream,
     /// Bytes of a report line not complete yet.
     pending: Vec<u8>,
+    /// The child's pid as the reaper reported it (its own number for it,
+    /// in the probe's pid namespace when there is one).
     child: Option<Pid>,
+    /// The child's pid as this process sees it, when known.
+    host_child: Option<Pid>,
+    /// Whether the reaper is pid 1 of the probe's pid namespace.
+    namespaced: bool,
+    /// The signal that stopped the reaper, which was then killed for it.
+    stopped: Option<i32>,
     exit: Option<Exit>,
     leaks: Vec<Leak>,
     done: bool,
@@ -35,38 +48,89 @@ pub(crate) struct ReaperLink {
     /// End of file on the socket: the reaper is gone or going.
     closed: bool,
     reaped: bool,
+    /// How the reaper ended, once reaped and not yet reported.
+    status: Option<WaitStatus>,
 }
 
 impl ReaperLink {
     /// The freshly forked reaper `reaper`, on our end of its control socket.
-    pub(crate) fn new(reaper: Pid, control: UnixStream) -> ReaperLink {
+    pub(crate) fn new(reaper: Pid, control: UnixStream, namespaced: bool) -> ReaperLink {
         ReaperLink {
             reaper,
             control,
             pending: Vec::new(),
             child: None,
+            host_child: None,
+            namespaced,
+            stopped: None,
             exit: None,
             leaks: Vec::new(),
             done: false,
             kill_sent: false,
             closed: false,
             reaped: false,
+            status: None,
         }
     }
 
     /// Reads the reaper's first report, the child's pid. The exec status
     /// pipe has closed by now, which the reaper lets happen only after
-    /// sending it (or by dying), so this does not block for long.
+    /// sending it (or by dying), so this does not wait for long; a reaper
+    /// that stays silent past [`START_LIMIT`] (stopped, say) is killed.
     pub(crate) fn wait_started(&mut self) -> Result<(), SandboxError> {
+        self.control
+            .set_nonblocking(true)
+            .map_err(|e| SandboxError::Io("fcntl(O_NONBLOCK) on the reaper's socket", e))?;
+        let deadline = Instant::now() + START_LIMIT;
         while self.child.is_none() && !self.closed {
-            self.read(true)?;
+            if Instant::now() >= deadline {
+                let _ = kill(self.reaper, Signal::SIGKILL);
+            }
+            self.wait_readable(STOP_TICK)?;
+            self.read(false)?;
         }
         if self.child.is_none() {
             return Err(self.lost());
         }
-        self.control
-            .set_nonblocking(true)
-            .map_err(|e| SandboxError::Io("fcntl(O_NONBLOCK) on the reaper's socket", e))
+        Ok(())
+    }
+
+    /// Waits until the socket is readable or `at_most` has passed.
+    fn wait_readable(&self, at_most: Duration) -> Result<(), SandboxError> {
+        let millis = u16::try_from(at_most.as_millis().max(1)).unwrap_or(u16::MAX);
+        let mut fds = [nix::poll::PollFd::new(
+            self.control.as_fd(),
+            nix::poll::PollFlags::POLLIN,
+        )];
+        match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(millis)) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
+            Err(e) => Err(SandboxError::os("poll", e)),
+        }
+    }
+
+    /// Kills the reaper if a signal stopped it: a stopped reaper answers
+    /// nothing and holds the probe forever. Its end then shows on the
+    /// socket, and [`ReaperLink::exit`] reports it.
+    pub(crate) fn kill_if_stopped(&mut self) {
+        if self.stopped.is_some() || self.reaped {
+            return;
+        }
+        // SAFETY: waitid fills the zeroed siginfo; WNOWAIT leaves the state.
+        let stopped = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let rc = libc::waitid(
+                libc::P_PID,
+                self.reaper.as_raw() as libc::id_t,
+                &mut info,
+                libc::WSTOPPED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            (rc == 0 && info.si_pid() != 0 && info.si_code == libc::CLD_STOPPED)
+                .then(|| info.si_status())
+        };
+        if let Some(signal) = stopped {
+            self.stopped = Some(signal);
+            let _ = kill(self.reaper, Signal::SIGKILL);
+        }
     }
 
     /// The reaper's pid, also the session id of the child.
@@ -74,9 +138,10 @@ impl ReaperLink {
         self.reaper
     }
 
-    /// The child's pid, also its process group id.
+    /// The child's pid as this process sees it, also its process group
+    /// id; the reaper's when the child's is not known.
     pub(crate) fn child(&self) -> Pid {
-        self.child.unwrap_or(self.reaper)
+        self.host_child.unwrap_or(self.reaper)
     }
 
     /// The socket, readable when a report (or the end) arrives.
@@ -84,15 +149,41 @@ impl ReaperLink {
         self.control.as_fd()
     }
 
-    /// The child's end, once reported; reads the reports that have arrived.
+    /// The child's end, once reported; reads the reports that have
+    /// arrived. A reaper that a signal ended (or that was stopped, and
+    /// killed for it) before it reported the child's end ends the run as
+    /// [`Exit::SandboxKilled`]: something in the probe did it.
     pub(crate) fn exit(&mut self) -> Result<Option<Exit>, SandboxError> {
         if self.exit.is_none() && !self.closed {
             self.read(false)?;
         }
         if self.exit.is_none() && self.closed {
-            return Err(self.lost());
+            self.exit = Some(self.lost_exit()?);
         }
         Ok(self.exit)
+    }
+
+    /// How the run ends when the reaper went away before the child's end
+    /// was known: killed by a signal, a verdict on the probe; anything
+    /// else, a fault of the sandbox.
+    fn lost_exit(&mut self) -> Result<Exit, SandboxError> {
+        match self.reap_reaper() {
+            Some(WaitStatus::Signaled(_, signal, _)) => {
+                if !self.namespaced
+                    && let Some(child) = self.host_child
+                {
+                    let _ = killpg(child, Signal::SIGKILL);
+                }
+                Ok(Exit::SandboxKilled {
+                    signal: self.stopped.unwrap_or(signal as i32),
+                    stopped: self.stopped.is_some(),
+                })
+            }
+            status => {
+                self.status = status;
+                Err(self.lost())
+            }
+        }
     }
 
     /// SIGTERM to the child's process group.
@@ -121,22 +212,16 @@ impl ReaperLink {
                 let _ = kill(self.reaper, Signal::SIGKILL);
                 break;
             }
-            let millis = u16::try_from(left.as_millis().max(1)).unwrap_or(u16::MAX);
-            let mut fds = [nix::poll::PollFd::new(
-                self.control.as_fd(),
-                nix::poll::PollFlags::POLLIN,
-            )];
-            match nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(millis)) {
-                Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-                Err(e) => return Err(SandboxError::os("poll", e)),
-            }
+            self.kill_if_stopped();
+            self.wait_readable(left.min(STOP_TICK))?;
             self.read(false)?;
         }
+        let exit = match self.exit {
+            Some(exit) => exit,
+            None => self.lost_exit()?,
+        };
         self.reap_reaper();
-        match self.exit {
-            Some(exit) => Ok((exit, std::mem::take(&mut self.leaks), self.done)),
-            None => Err(self.lost()),
-        }
+        Ok((exit, std::mem::take(&mut self.leaks), self.done))
     }
 
     /// Reads what the socket holds (one read when `block`) and takes in
@@ -179,7 +264,14 @@ impl ReaperLink {
                 ))
             })?;
             match report {
-                Report::Started { pid } => self.child = Some(Pid::from_raw(pid)),
+                Report::Started { pid, host_pid } => {
+                    self.child = Some(Pid::from_raw(pid));
+                    self.host_child = match host_pid {
+                        Some(host) => Some(Pid::from_raw(host)),
+                        None if !self.namespaced => Some(Pid::from_raw(pid)),
+                        None => None,
+                    };
+                }
                 Report::Exited { code } => self.exit = Some(Exit::Code(code)),
                 Report::Signaled {
                     signal,
@@ -204,13 +296,20 @@ impl ReaperLink {
     }
 
     /// The error for a reaper that went away before reporting the child's
-    /// end (killed by the child, say): how it ended. Its child dies with it
-    /// (parent-death signal); the child's group gets SIGKILL on the way out.
+    /// end, and not by a signal: how it ended. Its child dies with it
+    /// (parent-death signal); the child's group gets SIGKILL on the way
+    /// out (in a pid namespace, everything in it died with the reaper).
     fn lost(&mut self) -> SandboxError {
-        if let Some(child) = self.child {
+        if !self.namespaced
+            && let Some(child) = self.host_child
+        {
             let _ = killpg(child, Signal::SIGKILL);
         }
-        let how = match self.reap_reaper() {
+        let status = match self.status.take() {
+            Some(status) => Some(status),
+            None => self.reap_reaper(),
+        };
+        let how = match status {
             Some(WaitStatus::Exited(_, code)) => format!("exited with code {code}"),
             Some(WaitStatus::Signaled(_, signal, _)) => format!("was killed by {signal}"),
             _ => "went away".to_owned(),

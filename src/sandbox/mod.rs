@@ -23,9 +23,20 @@
 //! the child leads its own session and group, only the group is killed, and
 //! the report says so ([`RunReport::contained`] is false).
 //!
+//! With a reaper and where Linux allows it ([`isolation`]), each run also
+//! gets namespaces of its own, as Bazel's `linux-sandbox`, bubblewrap and
+//! nsjail give them: the reaper is pid 1 of a new pid namespace (the child
+//! cannot see or signal this process, its reaper or another sandbox, and
+//! everything in it dies with the reaper), in a new mount namespace (a
+//! fresh `/proc`; its folder, `/tmp`, `TMPDIR` and `/dev/shm` written into
+//! one bounded scratch, [`Limits::scratch`]; [`Sandbox::read_only`] paths
+//! read-only; [`Sandbox::hidden`] paths, the hub token files among them,
+//! empty), and, when this process is not root, a user namespace. Where
+//! Linux refuses them, runs go on without, and [`isolation`] says so.
+//!
 //! Structured results do not travel through here: the caller names a file in
 //! [`Sandbox::dir`] (for example in an environment variable) and reads it
-//! after `run`.
+//! after `run` (while it runs, through [`Sandbox::view`]).
 //!
 //! ```
 //! use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox, Termination};
@@ -47,8 +58,10 @@ mod cancel;
 mod capture;
 mod env;
 mod held;
+mod isolation;
 mod leak;
 mod link;
+mod mounts;
 mod procfs;
 pub mod reaper;
 mod spawn;
@@ -57,13 +70,19 @@ mod supervise;
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
+pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
 pub use leak::{Leak, Place};
 
+use isolation::Mode;
+use mounts::{Layout, RawPath};
+use reaper::{Namespaced, Setup};
+use spawn::{Namespaces, SpawnError};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Bounds on one run.
@@ -82,10 +101,18 @@ pub struct Limits {
     /// How long the pipes may stay open after the child exits before the
     /// holder is treated as a leaked grandchild.
     pub pipe_close_wait: Duration,
+    /// Bytes the child may write into its folder, `/tmp`, `TMPDIR` and
+    /// `/dev/shm` together, where it runs in namespaces of its own (a
+    /// memory-backed file system: pages are used only as written).
+    pub scratch: u64,
+    /// How long a child whose work is done ([`Sandbox::run_until`]) gets to
+    /// exit by itself before it is killed ([`Termination::DidNotExit`]).
+    pub linger: Duration,
 }
 
 impl Default for Limits {
-    /// 60 s timeout, 5 s grace, 64 KiB head and tail, 4096 files, 500 ms pipe wait.
+    /// 60 s timeout, 5 s grace, 64 KiB head and tail, 4096 files, 500 ms
+    /// pipe wait, 1 GiB scratch, 3 s linger.
     fn default() -> Limits {
         Limits {
             timeout: Duration::from_secs(60),
@@ -94,6 +121,8 @@ impl Default for Limits {
             output_tail: 64 * 1024,
             max_open_files: 4096,
             pipe_close_wait: Duration::from_millis(500),
+            scratch: 1 << 30,
+            linger: Duration::from_secs(3),
         }
     }
 }
@@ -159,6 +188,25 @@ pub enum Termination {
     },
     /// The run was cancelled ([`Cancel`]); everything held got SIGKILL.
     Cancelled,
+    /// The child's work was done ([`Sandbox::run_until`]), then it did not
+    /// exit within [`Limits::linger`]; it and everything it held got
+    /// SIGKILL.
+    DidNotExit {
+        /// The time it was given.
+        within: Duration,
+    },
+    /// The reaper holding the child was killed by a signal, or stopped by
+    /// one and then killed, before the child's end was known: only
+    /// something inside the sandbox does that (and only where the probe
+    /// has no pid namespace of its own).
+    SandboxKilled {
+        /// The signal.
+        signal: i32,
+        /// Its name.
+        name: String,
+        /// Whether the signal stopped the reaper (and the sandbox killed it).
+        stopped: bool,
+    },
 }
 
 impl std::fmt::Display for Termination {
@@ -187,6 +235,21 @@ impl std::fmt::Display for Termination {
                 Ok(())
             }
             Termination::Cancelled => f.write_str("cancelled"),
+            Termination::DidNotExit { within } => write!(
+                f,
+                "finished, then did not exit within {:.1} s (killed)",
+                within.as_secs_f64()
+            ),
+            Termination::SandboxKilled {
+                name,
+                stopped: false,
+                ..
+            } => write!(f, "its sandbox was killed by {name}"),
+            Termination::SandboxKilled {
+                name,
+                stopped: true,
+                ..
+            } => write!(f, "its sandbox was stopped by {name} (killed)"),
         }
     }
 }
@@ -212,8 +275,13 @@ pub struct RunReport {
     /// Wall time from just before the fork until everything was reaped.
     pub wall: Duration,
     /// The child's pid, also its process group id (and, without a reaper,
-    /// its session id); `None` when the run was cancelled before it started.
+    /// its session id), as this process sees it; `None` when the run was
+    /// cancelled before it started, or when the child ended before its
+    /// number could be learnt from its pid namespace. Leaks are listed
+    /// with the numbers they had there.
     pub pid: Option<i32>,
+    /// How the child was isolated.
+    pub isolation: Isolation,
 }
 
 impl RunReport {
@@ -320,32 +388,138 @@ fn default_reaper() -> Option<PathBuf> {
     }
 }
 
+/// Paths every sandbox created from now on keeps read-only or hides: see
+/// [`protect_by_default`] and [`hide_by_default`].
+#[derive(Debug, Clone, Default)]
+struct Confinement {
+    read_only: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
+}
+
+static CONFINEMENT: Mutex<Confinement> = Mutex::new(Confinement {
+    read_only: Vec::new(),
+    hidden: Vec::new(),
+});
+
+fn confinement() -> Confinement {
+    CONFINEMENT.lock().map(|c| c.clone()).unwrap_or_default()
+}
+
+/// Keeps `path` (and everything below it) read-only in every sandbox made
+/// from now on, where namespaces allow: `preflight` protects the hub cache
+/// and the kernels it probes, so that no probe changes another's files.
+pub fn protect_by_default(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.read_only.contains(&path)
+    {
+        c.read_only.push(path);
+    }
+}
+
+/// Hides `path` (a file reads as empty, a folder as an empty one) in every
+/// sandbox made from now on, where namespaces allow: `preflight` hides its
+/// outcome cache, so that no probe rewrites another's evidence. A path
+/// that does not exist yet is made an empty folder first, so that a probe
+/// cannot make it and leave something there.
+pub fn hide_by_default(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.hidden.contains(&path)
+    {
+        c.hidden.push(path);
+    }
+}
+
 /// An isolated place to run one child: a fresh temporary directory, removed
 /// when the sandbox is dropped.
 #[derive(Debug)]
 pub struct Sandbox {
-    dir: tempfile::TempDir,
+    /// The sandbox's folder: the child's working directory is in it, and
+    /// in namespaces its scratch is mounted on it.
+    root: tempfile::TempDir,
+    dir: PathBuf,
     reaper: Option<PathBuf>,
+    namespaces: bool,
+    confinement: Confinement,
+    /// The reaper's pid while a run in namespaces holds it, else 0.
+    running: Arc<AtomicI32>,
+}
+
+/// The child's working directory, as the parent can reach it while the
+/// child runs (see [`Sandbox::view`]).
+#[derive(Debug, Clone)]
+pub struct View {
+    dir: PathBuf,
+    running: Arc<AtomicI32>,
+}
+
+impl View {
+    /// Where `name` in the child's working directory is now: in the
+    /// child's own scratch while it runs in namespaces (through its
+    /// reaper's `/proc/PID/root`), else in [`Sandbox::dir`].
+    pub fn path(&self, name: impl AsRef<Path>) -> PathBuf {
+        let inside = self.dir.join(name);
+        match self.running.load(Ordering::SeqCst) {
+            0 => inside,
+            reaper => {
+                let mut live = PathBuf::from(format!("/proc/{reaper}/root"));
+                live.push(inside.strip_prefix("/").unwrap_or(&inside));
+                live
+            }
+        }
+    }
 }
 
 impl Sandbox {
     /// Creates the temporary directory (under `TMPDIR`); the reaper is the
-    /// one given to [`set_default_reaper`], if any.
+    /// one given to [`set_default_reaper`], if any, and the paths given to
+    /// [`protect_by_default`] and [`hide_by_default`] are protected and
+    /// hidden.
     pub fn new() -> Result<Sandbox, SandboxError> {
-        let dir = tempfile::Builder::new()
+        let root = tempfile::Builder::new()
             .prefix("preflight-")
             .tempdir()
             .map_err(SandboxError::TempDir)?;
+        let dir = root.path().join(mounts::WORK);
+        std::fs::create_dir(&dir).map_err(SandboxError::TempDir)?;
         Ok(Sandbox {
+            root,
             dir,
             reaper: default_reaper(),
+            namespaces: true,
+            confinement: confinement(),
+            running: Arc::new(AtomicI32::new(0)),
         })
     }
 
     /// Runs children under `reaper` (see [`set_default_reaper`]), or
-    /// without one (`None`): then only the child's process group is held.
+    /// without one (`None`): then only the child's process group is held,
+    /// and the child has no namespaces of its own.
     pub fn with_reaper(mut self, reaper: Option<PathBuf>) -> Sandbox {
         self.reaper = reaper;
+        self
+    }
+
+    /// Whether children get namespaces of their own where Linux allows
+    /// them (the default); `false` runs them as where it does not.
+    pub fn with_namespaces(mut self, namespaces: bool) -> Sandbox {
+        self.namespaces = namespaces;
+        self
+    }
+
+    /// Keeps `path` and everything below it read-only for the child (in
+    /// namespaces): a variant's own files.
+    pub fn read_only(mut self, path: impl Into<PathBuf>) -> Sandbox {
+        self.confinement.read_only.push(path.into());
+        self
+    }
+
+    /// Hides `path` from the child (in namespaces): a file reads as empty,
+    /// a folder as an empty one; one that does not exist yet is made an
+    /// empty folder first (see [`hide_by_default`]).
+    pub fn hidden(mut self, path: impl Into<PathBuf>) -> Sandbox {
+        self.confinement.hidden.push(path.into());
         self
     }
 
@@ -356,8 +530,22 @@ impl Sandbox {
 
     /// The child's working directory, `PWD` and `TMPDIR`: write the driver script
     /// here, and read the result file from here after [`Sandbox::run`].
+    ///
+    /// A child in namespaces works in a copy of it in its own scratch:
+    /// what is here when the run starts is carried in (FIFOs shared), and
+    /// the files it leaves there are copied back when it ends (at most
+    /// 64 MiB of them; links and special files never).
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir
+    }
+
+    /// The working directory as it is while a run goes on, for reading a
+    /// file the child is still writing (from another thread).
+    pub fn view(&self) -> View {
+        View {
+            dir: self.dir.clone(),
+            running: Arc::clone(&self.running),
+        }
     }
 
     /// Runs `cmd` in this sandbox under `limits` until it and every one of
@@ -366,13 +554,28 @@ impl Sandbox {
     ///
     /// Whatever the child does is reported in the [`RunReport`]; `Err` means
     /// a fault of the sandbox itself (the program or the reaper cannot be
-    /// executed, a system call failed, the reaper was killed). A `cancel`
-    /// already set returns `Cancelled` without starting anything.
+    /// executed, a system call failed). A `cancel` already set returns
+    /// `Cancelled` without starting anything.
     pub fn run(
         &self,
         cmd: &ChildCommand,
         limits: &Limits,
         cancel: &Cancel,
+    ) -> Result<RunReport, SandboxError> {
+        self.run_until(cmd, limits, cancel, &mut || false)
+    }
+
+    /// [`Sandbox::run`] for a child whose work can be seen to be done
+    /// before it exits: `done` is asked every few tens of milliseconds
+    /// while the child runs, and once it says yes the child gets
+    /// [`Limits::linger`] to exit by itself; a child that does not is
+    /// killed and the run ends as [`Termination::DidNotExit`].
+    pub fn run_until(
+        &self,
+        cmd: &ChildCommand,
+        limits: &Limits,
+        cancel: &Cancel,
+        done: &mut dyn FnMut() -> bool,
     ) -> Result<RunReport, SandboxError> {
         let start = Instant::now();
         if cancel.is_cancelled() {
@@ -384,6 +587,9 @@ impl Sandbox {
                 contained: true,
                 wall: start.elapsed(),
                 pid: None,
+                isolation: Isolation::Session {
+                    reason: "cancelled before it started".to_owned(),
+                },
             });
         }
         let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
@@ -392,16 +598,138 @@ impl Sandbox {
             env.insert(name.into(), self.dir().into());
         }
         env.extend(cmd.env.iter().cloned());
-        let prepared = spawn::Prepared::new(
-            &cmd.program,
-            &cmd.args,
-            env,
-            self.dir(),
-            limits.max_open_files,
-            self.reaper.as_deref(),
-        )?;
-        let spawned = spawn::spawn(&prepared)?;
-        supervise::supervise(spawned, limits, cancel, start)
+        let prepare = |setup: &Setup| {
+            spawn::Prepared::new(
+                &cmd.program,
+                &cmd.args,
+                env.clone(),
+                self.dir(),
+                limits.max_open_files,
+                self.reaper.as_deref().map(|r| (r, setup.encode())),
+            )
+        };
+        let modes = match self.reaper {
+            Some(_) if self.namespaces => isolation::candidates(),
+            _ => Vec::new(),
+        };
+        let mut refused = None;
+        for mode in modes {
+            let setup = Setup {
+                namespaces: Some(self.namespaced(mode, &env, limits)),
+            };
+            match spawn::spawn(&prepare(&setup)?.in_namespaces(Namespaces::new(mode))) {
+                Ok(spawned) => {
+                    isolation::worked(mode);
+                    if let spawn::Spawned {
+                        held: held::Held::Reaper(link),
+                        ..
+                    } = &spawned
+                    {
+                        self.running.store(link.reaper().as_raw(), Ordering::SeqCst);
+                    }
+                    let isolation = Isolation::Namespaces {
+                        user_namespace: mode == Mode::User,
+                    };
+                    let report =
+                        supervise::supervise(spawned, limits, cancel, start, done, isolation);
+                    self.running.store(0, Ordering::SeqCst);
+                    return report;
+                }
+                Err(SpawnError::Refused(why)) => refused = Some(why),
+                Err(SpawnError::Sandbox(e)) => return Err(e),
+            }
+        }
+        if let Some(why) = refused {
+            isolation::refuse(why);
+        }
+        let isolation = match (&self.reaper, self.namespaces) {
+            (Some(_), true) => isolation::isolation().unwrap_or(Isolation::Session {
+                reason: "namespaces refused".to_owned(),
+            }),
+            (Some(_), false) => Isolation::Session {
+                reason: "namespaces switched off for this sandbox".to_owned(),
+            },
+            (None, _) => Isolation::Session {
+                reason: "no reaper".to_owned(),
+            },
+        };
+        let spawned = match spawn::spawn(&prepare(&Setup { namespaces: None })?) {
+            Ok(spawned) => spawned,
+            Err(SpawnError::Sandbox(e)) => return Err(e),
+            Err(SpawnError::Refused(why)) => {
+                return Err(SandboxError::Io(
+                    "starting the child",
+                    io::Error::other(why),
+                ));
+            }
+        };
+        // Its processes can see and signal this one: the interrupt handler
+        // must know them.
+        let _session = cancel::ProbeSession::register(match &spawned.held {
+            held::Held::Reaper(link) => link.reaper().as_raw(),
+            held::Held::Group(group) => group.pid().as_raw(),
+        });
+        supervise::supervise(spawned, limits, cancel, start, done, isolation)
+    }
+
+    /// What the reaper needs to build the child's namespaces in `mode`,
+    /// for a child with the environment `env`.
+    fn namespaced(
+        &self,
+        mode: Mode,
+        env: &BTreeMap<OsString, OsString>,
+        limits: &Limits,
+    ) -> Namespaced {
+        let existing = |paths: &mut dyn Iterator<Item = &Path>| -> Vec<RawPath> {
+            let mut found: Vec<RawPath> = paths
+                .filter_map(|p| std::fs::canonicalize(p).ok())
+                .map(|p| RawPath::from(p.as_path()))
+                .collect();
+            found.sort();
+            found.dedup();
+            found
+        };
+        let root = self.root.path();
+        let tmp = Path::new("/tmp");
+        let mut temp = vec![tmp.to_path_buf()];
+        if let Some(parent) = root.parent().and_then(|p| std::fs::canonicalize(p).ok())
+            && !parent.starts_with(tmp)
+            && parent != Path::new("/")
+        {
+            temp.push(parent);
+        }
+        let credentials = env::credential_files(env);
+        let jit = env::jit_caches(env);
+        let hidden_missing: Vec<RawPath> = self
+            .confinement
+            .hidden
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_err())
+            .filter_map(|p| std::path::absolute(p).ok())
+            .map(|p| RawPath::from(p.as_path()))
+            .collect();
+        Namespaced {
+            layout: Layout {
+                root: RawPath::from(root),
+                scratch_bytes: limits.scratch,
+                temp: temp.iter().map(|p| RawPath::from(p.as_path())).collect(),
+                read_only: existing(&mut self.confinement.read_only.iter().map(PathBuf::as_path)),
+                writable: existing(&mut jit.iter().map(PathBuf::as_path)),
+                hidden: existing(
+                    &mut self
+                        .confinement
+                        .hidden
+                        .iter()
+                        .chain(&credentials)
+                        .map(PathBuf::as_path),
+                ),
+                hidden_missing,
+                harden: mode == Mode::Root,
+            },
+            identity: mode == Mode::Root,
+            uid: nix::unistd::geteuid().as_raw(),
+            gid: nix::unistd::getegid().as_raw(),
+        }
     }
 }
 
@@ -424,6 +752,22 @@ mod tests {
 
     #[test]
     fn termination_reads_as_a_phrase() {
+        let lingered = Termination::DidNotExit {
+            within: Duration::from_secs(3),
+        };
+        assert_eq!(
+            lingered.to_string(),
+            "finished, then did not exit within 3.0 s (killed)"
+        );
+        let stopped = Termination::SandboxKilled {
+            signal: libc::SIGSTOP,
+            name: "SIGSTOP".into(),
+            stopped: true,
+        };
+        assert_eq!(
+            stopped.to_string(),
+            "its sandbox was stopped by SIGSTOP (killed)"
+        );
         let segv = Termination::Signaled {
             signal: libc::SIGSEGV,
             name: "SIGSEGV".into(),
@@ -454,6 +798,7 @@ mod tests {
         send_sync::<ChildCommand>();
         send_sync::<RunReport>();
         send_sync::<SandboxError>();
+        send_sync::<View>();
     }
 
     #[test]

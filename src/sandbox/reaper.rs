@@ -19,10 +19,20 @@
 //! even by SIGKILL), SIGHUP (its parent-death signal), SIGTERM or SIGINT
 //! wind it up as `KILL` does; so does the end of the child when it
 //! leaves no other process behind.
+//!
+//! Before anything else the reaper reads its set-up message from the socket.
+//! When the sandbox made namespaces for the probe, the reaper is pid 1 of
+//! the probe's pid namespace (every process of the probe dies with it, and
+//! none can signal or stop it) and alone in a fresh mount namespace: it
+//! builds the probe's file system (`sandbox::mounts`), and forks the child
+//! into a user namespace of its own, where it holds no capability over the
+//! reaper or its mounts. Signals from inside the probe never wind it up;
+//! it is never dumpable, so a probe cannot read its memory or descriptors.
 
 use super::leak::{Leak, Placement};
+use super::mounts::{self, Built, Layout};
 use super::procfs;
-use super::spawn::{Step, report_failure};
+use super::spawn::{Step, report_errno, report_failure};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::ffi::{CString, OsString};
@@ -47,14 +57,54 @@ const MAX_LEAKS: usize = 256;
 /// (only possible without a readable `/proc`) before the reaper gives up.
 const MAX_FRUITLESS_ROUNDS: u32 = 50;
 
+/// Longest set-up message accepted from the parent.
+const SETUP_LIMIT: usize = 1 << 20;
+
+/// What the parent tells the reaper first: a length (4 bytes, native
+/// order), then this as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Setup {
+    /// The namespaces the sandbox made for the probe, if any.
+    pub(crate) namespaces: Option<Namespaced>,
+}
+
+/// A probe in namespaces of its own: its file system, and its user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Namespaced {
+    /// What the probe sees.
+    pub(crate) layout: Layout,
+    /// The child's user namespace maps every id to itself (the reaper is
+    /// root of the machine); otherwise it maps `uid` and `gid`, the
+    /// parent's, to the reaper's root, which they are.
+    pub(crate) identity: bool,
+    /// The parent's effective user id.
+    pub(crate) uid: u32,
+    /// The parent's effective group id.
+    pub(crate) gid: u32,
+}
+
+impl Setup {
+    /// The message as sent on the socket.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let mut message = (json.len() as u32).to_ne_bytes().to_vec();
+        message.extend(json);
+        message
+    }
+}
+
 /// What the reaper tells the parent, one JSON object per line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "report")]
 pub(crate) enum Report {
     /// The child was forked; its exec status follows on the exec status pipe.
     Started {
-        /// The child's pid, also its process group id.
+        /// The child's pid, also its process group id (in the probe's pid
+        /// namespace, when it has one).
         pid: i32,
+        /// The child's pid as the parent sees it, when it differs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host_pid: Option<i32>,
     },
     /// The child exited with this status.
     Exited {
@@ -118,6 +168,10 @@ struct Reaper {
     /// Whether the sandbox signalled the child's group: its members then
     /// die with the probe and are no leaks.
     group_signaled: bool,
+    /// The probe's working directory, when the reaper built it.
+    built: Option<Built>,
+    /// The parent's pid, when the reaper sees it (no pid namespace).
+    parent: i32,
 }
 
 impl Reaper {
@@ -131,6 +185,17 @@ impl Reaper {
             for fd in [FAIL_FD, CONTROL_FD] {
                 libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
             }
+            let mut control = UnixStream::from_raw_fd(CONTROL_FD);
+            let Some(setup) = read_setup(&mut control) else {
+                report_errno(FAIL_FD, Step::ReaperSetup, libc::EPROTO)
+            };
+            // A probe of the same user must not read the reaper's memory,
+            // environment or descriptors.
+            let _ = nix::sys::prctl::set_dumpable(false);
+            let mut built = setup.namespaces.as_ref().map(|ns| {
+                mounts::build(&ns.layout)
+                    .unwrap_or_else(|f| report_errno(FAIL_FD, f.step, f.errno as i32))
+            });
             if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) < 0 {
                 report_failure(FAIL_FD, Step::Subreaper);
             }
@@ -146,16 +211,24 @@ impl Reaper {
             }
             let signals = OwnedFd::from_raw_fd(signals);
             // Until now the parent's death SIGKILLed the reaper (set before
-            // its exec) while nothing was forked; from here on it must wind
-            // up instead, so the signal becomes one it reads.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
+            // its exec) while nothing was forked. As pid 1 of the probe's
+            // namespace it stays so: its death takes every process of the
+            // probe with it. Without one it must wind up instead, so the
+            // signal becomes one it reads.
+            if setup.namespaces.is_none() {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
+            }
 
             let pipes = [1, 2]
                 .into_iter()
                 .filter_map(|fd| procfs::pipe_inode(BorrowedFd::borrow_raw(fd)))
                 .collect();
             let me = libc::getpid();
-            let child = fork_child(command, me);
+            let parent = libc::getppid();
+            let host_proc = built.as_mut().and_then(Built::take_host_proc);
+            let (child, host_pid) =
+                fork_child(command, me, setup.namespaces.as_ref(), host_proc.as_ref());
+            drop(host_proc);
             let mut reaper = Reaper {
                 me,
                 child,
@@ -164,12 +237,17 @@ impl Reaper {
                     session: libc::getsid(0),
                 },
                 pipes,
-                control: UnixStream::from_raw_fd(CONTROL_FD),
+                control,
                 signals,
                 child_reaped: false,
                 group_signaled: false,
+                built,
+                parent,
             };
-            reaper.send(&Report::Started { pid: child });
+            reaper.send(&Report::Started {
+                pid: child,
+                host_pid,
+            });
             libc::close(FAIL_FD);
             // The parent sees the end of the output once the child and its
             // descendants let go of it: the reaper must not hold it too.
@@ -204,8 +282,8 @@ impl Reaper {
                 continue;
             }
             if fds[1].revents != 0 {
-                for signal in self.drain_signals() {
-                    if signal != libc::SIGCHLD {
+                for (signal, sender) in self.drain_signals() {
+                    if signal != libc::SIGCHLD && self.obeys(sender) {
                         return self.wind_up();
                     }
                 }
@@ -239,8 +317,15 @@ impl Reaper {
         }
     }
 
-    /// The signals pending on the signalfd.
-    fn drain_signals(&self) -> Vec<i32> {
+    /// Whether a signal from `sender` winds the reaper up: one from
+    /// outside the probe's pid namespace (pid 0 here), from the parent, or
+    /// from the kernel; never one a probe sent.
+    fn obeys(&self, sender: i32) -> bool {
+        sender == 0 || (self.built.is_none() && sender == self.parent)
+    }
+
+    /// The signals pending on the signalfd, with their senders' pids.
+    fn drain_signals(&self) -> Vec<(i32, i32)> {
         let mut found = Vec::new();
         loop {
             // SAFETY: reads whole signalfd_siginfo records into a zeroed one.
@@ -250,7 +335,7 @@ impl Reaper {
             if n != size as isize {
                 return found;
             }
-            found.push(info.ssi_signo as i32);
+            found.push((info.ssi_signo as i32, info.ssi_pid as i32));
         }
     }
 
@@ -351,6 +436,9 @@ impl Reaper {
         for leak in leaks {
             self.send(&Report::Leaked { leak });
         }
+        if let Some(built) = &self.built {
+            built.copy_back();
+        }
         // Without `done` the parent does not claim containment.
         if all_reaped {
             self.send(&Report::Done);
@@ -379,13 +467,20 @@ impl Reaper {
     }
 }
 
-/// Forks the child into a process group of its own and executes
-/// `command`; returns its pid. A failure before or at `execve` is reported
-/// by the child on [`FAIL_FD`].
+/// Forks the child into a process group of its own (and, in the probe's
+/// namespaces, a user namespace of its own) and executes `command`;
+/// returns its pid and, when the parent sees it under another number, that
+/// one. A failure before or at `execve` is reported by the child on
+/// [`FAIL_FD`].
 ///
 /// # Safety
 /// Only in the reaper, which is single-threaded.
-unsafe fn fork_child(command: &[OsString], me: libc::pid_t) -> libc::pid_t {
+unsafe fn fork_child(
+    command: &[OsString],
+    me: libc::pid_t,
+    namespaced: Option<&Namespaced>,
+    host_proc: Option<&OwnedFd>,
+) -> (libc::pid_t, Option<i32>) {
     let strings = |items: &mut dyn Iterator<Item = Vec<u8>>| -> Vec<CString> {
         items.filter_map(|bytes| CString::new(bytes).ok()).collect()
     };
@@ -404,6 +499,15 @@ unsafe fn fork_child(command: &[OsString], me: libc::pid_t) -> libc::pid_t {
             .collect()
     };
     let (argv, envp) = (pointers(&argv_c), pointers(&envp_c));
+    // The child tells when its user namespace exists (and its pid as the
+    // parent sees it) on one pipe, and waits for its id maps on the other.
+    let handshake = namespaced.map(|_| {
+        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
+        match (pipe(), pipe()) {
+            (Ok(ready), Ok(go)) => (ready, go),
+            _ => unsafe { report_failure(FAIL_FD, Step::ProbeUserNamespace) },
+        }
+    });
     unsafe {
         let pid = libc::fork();
         if pid < 0 {
@@ -419,6 +523,19 @@ unsafe fn fork_child(command: &[OsString], me: libc::pid_t) -> libc::pid_t {
             if libc::getppid() != me {
                 libc::_exit(127);
             }
+            if let Some(((_, ready), (go, _))) = &handshake {
+                let host_pid = host_proc.map_or(-1, |proc| own_pid_in(proc));
+                if libc::unshare(libc::CLONE_NEWUSER) < 0 {
+                    report_failure(FAIL_FD, Step::ProbeUserNamespace);
+                }
+                let word = host_pid.to_ne_bytes();
+                let mut byte = 0u8;
+                if libc::write(ready.as_raw_fd(), word.as_ptr().cast(), 4) != 4
+                    || libc::read(go.as_raw_fd(), (&raw mut byte).cast(), 1) != 1
+                {
+                    libc::_exit(127);
+                }
+            }
             if libc::setpgid(0, 0) < 0 {
                 report_failure(FAIL_FD, Step::ProcessGroup);
             }
@@ -429,8 +546,78 @@ unsafe fn fork_child(command: &[OsString], me: libc::pid_t) -> libc::pid_t {
         }
         // Also from this side, so that no group signal can come before it.
         libc::setpgid(pid, pid);
-        pid
+        let Some(((ready, ready_w), (go_r, go))) = handshake else {
+            return (pid, None);
+        };
+        drop((ready_w, go_r));
+        let mut word = [0u8; 4];
+        let told = nix::unistd::read(&ready, &mut word) == Ok(4);
+        if told && let Some(ns) = namespaced {
+            if write_id_maps(pid, ns).is_err() {
+                libc::kill(pid, libc::SIGKILL);
+                report_failure(FAIL_FD, Step::ProbeUserMap);
+            }
+            let _ = nix::unistd::write(&go, b"g");
+        }
+        let host_pid = i32::from_ne_bytes(word);
+        (pid, (told && host_pid > 0).then_some(host_pid))
     }
+}
+
+/// This process's pid in the pid namespace of the `/proc` that `proc`
+/// refers to: the number its `self` link names; -1 if it cannot be read.
+///
+/// # Safety
+/// Async-signal-safe (one `readlinkat`), for a forked child.
+unsafe fn own_pid_in(proc: &OwnedFd) -> i32 {
+    let mut buf = [0u8; 16];
+    let n = unsafe {
+        libc::readlinkat(
+            proc.as_raw_fd(),
+            c"self".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n <= 0 {
+        return -1;
+    }
+    let mut pid: i32 = 0;
+    for &digit in &buf[..n as usize] {
+        if !digit.is_ascii_digit() {
+            return -1;
+        }
+        pid = pid
+            .saturating_mul(10)
+            .saturating_add(i32::from(digit - b'0'));
+    }
+    pid
+}
+
+/// Writes the id maps of the child's user namespace: every id to itself
+/// when the reaper is root of the machine, else the parent's ids to the
+/// reaper's root (the ids they are).
+fn write_id_maps(child: libc::pid_t, ns: &Namespaced) -> std::io::Result<()> {
+    let (uids, gids) = if ns.identity {
+        ("0 0 4294967295\n".to_owned(), "0 0 4294967295\n".to_owned())
+    } else {
+        (format!("{} 0 1\n", ns.uid), format!("{} 0 1\n", ns.gid))
+    };
+    std::fs::write(format!("/proc/{child}/uid_map"), uids)?;
+    std::fs::write(format!("/proc/{child}/gid_map"), gids)
+}
+
+/// Reads the set-up message from the parent, or `None` if it is not one.
+fn read_setup(control: &mut UnixStream) -> Option<Setup> {
+    let mut length = [0u8; 4];
+    control.read_exact(&mut length).ok()?;
+    let length = u32::from_ne_bytes(length) as usize;
+    if length > SETUP_LIMIT {
+        return None;
+    }
+    let mut json = vec![0u8; length];
+    control.read_exact(&mut json).ok()?;
+    serde_json::from_slice(&json).ok()
 }
 
 #[cfg(test)]
@@ -449,7 +636,10 @@ mod tests {
             r#"{"report":"signaled","signal":11,"core_dumped":false}"#
         );
         for report in [
-            Report::Started { pid: 7 },
+            Report::Started {
+                pid: 7,
+                host_pid: Some(4242),
+            },
             Report::Exited { code: 3 },
             Report::Done,
         ] {

@@ -1,5 +1,8 @@
 //! fork + exec of one child into its own session — or of the reaper, which
 //! forks the child in turn — with everything prepared before the fork.
+//! When the probe gets namespaces, the fork is a `clone` into new pid and
+//! mount namespaces (and a user namespace, whose id maps the child writes
+//! before it executes the reaper): the reaper is pid 1 there.
 //!
 //! The parent is multi-threaded (rayon workers, other sandboxes), so between
 //! `fork` and `execve` the child may only make async-signal-safe calls: no
@@ -8,13 +11,14 @@
 
 use super::SandboxError;
 use super::held::{Group, Held};
+use super::isolation::Mode;
 use super::link::ReaperLink;
 use super::reaper::{CONTROL_FD, FAIL_FD};
 use nix::fcntl::OFlag;
 use nix::unistd::{ForkResult, fork, pipe2};
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -37,6 +41,14 @@ pub(crate) enum Step {
     ReaperSignals = 9,
     ReaperFork = 10,
     ProcessGroup = 11,
+    UserMap = 12,
+    ReaperSetup = 13,
+    MountPropagation = 14,
+    MountProc = 15,
+    MountScratch = 16,
+    CopyIn = 17,
+    ProbeUserNamespace = 18,
+    ProbeUserMap = 19,
 }
 
 impl Step {
@@ -53,6 +65,14 @@ impl Step {
             Step::ReaperSignals,
             Step::ReaperFork,
             Step::ProcessGroup,
+            Step::UserMap,
+            Step::ReaperSetup,
+            Step::MountPropagation,
+            Step::MountProc,
+            Step::MountScratch,
+            Step::CopyIn,
+            Step::ProbeUserNamespace,
+            Step::ProbeUserMap,
         ]
         .into_iter()
         .find(|s| *s as u32 == code)
@@ -70,9 +90,76 @@ impl Step {
             Step::ReaperSignals => "signalfd in the reaper",
             Step::ReaperFork => "fork in the reaper",
             Step::ProcessGroup => "setpgid (own process group under the reaper)",
+            Step::UserMap => "writing the id maps of the probe's user namespace",
+            Step::ReaperSetup => "reading the reaper's set-up message",
+            Step::MountPropagation => "making the probe's mounts private (MS_SLAVE)",
+            Step::MountProc => "mounting the probe's /proc",
+            Step::MountScratch => "mounting the probe's scratch (tmpfs, overlays)",
+            Step::CopyIn => "carrying the sandbox's files into the probe's folder",
+            Step::ProbeUserNamespace => "unshare(CLONE_NEWUSER) for the probe",
+            Step::ProbeUserMap => "writing the id maps of the probe's own user namespace",
         }
     }
+
+    /// Whether this step only exists because the probe has namespaces:
+    /// its failure means they cannot be had here, and the sandbox runs
+    /// the probe without them.
+    fn is_namespace(self) -> bool {
+        matches!(
+            self,
+            Step::UserMap
+                | Step::MountPropagation
+                | Step::MountProc
+                | Step::MountScratch
+                | Step::ProbeUserNamespace
+                | Step::ProbeUserMap
+        )
+    }
 }
+
+/// Why no child was started.
+pub(crate) enum SpawnError {
+    /// A fault of the sandbox, as reported to the caller.
+    Sandbox(SandboxError),
+    /// Linux refused the namespaces (clone, a mount, an id map), and why:
+    /// the sandbox runs the probe without them instead.
+    Refused(String),
+}
+
+impl From<SandboxError> for SpawnError {
+    fn from(e: SandboxError) -> SpawnError {
+        SpawnError::Sandbox(e)
+    }
+}
+
+/// The namespaces a child is cloned into, with everything its set-up
+/// needs built before the clone.
+pub(crate) struct Namespaces {
+    pub(crate) mode: Mode,
+    /// `setgroups`, `uid_map` and `gid_map` of the new user namespace
+    /// (user mode): the reaper becomes its root, mapped to our ids.
+    id_maps: Option<[CString; 3]>,
+}
+
+impl Namespaces {
+    pub(crate) fn new(mode: Mode) -> Namespaces {
+        let id_maps = (mode == Mode::User).then(|| {
+            let uid = nix::unistd::geteuid().as_raw();
+            let gid = nix::unistd::getegid().as_raw();
+            let c = |s: String| CString::new(s).unwrap_or_default();
+            [
+                c("deny".to_owned()),
+                c(format!("0 {uid} 1\n")),
+                c(format!("0 {gid} 1\n")),
+            ]
+        });
+        Namespaces { mode, id_maps }
+    }
+}
+
+/// The stack of a cloned child until its `execve`: the set-up calls need
+/// a few hundred bytes.
+const CLONE_STACK: usize = 64 * 1024;
 
 /// Everything the child needs, built before the fork.
 pub(crate) struct Prepared {
@@ -90,21 +177,29 @@ pub(crate) struct Prepared {
     /// Highest descriptor to close one by one where `close_range` is missing.
     fd_scan_limit: libc::c_int,
     parent: libc::pid_t,
+    /// What the reaper reads first on its socket ([`super::reaper::Setup`]).
+    setup: Vec<u8>,
+    /// The namespaces to clone the reaper into, if any.
+    namespaces: Option<Namespaces>,
 }
 
 impl Prepared {
     /// Resolves the program (and the reaper, if any; bare names through the
     /// child's `PATH`) and encodes argv, envp and the working directory as
     /// C strings. With a reaper, the reaper is executed with the program and
-    /// its arguments after `__reaper --`.
+    /// its arguments after `__reaper --`, and reads `setup` first.
     pub(crate) fn new(
         program: &Path,
         args: &[OsString],
         env: BTreeMap<OsString, OsString>,
         cwd: &Path,
         max_open_files: u64,
-        reaper: Option<&Path>,
+        reaper: Option<(&Path, Vec<u8>)>,
     ) -> Result<Prepared, SandboxError> {
+        let (reaper, setup) = match reaper {
+            Some((path, setup)) => (Some(path), setup),
+            None => (None, Vec::new()),
+        };
         let path = env.get(OsStr::new("PATH"));
         let program = resolve_program(program, path)?;
         let reaper = reaper.map(|r| resolve_program(r, path)).transpose()?;
@@ -160,7 +255,15 @@ impl Prepared {
             nofile,
             fd_scan_limit: soft.min(65_536) as libc::c_int,
             parent: std::process::id() as libc::pid_t,
+            setup,
+            namespaces: None,
         })
+    }
+
+    /// Clones the reaper into `namespaces` instead of forking it.
+    pub(crate) fn in_namespaces(mut self, namespaces: Namespaces) -> Prepared {
+        self.namespaces = Some(namespaces);
+        self
     }
 }
 
@@ -216,7 +319,7 @@ pub(crate) struct Spawned {
 /// Forks and executes the prepared child (through the reaper, if there is
 /// one); returns once the child's `execve` succeeded, or with a precise
 /// error when it or a set-up step before it failed.
-pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
+pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
     // O_CLOEXEC everywhere: a sandbox forking on another thread must not
     // inherit these ends, or our child's EOF would wait for its exec.
     let pipe = || pipe2(OFlag::O_CLOEXEC).map_err(|e| SandboxError::os("pipe2", e));
@@ -231,63 +334,90 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SandboxError> {
     .map_err(|e| SandboxError::os("open /dev/null", e))?;
     let control = match p.reaper {
         Some(_) => {
-            Some(UnixStream::pair().map_err(|e| SandboxError::Io("socketpair for the reaper", e))?)
+            let (mut ours, theirs) =
+                UnixStream::pair().map_err(|e| SandboxError::Io("socketpair for the reaper", e))?;
+            // Waits in the socket until the reaper reads it.
+            ours.write_all(&p.setup)
+                .map_err(|e| SandboxError::Io("writing the reaper's set-up", e))?;
+            Some((ours, theirs))
         }
         None => None,
     };
+    let stdio = [stdin.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()];
+    let control_fd = control.as_ref().map(|(_, theirs)| theirs.as_raw_fd());
 
-    // SAFETY: the child runs `exec_child` only, which makes async-signal-safe
-    // calls on memory prepared before the fork and never returns.
-    match unsafe { fork() }.map_err(|e| SandboxError::os("fork", e))? {
-        ForkResult::Child => unsafe {
-            exec_child(
-                p,
-                [stdin.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
-                fail_w.as_raw_fd(),
-                control.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
-            )
+    let child = match &p.namespaces {
+        // SAFETY: the child runs `exec_child` only, which makes
+        // async-signal-safe calls on memory prepared before the fork and
+        // never returns.
+        None => match unsafe { fork() }.map_err(|e| SandboxError::os("fork", e))? {
+            ForkResult::Child => unsafe { exec_child(p, stdio, fail_w.as_raw_fd(), control_fd) },
+            ForkResult::Parent { child } => child,
         },
-        ForkResult::Parent { child } => {
-            drop((out_w, err_w, fail_w, stdin));
-            // From here on, every way out kills and reaps the child.
-            let held = match control {
-                None => Held::Group(Group::new(child)),
-                Some((ours, theirs)) => {
-                    drop(theirs);
-                    Held::Reaper(ReaperLink::new(child, ours))
-                }
+        Some(ns) => {
+            let mut stack = vec![0u8; CLONE_STACK];
+            let fail = fail_w.as_raw_fd();
+            // SAFETY: as for the fork above; the child runs on `stack`.
+            let cloned = unsafe {
+                nix::sched::clone(
+                    Box::new(|| exec_child(p, stdio, fail, control_fd)),
+                    &mut stack,
+                    ns.mode.flags(),
+                    Some(libc::SIGCHLD),
+                )
             };
-            let failure = read_failure(&fail_r)
-                .map_err(|e| SandboxError::Io("reading the child's exec status", e))?;
-            if let Some((step, errno)) = failure {
-                let source = io::Error::from_raw_os_error(errno);
-                let program = p.program.clone();
-                return Err(match (step, &p.reaper) {
-                    (Some(Step::ExecReaper), Some(reaper)) => SandboxError::Exec {
-                        program: reaper.clone(),
-                        source,
-                    },
-                    (Some(Step::Exec | Step::ExecReaper) | None, _) => {
-                        SandboxError::Exec { program, source }
-                    }
-                    (Some(step), _) => SandboxError::ChildSetup {
-                        program,
-                        step: step.describe(),
-                        source,
-                    },
-                });
+            match cloned {
+                Ok(child) => child,
+                Err(e) if super::isolation::refusal(e) => {
+                    return Err(SpawnError::Refused(format!("clone: {}", e.desc())));
+                }
+                Err(e) => return Err(SandboxError::os("clone", e).into()),
             }
-            let mut held = held;
-            if let Held::Reaper(link) = &mut held {
-                link.wait_started()?;
-            }
-            Ok(Spawned {
-                held,
-                stdout: out_r,
-                stderr: err_r,
-            })
         }
+    };
+    drop((out_w, err_w, fail_w, stdin));
+    // From here on, every way out kills and reaps the child.
+    let held = match control {
+        None => Held::Group(Group::new(child)),
+        Some((ours, theirs)) => {
+            drop(theirs);
+            Held::Reaper(ReaperLink::new(child, ours, p.namespaces.is_some()))
+        }
+    };
+    let failure = read_failure(&fail_r)
+        .map_err(|e| SandboxError::Io("reading the child's exec status", e))?;
+    if let Some((step, errno)) = failure {
+        let source = io::Error::from_raw_os_error(errno);
+        let program = p.program.clone();
+        return Err(match (step, &p.reaper) {
+            (Some(step), _) if step.is_namespace() => {
+                SpawnError::Refused(format!("{}: {source}", step.describe()))
+            }
+            (Some(Step::ExecReaper), Some(reaper)) => SandboxError::Exec {
+                program: reaper.clone(),
+                source,
+            }
+            .into(),
+            (Some(Step::Exec | Step::ExecReaper) | None, _) => {
+                SandboxError::Exec { program, source }.into()
+            }
+            (Some(step), _) => SandboxError::ChildSetup {
+                program,
+                step: step.describe(),
+                source,
+            }
+            .into(),
+        });
     }
+    let mut held = held;
+    if let Held::Reaper(link) = &mut held {
+        link.wait_started()?;
+    }
+    Ok(Spawned {
+        held,
+        stdout: out_r,
+        stderr: err_r,
+    })
 }
 
 /// Reads the child's report from the CLOEXEC pipe: end of file means
@@ -352,11 +482,28 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd, control: Opti
             libc::signal(signal, libc::SIG_DFL);
         }
 
+        // A new user namespace maps nobody until its id maps are written:
+        // the reaper becomes its root, which is us.
+        if let Some(maps) = p.namespaces.as_ref().and_then(|ns| ns.id_maps.as_ref()) {
+            let files = [
+                c"/proc/self/setgroups",
+                c"/proc/self/uid_map",
+                c"/proc/self/gid_map",
+            ];
+            for (file, text) in files.iter().zip(maps) {
+                if !write_file(file, text) {
+                    report_failure(fail, Step::UserMap);
+                }
+            }
+        }
+
         // Dies with the parent's thread even if the parent is SIGKILLed; the
         // check closes the race with a parent that died before prctl. (The
-        // reaper turns this into a signal it catches once it is ready.)
+        // reaper turns this into a signal it catches once it is ready.) In
+        // a pid namespace the parent is out of sight; the reaper then finds
+        // its socket closed instead.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        if libc::getppid() != p.parent {
+        if p.namespaces.is_none() && libc::getppid() != p.parent {
             libc::_exit(127);
         }
 
@@ -407,6 +554,23 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd, control: Opti
     }
 }
 
+/// Writes `text` to the file `path` in one `write`; whether all of it went.
+///
+/// # Safety
+/// Async-signal-safe.
+unsafe fn write_file(path: &std::ffi::CStr, text: &CString) -> bool {
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let bytes = text.as_bytes();
+        let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        written == bytes.len() as isize
+    }
+}
+
 /// `fd` itself when at least `low`, else a CLOEXEC duplicate at or above `low`.
 unsafe fn move_above(fd: RawFd, low: RawFd) -> Option<RawFd> {
     if fd >= low {
@@ -421,8 +585,15 @@ unsafe fn move_above(fd: RawFd, low: RawFd) -> Option<RawFd> {
 /// # Safety
 /// Async-signal-safe; ends the calling process.
 pub(crate) unsafe fn report_failure(fail: RawFd, step: Step) -> ! {
+    unsafe { report_errno(fail, step, *libc::__errno_location()) }
+}
+
+/// [`report_failure`] with the error given.
+///
+/// # Safety
+/// Async-signal-safe; ends the calling process.
+pub(crate) unsafe fn report_errno(fail: RawFd, step: Step, errno: i32) -> ! {
     unsafe {
-        let errno = *libc::__errno_location();
         let mut msg = [0u8; 8];
         msg[..4].copy_from_slice(&(step as u32).to_ne_bytes());
         msg[4..].copy_from_slice(&errno.to_ne_bytes());

@@ -8,7 +8,7 @@ use super::held::Held;
 use super::leak::{Leak, Placement};
 use super::procfs;
 use super::spawn::Spawned;
-use super::{Cancel, Limits, RunReport, SandboxError, Termination};
+use super::{Cancel, Isolation, Limits, RunReport, SandboxError, Termination};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::os::fd::{AsFd, OwnedFd};
@@ -27,7 +27,16 @@ const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
     Code(i32),
-    Signal { signal: i32, core_dumped: bool },
+    Signal {
+        signal: i32,
+        core_dumped: bool,
+    },
+    /// The reaper died by `signal` (or was stopped by it, and killed)
+    /// before the child's end was known.
+    SandboxKilled {
+        signal: i32,
+        stopped: bool,
+    },
 }
 
 /// One output stream being drained.
@@ -50,12 +59,16 @@ impl Stream {
     }
 }
 
-/// Supervises a spawned child until it and its output are done.
+/// Supervises a spawned child until it and its output are done. Once
+/// `settled` says the child's work is done, the child gets
+/// [`Limits::linger`] to exit by itself.
 pub(crate) fn supervise(
     spawned: Spawned,
     limits: &Limits,
     cancel: &Cancel,
     start: Instant,
+    settled: &mut dyn FnMut() -> bool,
+    isolation: Isolation,
 ) -> Result<RunReport, SandboxError> {
     let Spawned {
         mut held,
@@ -75,6 +88,7 @@ pub(crate) fn supervise(
     let mut buf = vec![0u8; CHUNK];
 
     let grace = limits.grace.min(FOREVER);
+    let linger = limits.linger.min(FOREVER);
     let pipe_close_wait = limits.pipe_close_wait.min(FOREVER);
     let deadline = start + limits.timeout.min(FOREVER);
     let mut exit: Option<(Exit, Instant)> = None;
@@ -83,6 +97,10 @@ pub(crate) fn supervise(
     let mut needed_sigkill = false;
     // When everything held was killed because the pipes stayed open after the exit.
     let mut pipes_killed_at: Option<Instant> = None;
+    // When `settled` first said yes, and when it was last asked.
+    let mut settled_at: Option<Instant> = None;
+    let mut asked_at: Option<Instant> = None;
+    let mut lingered = false;
     let mut leaked: Vec<Leak> = Vec::new();
 
     loop {
@@ -98,11 +116,26 @@ pub(crate) fn supervise(
         let mut wake = now + CANCEL_TICK;
         match exit {
             None => {
+                held.kill_if_stopped();
                 if cancel.is_cancelled() && !cancelled {
                     held.kill();
                     cancelled = true;
                 }
-                if !cancelled {
+                if settled_at.is_none() && asked_at.is_none_or(|at| now >= at + CANCEL_TICK) {
+                    asked_at = Some(now);
+                    if settled() {
+                        settled_at = Some(now);
+                    }
+                }
+                match settled_at {
+                    Some(at) if !lingered && sigterm_at.is_none() && now >= at + linger => {
+                        held.kill();
+                        lingered = true;
+                    }
+                    Some(at) if !lingered => wake = wake.min(at + linger),
+                    _ => {}
+                }
+                if !cancelled && !lingered {
                     match sigterm_at {
                         None if now >= deadline => {
                             held.terminate();
@@ -202,25 +235,27 @@ pub(crate) fn supervise(
         }
     };
     let wall = start.elapsed();
-    let termination = if cancelled {
-        Termination::Cancelled
-    } else if let Some(at) = sigterm_at {
-        Termination::TimedOut {
-            after: at.saturating_duration_since(start),
+    let termination = match exit {
+        Exit::SandboxKilled { signal, stopped } => Termination::SandboxKilled {
+            signal,
+            name: super::signal_name(signal),
+            stopped,
+        },
+        _ if cancelled => Termination::Cancelled,
+        _ if sigterm_at.is_some() => Termination::TimedOut {
+            after: sigterm_at.unwrap_or(start).saturating_duration_since(start),
             needed_sigkill,
-        }
-    } else {
-        match exit {
-            Exit::Code(code) => Termination::Exited { code },
-            Exit::Signal {
-                signal,
-                core_dumped,
-            } => Termination::Signaled {
-                signal,
-                name: super::signal_name(signal),
-                core_dumped,
-            },
-        }
+        },
+        _ if lingered => Termination::DidNotExit { within: linger },
+        Exit::Code(code) => Termination::Exited { code },
+        Exit::Signal {
+            signal,
+            core_dumped,
+        } => Termination::Signaled {
+            signal,
+            name: super::signal_name(signal),
+            core_dumped,
+        },
     };
     let [stdout, stderr] = streams.map(|s| s.capture.finish());
     Ok(RunReport {
@@ -231,6 +266,7 @@ pub(crate) fn supervise(
         contained,
         wall,
         pid: Some(pid.as_raw()),
+        isolation,
     })
 }
 
@@ -269,7 +305,9 @@ mod tests {
             let args = ["-c".into(), script.into()];
             let prepared = Prepared::new("sh".as_ref(), &args, env.clone(), dir.path(), 64, None)
                 .expect("prepare");
-            let mut spawned = spawn(&prepared).expect("spawn");
+            let Ok(mut spawned) = spawn(&prepared) else {
+                panic!("spawn");
+            };
             let Held::Group(group) = &mut spawned.held else {
                 panic!("no reaper was asked for");
             };
@@ -279,7 +317,18 @@ mod tests {
                 grace: Duration::from_secs(5),
                 ..Limits::default()
             };
-            supervise(spawned, &limits, &Cancel::new(), Instant::now()).expect("supervise")
+            let isolation = Isolation::Session {
+                reason: "no reaper".into(),
+            };
+            supervise(
+                spawned,
+                &limits,
+                &Cancel::new(),
+                Instant::now(),
+                &mut || false,
+                isolation,
+            )
+            .expect("supervise")
         };
         let done = run("echo hi; exit 3", Duration::from_secs(30));
         assert_eq!(done.termination, Termination::Exited { code: 3 });

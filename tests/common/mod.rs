@@ -41,11 +41,14 @@ pub fn preflight_cmd() -> Command {
 }
 
 /// A new empty directory under cargo's scratch folder for integration tests
-/// (`target/tmp`, gone with `cargo clean`), unique to this test process.
+/// (`target/tmp`, gone with `cargo clean`; `PREFLIGHT_TEST_SCRATCH` when
+/// set, for a run as another user), unique to this test process.
 pub fn fresh_dir(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+    let scratch = std::env::var_os("PREFLIGHT_TEST_SCRATCH")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
+    let dir = scratch.join(format!(
         "{what}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
@@ -114,4 +117,70 @@ pub fn bench_order(doc: &serde_json::Value) -> Vec<&str> {
         .iter()
         .map(|r| r["variant"].as_str().expect("a variant name"))
         .collect()
+}
+
+/// The variable that [`mark`] sets and [`marked`] looks for.
+pub const MARK_VAR: &str = "PREFLIGHT_TEST_MARK";
+
+/// A value no other process on this machine has in its environment: set
+/// it as [`MARK_VAR`] on a child, and [`marked`] finds every process
+/// descended from it on this host, in whatever pid namespace it ran (the
+/// pids a sandboxed child writes down are its namespace's, not ours).
+pub fn mark() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{}-{}-{nanos}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Live (not zombie) processes whose environment holds `MARK_VAR=mark`.
+pub fn marked(mark: &str) -> Vec<i32> {
+    let needle = format!("{MARK_VAR}={mark}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let live = std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            stat.rfind(')')
+                .is_some_and(|at| !stat[at + 1..].trim_start().starts_with('Z'))
+        });
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if live
+            && environ
+                .split(|b| *b == 0)
+                .any(|var| var == needle.as_bytes())
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits up to 5 s (a SIGKILL takes effect asynchronously) until no process
+/// is [`marked`] with `mark`; kills what is left and panics otherwise.
+pub fn assert_none_marked(mark: &str) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let left = marked(mark);
+        if left.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() >= until {
+            for pid in &left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(*pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!("processes outlived the run: {left:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -214,3 +214,67 @@ fn a_listing_is_trusted_only_while_no_folder_changed() {
     fs::remove_file(v.join("pkg/new.so")).unwrap();
     assert_eq!(ids.identify(&v, None).unwrap().0, with_extra);
 }
+
+/// A file rewritten in place, its size, inode and modification time put
+/// back: its status change time moved, and the stat record no longer
+/// vouches for it.
+#[test]
+fn a_file_rewritten_with_its_stat_put_back_is_hashed_again() {
+    use std::os::unix::fs::MetadataExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let v = variant_dir(tmp.path(), "torch-cpu");
+    let cache = Cache::at(tmp.path().join("cache"));
+    let (before, _) = cache.identities().identify(&v, None).unwrap();
+    let init = v.join("__init__.py");
+    let meta = fs::metadata(&init).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::write(&init, "y = 2\n").unwrap();
+    let times = [
+        nix::sys::time::TimeSpec::new(meta.atime(), meta.atime_nsec()),
+        nix::sys::time::TimeSpec::new(meta.mtime(), meta.mtime_nsec()),
+    ];
+    nix::sys::stat::utimensat(
+        nix::fcntl::AT_FDCWD,
+        &init,
+        &times[0],
+        &times[1],
+        nix::sys::stat::UtimensatFlags::FollowSymlink,
+    )
+    .unwrap();
+    let now = fs::metadata(&init).unwrap();
+    assert_eq!(
+        (now.len(), now.ino(), now.mtime(), now.mtime_nsec()),
+        (meta.len(), meta.ino(), meta.mtime(), meta.mtime_nsec())
+    );
+    let (after, stats) = Cache::at(tmp.path().join("cache"))
+        .identities()
+        .identify(&v, None)
+        .unwrap();
+    assert_eq!(stats.hashed, 1, "{stats:?}");
+    assert_ne!(after, before);
+}
+
+/// Two variants whose only difference is a file name that differs in a
+/// byte that is not UTF-8 are two identities.
+#[test]
+fn file_names_are_kept_whole() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = Cache::at(tmp.path().join("cache"));
+    let mut seen = Vec::new();
+    for (dir, name) in [
+        ("a", &b"k\xff.py"[..]),
+        ("b", &b"k\xfe.py"[..]),
+        ("c", b"k%FF.py"),
+    ] {
+        let v = tmp.path().join(dir).join("torch-cpu");
+        fs::create_dir_all(&v).unwrap();
+        fs::write(v.join(std::ffi::OsStr::from_bytes(name)), "x = 1\n").unwrap();
+        let (files, _) = cache.identities().identify(&v, None).unwrap();
+        assert!(!seen.contains(&files.content), "{name:?}");
+        seen.push(files.content);
+        // The record found again by its names: nothing hashed twice.
+        let (_, stats) = cache.identities().identify(&v, None).unwrap();
+        assert_eq!(stats.hashed, 0, "{name:?}: {stats:?}");
+    }
+}

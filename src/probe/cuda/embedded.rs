@@ -133,7 +133,7 @@ pub fn load_file(
     variant: &Path,
     path: &Path,
 ) -> Result<EmbeddedLoad, Failure> {
-    let file = std::fs::File::open(path).map_err(|e| unreadable(path, e))?;
+    let file = crate::fs::open_regular(path).map_err(|e| unreadable(path, e))?;
     // SAFETY: a read-only private map, read within this call; a library
     // truncated underneath it could fault, as with any mmap reader (the
     // same trade `inspect` makes).

@@ -183,7 +183,10 @@ impl CudaExecutor {
                 subject: "a native target without modules".into(),
             });
         };
-        let sandbox = Sandbox::new()?;
+        let sandbox = jobs
+            .iter()
+            .filter_map(|job| job.subject.protected())
+            .fold(Sandbox::new()?, Sandbox::read_only);
         let dir = sandbox.dir().to_path_buf();
         let fifos = Fifos::make(&dir)?;
         let events = dir.join(EVENTS_NAME);
@@ -270,7 +273,11 @@ impl Executor for CudaExecutor {
     }
 
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
-        let sandbox = Sandbox::new()?;
+        let sandbox = job
+            .subject
+            .protected()
+            .into_iter()
+            .fold(Sandbox::new()?, Sandbox::read_only);
         let events = sandbox.dir().join(EVENTS_NAME);
         let request = self.request(job, events.clone())?;
         let command = self.write_request(sandbox.dir(), &request)?;
