@@ -7,7 +7,7 @@ use super::job::{OutcomeKey, OutcomeParts};
 use super::key::Key;
 use super::warm::{Witness, read_witnessed};
 use super::{Cache, CacheError};
-use crate::classify::{Outcome, OutcomeKind, Timings};
+use crate::classify::{Outcome, Timings};
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource};
 use serde::{Deserialize, Serialize};
@@ -50,11 +50,7 @@ pub type OutcomeEntry = Entry<OutcomeParts, OutcomeRecord>;
 ///
 /// The one place the outcome bucket asks this.
 pub fn cacheable(outcome: &Outcome) -> bool {
-    !outcome.transient
-        && !matches!(
-            outcome.kind,
-            OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
-        )
+    outcome.lasts()
 }
 
 /// What `put` did.

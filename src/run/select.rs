@@ -226,10 +226,8 @@ impl<'a> Selection<'a> {
         bench: &Bench,
     ) -> Selection<'a> {
         let chosen = choose(results, rank, names, &bench.records);
-        let probed: Vec<&CheckResult> = results
-            .iter()
-            .filter(|r| r.outcome.kind != crate::classify::OutcomeKind::Skipped)
-            .collect();
+        let probed: Vec<&CheckResult> =
+            results.iter().filter(|r| r.outcome.kind.probed()).collect();
         Selection {
             variant: chosen.map(|c| c.variant.as_str()),
             path: chosen.map(|c| c.path.as_str()),
