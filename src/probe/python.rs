@@ -41,6 +41,22 @@ pub const DRIVER_FILES: &[(&str, &str)] = &[
         include_str!("../../probes/python/acceptance.py"),
     ),
     (
+        "preflight_hub_bridge.py",
+        include_str!("../../probes/python/hub_bridge.py"),
+    ),
+    (
+        "preflight_hub_rules.py",
+        include_str!("../../probes/python/hub_rules.py"),
+    ),
+    (
+        "preflight_hub_metadata.py",
+        include_str!("../../probes/python/hub_metadata.py"),
+    ),
+    (
+        "preflight_judge.py",
+        include_str!("../../probes/python/judge.py"),
+    ),
+    (
         "preflight_device.py",
         include_str!("../../probes/python/device.py"),
     ),
