@@ -8,6 +8,7 @@ use super::key::Key;
 use super::warm::{Witness, read_witnessed};
 use super::{Cache, CacheError};
 use crate::classify::{Outcome, Timings};
+use crate::discover::repo::benchmark_sources;
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource};
 use serde::{Deserialize, Serialize};
@@ -144,14 +145,7 @@ pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
             "file"
         }
         SmokeSource::Benchmarks { dir, .. } => {
-            let mut scripts: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(unreadable(dir))?
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "py"))
-                .collect();
-            scripts.sort();
-            for s in scripts {
+            for s in benchmark_sources(dir).map_err(unreadable(dir))? {
                 h.update(s.file_name().unwrap_or_default().as_encoded_bytes());
                 h.update(crate::fs::read_small(&s).map_err(unreadable(&s))?);
             }

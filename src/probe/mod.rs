@@ -20,9 +20,10 @@ mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use bench::{BenchChild, BenchRole, BenchSpec, Stopped};
-pub use job::{Executor, Job, Placement, ProbeError, Subject};
+pub use job::{Executor, Identity, Job, Placement, ProbeError, Subject};
 pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor, torch_device};
 
+use crate::discover::KernelRepo;
 use crate::protocol::Channel;
 use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
@@ -58,14 +59,14 @@ impl SmokeSource {
         if let Some(file) = explicit {
             return SmokeSource::File(file.to_path_buf());
         }
-        if let Some(repo) = repo {
-            let dir = repo.join("benchmarks");
-            if has_benchmark_scripts(&dir) {
-                return SmokeSource::Benchmarks {
-                    dir,
-                    repo: repo.to_path_buf(),
-                };
-            }
+        if let Some(repo) = repo
+            .map(KernelRepo::from_dir)
+            .filter(KernelRepo::has_benchmark_scripts)
+        {
+            return SmokeSource::Benchmarks {
+                dir: repo.benchmarks(),
+                repo: repo.dir().to_path_buf(),
+            };
         }
         match kernel.and_then(|k| library::smoke_for(k).map(|s| (k, s))) {
             Some((kernel, source)) => SmokeSource::Library {
@@ -75,16 +76,6 @@ impl SmokeSource {
             None => SmokeSource::LoadOnly,
         }
     }
-}
-
-fn has_benchmark_scripts(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name.starts_with("benchmark") && name.ends_with(".py")
-        })
-    })
 }
 
 /// The torch device a variant's smoke runs on; `auto` lets the child pick
@@ -121,13 +112,10 @@ pub fn device_for(variant: &VariantName) -> &'static str {
 pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
     let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
     let named = |p: &Path, name: &str| p.file_name().is_some_and(|n| n == name);
-    let Some(repo) = variant
-        .parent()
-        .filter(|build| named(build, "build"))
-        .and_then(Path::parent)
-    else {
+    let Some(repo) = KernelRepo::of_variant(&variant) else {
         return variant;
     };
+    let repo = repo.dir();
     match repo
         .parent()
         .filter(|snapshots| named(snapshots, "snapshots"))
