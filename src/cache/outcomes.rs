@@ -10,11 +10,10 @@ use super::{Cache, CacheError};
 use crate::classify::{Outcome, Timings};
 use crate::discover::repo::benchmark_sources;
 use crate::fingerprint::Fingerprint;
-use crate::probe::{self, SmokeSource};
+use crate::probe::SmokeSource;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// What the cache keeps about one probe, besides its key's parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,28 +116,14 @@ impl Outcomes<'_> {
     }
 }
 
-/// The hash of the probe driver's own code, computed once per process.
-fn driver_hash() -> &'static [u8] {
-    static HASH: OnceLock<Vec<u8>> = OnceLock::new();
-    HASH.get_or_init(|| {
-        let mut h = Sha256::new();
-        for (name, text) in probe::DRIVER_FILES {
-            h.update(name.as_bytes());
-            h.update(text.as_bytes());
-        }
-        h.finalize().to_vec()
-    })
-}
-
-/// The identity of a smoke source: its text, and the probe driver's own,
-/// since a new driver may reach a different verdict.
+/// The identity of a smoke source: its text (the driver that runs it is
+/// the job's executor code, [`super::JobIdentity::code`]).
 pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
     let unreadable = |path: &std::path::Path| {
         let path = path.to_path_buf();
         move |source| CacheError::Unreadable { path, source }
     };
     let mut h = Sha256::new();
-    h.update(driver_hash());
     let label = match smoke {
         SmokeSource::File(path) => {
             h.update(crate::fs::read_small(path).map_err(unreadable(path))?);

@@ -5,8 +5,10 @@ use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::{self, PythonExecutor};
-use kernel_preflight::run::{self, CheckReport, Executors, Plan, PlanOptions, Reporter, RunEvent};
+use kernel_preflight::probe;
+use kernel_preflight::run::{
+    self, CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent,
+};
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -127,12 +129,13 @@ impl Probing {
         }
     }
 
-    /// The python executor: `--python`, else the fingerprint's interpreter.
-    pub fn python_executor(&self, fingerprint: &Fingerprint) -> Option<PythonExecutor> {
-        self.python
-            .clone()
-            .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .map(PythonExecutor::new)
+    /// The executors of a run of `plan` ([`Executors::for_plan`]), with
+    /// `--python`.
+    pub fn executors(&self, plan: &Plan) -> Result<Executors, Failure> {
+        Executors::for_plan(plan, self.python.as_deref()).map_err(|e| match e {
+            ExecutorsError::NoPython => BadInput(e.to_string()),
+            ExecutorsError::NoBinary(_) => Internal(e.to_string()),
+        })
     }
 
     /// Plan `targets` and answer every job (what `check`, `select` and
@@ -155,19 +158,7 @@ impl Probing {
         for warning in &plan.warnings {
             eprintln!("preflight: warning: {warning}");
         }
-        let executors = Executors {
-            python: self.python_executor(&fingerprint),
-            cuda: plan
-                .needs_cuda()
-                .then(|| Executors::cuda_for(&fingerprint.toolkits))
-                .transpose()
-                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
-        };
-        if plan.needs_python() && executors.python.is_none() {
-            return Err(BadInput(
-                "no Python interpreter found: give --python P".into(),
-            ));
-        }
+        let executors = self.executors(&plan)?;
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let jobs = match self.args.jobs {
             Some(n) => n as usize,

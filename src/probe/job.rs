@@ -156,6 +156,16 @@ pub trait Executor: Send + Sync {
     /// Which executor this is (recorded in evidence and cache keys).
     fn kind(&self) -> ExecutorKind;
 
+    /// Whether this executor runs `subject`: a run sends each job to the
+    /// executor of its registry that accepts it.
+    fn accepts(&self, subject: &Subject) -> bool;
+
+    /// What identifies this executor's own code in every key of its jobs
+    /// ([`super::code_identity`]).
+    fn code_identity(&self) -> &'static str {
+        super::code_identity(self.kind())
+    }
+
     /// Run `job` in a fresh sandbox; `cancel` stops it (the evidence then
     /// says `Cancelled`). An error means the child could not be run at all.
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError>;

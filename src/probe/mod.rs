@@ -27,7 +27,9 @@ use crate::discover::KernelRepo;
 use crate::protocol::Channel;
 use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Where a probe's smoke workload comes from, most specific first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,4 +160,25 @@ pub fn find_python(python: &Path) -> Option<PathBuf> {
             .map(|dir| dir.join(python))
             .find(|p| executable(p))
     })
+}
+
+/// What identifies an executor's own code, in every key made of its jobs:
+/// a new version of it may reach another verdict on the same job. One
+/// exhaustive match, so a new executor names its code here. The python
+/// executor: sha256 of its driver and every file the driver loads
+/// ([`DRIVER_FILES`], computed once per process); the cuda executor: this
+/// binary's version (its child is this binary).
+pub fn code_identity(kind: ExecutorKind) -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    match kind {
+        ExecutorKind::Python => PYTHON.get_or_init(|| {
+            let mut h = Sha256::new();
+            for (name, text) in DRIVER_FILES {
+                h.update(name.as_bytes());
+                h.update(text.as_bytes());
+            }
+            format!("python driver {}", crate::hash::hex(&h.finalize()))
+        }),
+        ExecutorKind::Cuda => concat!("cuda ", env!("CARGO_PKG_VERSION")),
+    }
 }

@@ -200,6 +200,10 @@ impl Executor for PythonExecutor {
         ExecutorKind::Python
     }
 
+    fn accepts(&self, subject: &Subject) -> bool {
+        matches!(subject, Subject::Variant { .. })
+    }
+
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
         let Subject::Variant { name, path } = &job.subject else {
             return Err(ProbeError::Unsupported {

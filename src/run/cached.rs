@@ -107,14 +107,15 @@ pub(super) fn job_key(
                 .map_err(|e| e.to_string())?;
             let identity = JobIdentity {
                 executor: ExecutorKind::Python,
+                code: probe::code_identity(ExecutorKind::Python).to_owned(),
                 name: name.to_string(),
                 device: probe::torch_device(name, device),
                 files,
                 smoke: smoke_identity(smoke).map_err(|e| e.to_string())?,
                 depth,
                 protocol: PROTOCOL_VERSION,
-                // The cuda child is this binary: its version stands for its code.
-                device_code: device_code.then(|| format!("cuda {}", env!("CARGO_PKG_VERSION"))),
+                device_code: device_code
+                    .then(|| probe::code_identity(ExecutorKind::Cuda).to_owned()),
             };
             Ok(JobKey {
                 key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -148,18 +149,16 @@ pub(super) fn job_key(
                 nvrtc_options,
                 target: target.as_deref(),
             };
-            // The cuda child is this binary, so its version stands where a
-            // variant's smoke identity holds the Python driver's code.
-            let smoke = (env!("CARGO_PKG_VERSION"), launches);
             let identity = JobIdentity {
                 executor: ExecutorKind::Cuda,
+                code: probe::code_identity(ExecutorKind::Cuda).to_owned(),
                 name: spec.name(),
                 device: device.ordinal().to_string(),
                 files: VariantFiles {
                     content: format!("content:{}", digest(&files)),
                     metadata: None,
                 },
-                smoke: format!("launches:{}", digest(&smoke)),
+                smoke: format!("launches:{}", digest(launches)),
                 depth,
                 protocol: PROTOCOL_VERSION,
                 device_code: None,
@@ -193,6 +192,7 @@ pub(super) fn target_key(keys: &[Option<&JobKey>]) -> Option<JobKey> {
             let head = &first.key.parts.job;
             let identity = JobIdentity {
                 executor: head.executor,
+                code: head.code.clone(),
                 name: jobs
                     .iter()
                     .map(|j| j.name.as_str())
