@@ -2,13 +2,12 @@
 
 use super::{BadInput, Failure, Internal};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::Fingerprint;
 use kernel_preflight::probe;
 use kernel_preflight::run::{
-    CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent, Session,
-    SessionError, SessionOptions,
+    CheckReport, Executors, ExecutorsError, Plan, Reporter, RunEvent, Session, SessionError,
+    SessionOptions,
 };
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
@@ -115,20 +114,15 @@ impl From<SessionError> for Failure {
 }
 
 impl Probing {
+    /// The library's session the arguments made.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// The full fingerprint of this machine for the chosen interpreter
     /// (measured once, then cached).
     pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
         Ok(self.session.fingerprint()?)
-    }
-
-    /// The cache outcomes are kept in; `None` under `--no-cache`.
-    pub fn outcome_cache(&self) -> Option<&Cache> {
-        self.session.outcome_cache()
-    }
-
-    /// The options [`Probing::run`] plans with for `all` and `judge`.
-    pub fn plan_options(&self, all: bool, judge: Option<Judge>) -> PlanOptions {
-        self.session.plan_options(all, judge)
     }
 
     /// The executors of a run of `plan` ([`Session::executors`]).

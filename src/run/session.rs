@@ -4,13 +4,13 @@
 //! The command line is a client of this, as a binding would be: it parses
 //! arguments, calls one method and renders the answer with `report`.
 
-use super::{CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent};
+use super::{CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent, warm};
 use crate::cache::Cache;
 use crate::declared::embedded::Judge;
 use crate::discover::Named;
 use crate::fingerprint::{Fingerprint, FingerprintError, Sources};
 use crate::sandbox::{Cancel, Limits};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 /// How a session probes, validated by its caller.
@@ -110,6 +110,36 @@ impl Session {
     /// The executors of a run of `plan` ([`Executors::for_plan`]).
     pub fn executors(&self, plan: &Plan) -> Result<Executors, ExecutorsError> {
         Executors::for_plan(plan, self.options.python.as_deref())
+    }
+
+    /// `select`'s warm path: the variant a cold `select` (the hub's
+    /// preference, names decide) would choose among the variants in `root`,
+    /// from the target's warm record when it still holds ([`warm::answer`]);
+    /// `Ok(None)`: plan as usual (also when the fingerprint fails: the
+    /// ordinary path reports that in its order). `Err` says why a record
+    /// was ignored (it is removed).
+    pub fn warm_select(&self, root: &Path) -> Result<Option<warm::Answer>, String> {
+        let Some(cache) = self.outcome_cache() else {
+            return Ok(None);
+        };
+        let Ok(fingerprint) = self.fingerprint() else {
+            return Ok(None);
+        };
+        let options = self.plan_options(false, None);
+        let installed = fingerprint.installed_digest();
+        warm::answer(cache, root, &fingerprint.hash(), &options, &installed)
+    }
+
+    /// Keep the warm record of a `select` run of one hub target (`before`
+    /// taken before its variants were listed); `Err`: it could not be
+    /// written, which only costs the next `select` an ordinary run.
+    pub fn remember_select(
+        &self,
+        plan: &Plan,
+        report: &CheckReport,
+        before: &warm::Before,
+    ) -> Result<(), String> {
+        warm::remember(plan, report, &self.plan_options(false, None), before)
     }
 
     /// Plan `targets` and answer every job, from the cache or by probing,
