@@ -2,7 +2,6 @@
 
 use super::probing::{ProbeArgs, Progress, progress_bar};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
-use kernel_preflight::bench::result::BenchStatus;
 use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter};
 use kernel_preflight::discover::native::{MANIFEST, is_native_target};
 use kernel_preflight::discover::{self, Named};
@@ -198,7 +197,12 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         BenchError::Probe(e) => Internal(e.to_string()),
         e => Internal(e.to_string()),
     })?;
-    if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
+    let timed = report.any_timed();
+    if !timed {
+        // Like `select`: a "no" (exit 1), said on stderr; the report
+        // below gives each variant's reason.
+        eprintln!("preflight: no variant passes here, so none was timed (see `preflight check`)");
+    } else if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
         eprintln!("preflight: warning: {why}");
     }
     match format {
@@ -206,10 +210,6 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         Format::Markdown => emit(&render::markdown(&report)),
         Format::Table => emit(&render::table(&report, width())),
     }
-    let timed = report
-        .variants
-        .iter()
-        .any(|v| matches!(v.status, BenchStatus::Timed(_)));
     Ok(if timed { Answer::Yes } else { Answer::No })
 }
 
