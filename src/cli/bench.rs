@@ -242,15 +242,11 @@ fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
     Ok(named)
 }
 
-/// The width to fit: `COLUMNS`, else the terminal's; into a pipe or a
-/// file, wide enough that no cell wraps.
+/// The width to fit: the terminal's (see `report::grid::terminal_width`);
+/// into a pipe, a file or a terminal of unknown size, wide enough that no
+/// cell wraps.
 fn width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|w| *w >= 40)
-        .or_else(|| comfy_table::Table::new().width().map(usize::from))
-        .unwrap_or(200)
+    kernel_preflight::report::grid::width().map_or(200, usize::from)
 }
 
 /// A progress bar over the participants on stderr, when it is a terminal.
