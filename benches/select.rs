@@ -152,7 +152,7 @@ fn warm_select(rounds: usize, cache: &Path, repo: &Path, hello: &Path, label: &s
             ratio = q[ours].median / q[hello].median;
             println!(
                 "  {what} ratio to hello world, {pair}: {ratio:.2} (target <= 1.60: {})",
-                if ratio <= 1.6 { "met" } else { "NOT met" }
+                support::judged(ratio <= 1.6)
             );
         }
         println!(
@@ -171,11 +171,7 @@ fn warm_select(rounds: usize, cache: &Path, repo: &Path, hello: &Path, label: &s
         println!(
             "  system calls: {} (target <= 200: {})",
             counted.line(),
-            if counted.total <= 200 {
-                "met"
-            } else {
-                "NOT met"
-            }
+            support::judged(counted.total <= 200)
         );
     }
     if let Some(counted) = syscalls(hello, &[], &[]) {

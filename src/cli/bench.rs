@@ -2,7 +2,6 @@
 
 use super::probing::{ProbeArgs, Progress, progress_bar};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
-use kernel_preflight::bench::result::BenchStatus;
 use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter};
 use kernel_preflight::discover::native::{MANIFEST, is_native_target};
 use kernel_preflight::discover::{self, Named};
@@ -185,7 +184,12 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         BenchError::Probe(e) => Internal(e.to_string()),
         e => Internal(e.to_string()),
     })?;
-    if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
+    let timed = report.any_timed();
+    if !timed {
+        // Like `select`: a "no" (exit 1), said on stderr; the report
+        // below gives each variant's reason.
+        eprintln!("preflight: no variant passes here, so none was timed (see `preflight check`)");
+    } else if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
         eprintln!("preflight: warning: {why}");
     }
     match format {
@@ -193,10 +197,6 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         Format::Markdown => emit(&render::markdown(&report)),
         Format::Table => emit(&render::table(&report, width())),
     }
-    let timed = report
-        .variants
-        .iter()
-        .any(|v| matches!(v.status, BenchStatus::Timed(_)));
     Ok(if timed { Answer::Yes } else { Answer::No })
 }
 
@@ -229,15 +229,11 @@ fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
     Ok(named)
 }
 
-/// The width to fit: `COLUMNS`, else the terminal's; into a pipe or a
-/// file, wide enough that no cell wraps.
+/// The width to fit: the terminal's (see `report::grid::terminal_width`);
+/// into a pipe, a file or a terminal of unknown size, wide enough that no
+/// cell wraps.
 fn width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|w| *w >= 40)
-        .or_else(|| comfy_table::Table::new().width().map(usize::from))
-        .unwrap_or(200)
+    kernel_preflight::report::grid::width().map_or(200, usize::from)
 }
 
 /// A progress bar over the participants on stderr, when it is a terminal.

@@ -126,8 +126,9 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         }
         let probed: usize = summary.iter().map(|s| s.probed).sum();
         emit(&format!(
-            "{table}\n{} kernels, {probed} variants probed in {:.1} s, {} answered from the cache",
-            summary.len(),
+            "{table}\n{}, {} probed in {:.1} s, {} answered from the cache",
+            report::count(summary.len(), "kernel"),
+            report::count(probed, "variant"),
             start.elapsed().as_secs_f64(),
             summary.iter().map(|s| s.cached).sum::<usize>()
         ));

@@ -48,8 +48,8 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
     let kernel = discovery.kernel.as_deref().unwrap_or("kernel");
     let _ = writeln!(
         out,
-        "{kernel}: {} variants in {}",
-        rows.len(),
+        "{kernel}: {} in {}",
+        super::count(rows.len(), "variant"),
         discovery.root.display()
     );
     let mut table = super::table(&[
@@ -96,9 +96,9 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         .collect();
     let _ = write!(
         out,
-        "{} of {} variants work here",
+        "{} of {} work here",
         passing.len(),
-        rows.len()
+        super::count(rows.len(), "variant")
     );
     match passing.first() {
         Some(best) => {
