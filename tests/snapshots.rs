@@ -116,3 +116,13 @@ fn check_table_and_json() {
     assert_eq!(code, 0, "{json}");
     insta::assert_snapshot!("check_json", stable_check_json(&json));
 }
+
+#[test]
+fn warmup_json() {
+    let python = venv_python().display().to_string();
+    let dir = example().display().to_string();
+    let (json, code) = run(&["warmup", &dir, "--python", &python, "--json"]);
+    assert_eq!(code, 0, "{json}");
+    let doc: Value = serde_json::from_str(&json).expect("warmup --json");
+    insta::assert_snapshot!("warmup_json", serde_json::to_string_pretty(&doc).unwrap());
+}
