@@ -75,6 +75,7 @@ fn fill(cache: &Path, n: usize) {
     for i in 0..n {
         let job = JobIdentity {
             executor: ExecutorKind::Python,
+            code: "filler".into(),
             name: "torch-cpu".into(),
             device: "cpu".into(),
             files: VariantFiles {

@@ -28,8 +28,13 @@ class Outcome:
     message: str = ""
     hint: str = ""
     exit_code: Optional[int] = None
-    signal: Optional[int] = None
+    signal: Optional[str] = None
+    """The signal that killed the child, by name (`SIGSEGV`)."""
     stderr_tail: str = ""
+    transient: bool = False
+    """Whether the cause may pass by itself (a busy device): not kept."""
+    warning: Optional[str] = None
+    """What a user of a passing variant should still know."""
 
     @property
     def passed(self) -> bool:

@@ -6,7 +6,6 @@ use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchR
 use kernel_preflight::discover::native::{MANIFEST, is_native_target};
 use kernel_preflight::discover::{self, Named};
 use kernel_preflight::report::bench as render;
-use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox;
 use kernel_preflight::stats::StopCriteria;
 use std::path::PathBuf;
@@ -166,19 +165,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let progress = Progress::new();
     let (plan, check) = probing.run(targets, false, false, &progress)?;
     progress.finish();
-    let executors = Executors {
-        python: probing.python_executor(&plan.fingerprint),
-        cuda: plan
-            .needs_cuda()
-            .then(|| Executors::cuda_for(&plan.fingerprint.toolkits))
-            .transpose()
-            .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
-    };
-    if plan.needs_python() && executors.python.is_none() {
-        return Err(BadInput(
-            "no Python interpreter found: give --python P".into(),
-        ));
-    }
+    let executors = probing.executors(&plan)?;
     let options = BenchOptions {
         workload: args.workload.clone(),
         variants: args.variants.clone(),

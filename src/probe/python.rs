@@ -41,6 +41,22 @@ pub const DRIVER_FILES: &[(&str, &str)] = &[
         include_str!("../../probes/python/acceptance.py"),
     ),
     (
+        "preflight_hub_bridge.py",
+        include_str!("../../probes/python/hub_bridge.py"),
+    ),
+    (
+        "preflight_hub_rules.py",
+        include_str!("../../probes/python/hub_rules.py"),
+    ),
+    (
+        "preflight_hub_metadata.py",
+        include_str!("../../probes/python/hub_metadata.py"),
+    ),
+    (
+        "preflight_judge.py",
+        include_str!("../../probes/python/judge.py"),
+    ),
+    (
         "preflight_device.py",
         include_str!("../../probes/python/device.py"),
     ),
@@ -182,6 +198,10 @@ pub fn torch_device(name: &VariantName, placement: Placement) -> String {
 impl Executor for PythonExecutor {
     fn kind(&self) -> ExecutorKind {
         ExecutorKind::Python
+    }
+
+    fn accepts(&self, subject: &Subject) -> bool {
+        matches!(subject, Subject::Variant { .. })
     }
 
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
