@@ -17,7 +17,7 @@ mod rounds;
 pub mod session;
 mod store;
 
-pub use session::{BenchEvent, BenchOptions, BenchReporter, bench};
+pub use session::{BenchEvent, BenchOptions, BenchReporter, Benched, bench};
 pub use store::store;
 
 use crate::probe::ProbeError;

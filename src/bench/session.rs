@@ -16,8 +16,9 @@ use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
 use super::rounds::{Participant, Unit, flushed, result, start, time_all};
 use crate::classify::Outcome;
+use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
-use crate::run::{CheckReport, Executors, Job, Plan};
+use crate::run::{CheckReport, Executors, Job, Plan, Reporter, Session, SessionError};
 use crate::sandbox::Cancel;
 use crate::stats::StopCriteria;
 
@@ -324,5 +325,40 @@ fn device(plan: &Plan, timed: &[Participant]) -> String {
 impl From<ProbeError> for BenchError {
     fn from(e: ProbeError) -> BenchError {
         BenchError::Probe(e)
+    }
+}
+
+/// What [`Session::bench`] answers: the plan, its check, and the bench.
+#[derive(Debug)]
+pub struct Benched {
+    /// The plan of the targets.
+    pub plan: Plan,
+    /// Every job's outcome (the bench times those that pass).
+    pub check: CheckReport,
+    /// The bench; `None`: interrupted before it started.
+    pub bench: Option<Result<BenchReport, BenchError>>,
+}
+
+/// `bench` as the library's front door answers it (here, above `run`, which
+/// `bench` is a client of).
+impl Session {
+    /// `bench`: `targets` checked as `warmup` does, then the variants (or
+    /// native targets) that pass timed side by side ([`bench()`]) by the
+    /// executors the check ran with. On `cancel` during the check no bench
+    /// is started ([`Benched::bench`] is `None`).
+    pub fn bench(
+        &self,
+        targets: Vec<Named>,
+        options: &BenchOptions,
+        cancel: &Cancel,
+        reporter: &dyn Reporter,
+        bench_reporter: &dyn BenchReporter,
+    ) -> Result<Benched, SessionError> {
+        let (plan, check, executors) = self.answer(targets, false, false, cancel, reporter)?;
+        let bench = cancel
+            .signal()
+            .is_none()
+            .then(|| bench(&plan, &check, &executors, options, cancel, bench_reporter));
+        Ok(Benched { plan, check, bench })
     }
 }

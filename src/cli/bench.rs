@@ -2,11 +2,10 @@
 
 use super::probing::{ProbeArgs, Progress, progress_bar};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
-use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter};
+use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter, Benched};
 use kernel_preflight::discover::native::{MANIFEST, is_native_target};
 use kernel_preflight::discover::{self, Named};
 use kernel_preflight::report::bench as render;
-use kernel_preflight::sandbox;
 use kernel_preflight::stats::StopCriteria;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -162,10 +161,6 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             }
         }
     }
-    let progress = Progress::new();
-    let (plan, check) = probing.run(targets, false, false, &progress)?;
-    progress.finish();
-    let executors = probing.executors(&plan)?;
     let options = BenchOptions {
         workload: args.workload.clone(),
         variants: args.variants.clone(),
@@ -174,16 +169,18 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         seed: 0x5eed,
         cpu_time: args.cpu_time,
     };
-    let cancel = sandbox::install_interrupt_handler();
     let bar = BenchProgress::default();
-    let result = bench::bench(&plan, &check, &executors, &options, &cancel, &bar);
+    let benched = probing.bench(targets, &options, &bar.check, &bar);
     bar.finish();
-    super::exit_if_interrupted(&cancel, "every bench child was stopped; nothing was kept");
-    let report = result.map_err(|e| match e {
-        e if e.is_bad_input() => BadInput(e.to_string()),
-        BenchError::Probe(e) => Internal(e.to_string()),
-        e => Internal(e.to_string()),
-    })?;
+    let Benched { plan, bench, .. } = benched?;
+    // Not interrupted (that exited): the bench ran.
+    let report = bench
+        .ok_or_else(|| Internal("the bench did not run".into()))?
+        .map_err(|e| match e {
+            e if e.is_bad_input() => BadInput(e.to_string()),
+            BenchError::Probe(e) => Internal(e.to_string()),
+            e => Internal(e.to_string()),
+        })?;
     let timed = report.any_timed();
     if !timed {
         // Like `select`: a "no" (exit 1), said on stderr; the report
@@ -236,14 +233,25 @@ fn width() -> usize {
     kernel_preflight::report::grid::width().map_or(200, usize::from)
 }
 
-/// A progress bar over the participants on stderr, when it is a terminal.
-#[derive(Default)]
+/// The check's progress bar, then one over the participants, on stderr
+/// when it is a terminal.
 struct BenchProgress {
+    check: Progress,
     bar: Mutex<Option<indicatif::ProgressBar>>,
+}
+
+impl Default for BenchProgress {
+    fn default() -> Self {
+        BenchProgress {
+            check: Progress::new(),
+            bar: Mutex::new(None),
+        }
+    }
 }
 
 impl BenchProgress {
     fn finish(&self) {
+        self.check.finish();
         if let Ok(mut bar) = self.bar.lock()
             && let Some(bar) = bar.take()
         {
@@ -254,6 +262,8 @@ impl BenchProgress {
 
 impl BenchReporter for BenchProgress {
     fn report(&self, event: BenchEvent<'_>) {
+        // The check is over once the bench speaks.
+        self.check.finish();
         let Ok(mut bar) = self.bar.lock() else {
             return;
         };

@@ -1,15 +1,16 @@
-//! Options shared by the commands that probe (`check`, `select`, `warmup`).
+//! Options shared by the commands that probe (`check`, `select`, `warmup`,
+//! `bench`).
 
 use super::{BadInput, Failure, Internal};
+use kernel_preflight::bench::{BenchOptions, BenchReporter, Benched};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::Fingerprint;
 use kernel_preflight::probe;
 use kernel_preflight::run::{
-    CheckReport, Executors, ExecutorsError, Plan, Reporter, RunEvent, Session, SessionError,
-    SessionOptions,
+    CheckReport, ExecutorsError, Plan, Reporter, RunEvent, Session, SessionError, SessionOptions,
 };
-use kernel_preflight::sandbox::{self, Limits};
+use kernel_preflight::sandbox::{self, Cancel, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -125,14 +126,6 @@ impl Probing {
         Ok(self.session.fingerprint()?)
     }
 
-    /// The executors of a run of `plan` ([`Session::executors`]).
-    pub fn executors(&self, plan: &Plan) -> Result<Executors, Failure> {
-        Ok(self
-            .session
-            .executors(plan)
-            .map_err(SessionError::Executors)?)
-    }
-
     /// [`Session::check`] with the Ctrl-C handler installed: exits on an
     /// interrupt, once every child is stopped.
     pub fn run(
@@ -142,20 +135,65 @@ impl Probing {
         judge: bool,
         reporter: &dyn Reporter,
     ) -> Result<(Plan, CheckReport), Failure> {
-        // The fingerprint first: its failure is the answer before any
-        // handler is installed, as before any plan.
+        self.interruptible(|session, cancel| session.check(targets, all, judge, cancel, reporter))
+    }
+
+    /// [`Session::warmup`] with the Ctrl-C handler installed, as [`Probing::run`].
+    pub fn warmup(
+        &self,
+        targets: Vec<Named>,
+        reporter: &dyn Reporter,
+    ) -> Result<(Plan, CheckReport), Failure> {
+        self.interruptible(|session, cancel| session.warmup(targets, cancel, reporter))
+    }
+
+    /// [`Session::bench`] with the Ctrl-C handler installed: exits on an
+    /// interrupt, once every child is stopped.
+    pub fn bench(
+        &self,
+        targets: Vec<Named>,
+        options: &BenchOptions,
+        reporter: &dyn Reporter,
+        bench_reporter: &dyn BenchReporter,
+    ) -> Result<Benched, Failure> {
         self.fingerprint()?;
         let cancel = sandbox::install_interrupt_handler();
-        let answer = self.session.check(targets, all, judge, &cancel, reporter);
+        let answer = self
+            .session
+            .bench(targets, options, &cancel, reporter, bench_reporter);
+        let benched = matches!(&answer, Ok(Benched { bench: Some(_), .. }));
         super::exit_if_interrupted(
             &cancel,
-            if self.session.options().no_cache {
-                "every probe was stopped"
+            if benched {
+                "every bench child was stopped; nothing was kept"
             } else {
-                "every probe was stopped; outcomes probed so far are cached"
+                self.interrupted()
             },
         );
         Ok(answer?)
+    }
+
+    /// `answer` with the Ctrl-C handler installed, after the fingerprint:
+    /// its failure is the answer before any handler is installed, as
+    /// before any plan. Exits on an interrupt, once every child is stopped.
+    fn interruptible<T>(
+        &self,
+        answer: impl FnOnce(&Session, &Cancel) -> Result<T, SessionError>,
+    ) -> Result<T, Failure> {
+        self.fingerprint()?;
+        let cancel = sandbox::install_interrupt_handler();
+        let answer = answer(&self.session, &cancel);
+        super::exit_if_interrupted(&cancel, self.interrupted());
+        Ok(answer?)
+    }
+
+    /// What an interrupted check says.
+    fn interrupted(&self) -> &'static str {
+        if self.session.options().no_cache {
+            "every probe was stopped"
+        } else {
+            "every probe was stopped; outcomes probed so far are cached"
+        }
     }
 }
 

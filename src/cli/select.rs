@@ -4,8 +4,8 @@ use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
 use kernel_preflight::discover::{self, Named, Target};
-use kernel_preflight::report::check;
-use kernel_preflight::run::select::{Basis, Bench, Names, Rank, Selection, Speed};
+use kernel_preflight::report::select;
+use kernel_preflight::run::select::{Bench, Names, Rank, Selection};
 use std::path::PathBuf;
 
 /// Arguments of `preflight select`.
@@ -118,16 +118,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         Rank::Preference => Bench::default(),
     };
     let selection = Selection::new(&report.results, rank, names, &bench);
-    if let (Some(speed), Some(variant)) = (&selection.speed, selection.variant) {
-        speed_note(variant, speed);
-    }
-    if selection.overrules_name
-        && let Some(variant) = selection.variant
-    {
-        eprintln!(
-            "preflight: {variant} is rejected by the hub by its name here; \
-             chosen because its smoke workload ran here and --overrule-names was given"
-        );
+    for note in select::notes(&selection) {
+        eprintln!("{note}");
     }
     let found = selection.path.is_some();
     if args.json {
@@ -135,42 +127,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     } else if let Some(path) = selection.path {
         emit(path);
     } else {
-        eprintln!("preflight: no variant works here\n");
-        eprintln!("{}", check::table(&report, &plan));
+        eprintln!("{}", select::none_works(&report, &plan));
     }
     Ok(if found { Answer::Yes } else { Answer::No })
-}
-
-/// Say on stderr what `--fastest` ranked by: bench medians (and whether
-/// they tell the top two apart), or nothing that measures speed.
-fn speed_note(variant: &str, speed: &Speed) {
-    match (speed.basis, &speed.runner_up, &speed.vs_runner_up) {
-        (Basis::NoBenchData, _, _) if speed.workload != DEFAULT_WORKLOAD => eprintln!(
-            "preflight: no bench results of workload {0} for this machine: ranked by the smoke's \
-             one cold call, which is not a speed measurement \
-             (run `preflight bench --workload {0}` for one)",
-            speed.workload
-        ),
-        (Basis::NoBenchData, _, _) => eprintln!(
-            "preflight: no bench results for this machine: ranked by the smoke's one cold call, \
-             which is not a speed measurement (run `preflight bench` for one)"
-        ),
-        (Basis::Bench, Some(other), Some(vs)) if speed.ambiguous => eprintln!(
-            "preflight: ambiguous: the bench cannot tell {variant} from {other} \
-             ({:.3}x, 95% interval {:.3}-{:.3}, {}); either may be the faster",
-            vs.speedup,
-            vs.low,
-            vs.high,
-            serde_json::to_value(vs.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        ),
-        (Basis::Bench, Some(other), Some(vs)) => eprintln!(
-            "preflight: {variant} is the fastest by bench medians: {:.3}x {other} \
-             (95% interval {:.3}-{:.3})",
-            vs.speedup, vs.low, vs.high
-        ),
-        (Basis::Bench, _, _) => {}
-    }
 }

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let targets = targets.into_vec();
     let bars = Bars::new(&targets);
     let start = Instant::now();
-    let (plan, report) = probing.run(targets, false, false, &bars)?;
+    let (plan, report) = probing.warmup(targets, &bars)?;
     bars.finish();
     let summary = warmup::summarize(&plan, &report);
     if args.json {

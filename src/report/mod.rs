@@ -6,10 +6,12 @@ pub mod cache;
 pub mod check;
 pub mod device;
 pub mod doctor;
+pub mod fingerprint;
 pub mod grid;
 pub mod inspect;
 pub mod native;
 pub mod resolve;
+pub mod select;
 pub mod warmup;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};

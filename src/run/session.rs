@@ -1,6 +1,6 @@
 //! The library's front door for the commands that probe: options given
 //! once, the machine measured once, then `check` (which `select`,
-//! `warmup` and `bench` are clients of) planned, keyed and answered here.
+//! `warmup` and `bench` build on) planned, keyed and answered here.
 //! The command line is a client of this, as a binding would be: it parses
 //! arguments, calls one method and renders the answer with `report`.
 
@@ -157,6 +157,32 @@ impl Session {
         cancel: &Cancel,
         reporter: &dyn Reporter,
     ) -> Result<(Plan, CheckReport), SessionError> {
+        let (plan, report, _) = self.answer(targets, all, judge, cancel, reporter)?;
+        Ok((plan, report))
+    }
+
+    /// `warmup`: every job of `targets` answered and kept (only the
+    /// variants for this OS and CPU, no embedded-architecture judge), so
+    /// that a later `check` or `select` of them is answered from the cache.
+    pub fn warmup(
+        &self,
+        targets: Vec<Named>,
+        cancel: &Cancel,
+        reporter: &dyn Reporter,
+    ) -> Result<(Plan, CheckReport), SessionError> {
+        self.check(targets, false, false, cancel, reporter)
+    }
+
+    /// [`Session::check`], and the executors the run used (which `bench`
+    /// times the passing jobs with: `Session::bench`, in `crate::bench`).
+    pub(crate) fn answer(
+        &self,
+        targets: Vec<Named>,
+        all: bool,
+        judge: bool,
+        cancel: &Cancel,
+        reporter: &dyn Reporter,
+    ) -> Result<(Plan, CheckReport, Executors), SessionError> {
         let fingerprint = self.fingerprint()?;
         let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
         let cache = (!self.options.no_cache).then(|| Arc::clone(&self.cache));
@@ -176,6 +202,6 @@ impl Session {
         {
             return Err(SessionError::Fault(fault.clone()));
         }
-        Ok((plan, report))
+        Ok((plan, report, executors))
     }
 }
