@@ -5,7 +5,7 @@ use kernel_preflight::cache::Cache;
 use kernel_preflight::doctor::{self, DoctorOptions};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::report;
-use kernel_preflight::run::Executors;
+use kernel_preflight::run::{Executors, Needs};
 use kernel_preflight::sandbox::{self, Limits};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,8 +49,14 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         timeout,
         ..Limits::default()
     };
-    let executor = Executors::cuda_for(toolkits)
-        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
+    let needs = Needs {
+        python: false,
+        cuda: true,
+    };
+    let executor = Executors::for_machine(&fingerprint, None, needs)
+        .map_err(|e| Internal(e.to_string()))?
+        .cuda
+        .ok_or_else(|| Internal("no cuda executor".into()))?;
     let options = DoctorOptions {
         executor,
         cuda_limits: limits.clone(),

@@ -1,10 +1,10 @@
 //! `preflight fingerprint`
 
-use super::{Answer, Failure, Internal, emit, emit_json};
+use super::{Answer, Failure, emit, emit_json};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::fingerprint::{FactStore, Fingerprint, Hashed, Sources};
-use kernel_preflight::probe::machine;
+use kernel_preflight::fingerprint::{Fingerprint, Hashed, Sources};
 use kernel_preflight::report;
+use kernel_preflight::run::{Session, SessionOptions};
 use std::path::PathBuf;
 
 /// Arguments of `preflight fingerprint`.
@@ -29,14 +29,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
-    let mut src = Sources::from_process();
-    src.python = args.python;
-    src.extra_packages = args.packages;
-    let cache = Cache::from_env();
     let fp = if args.full {
-        full(&src, &cache)?
+        full(args.python, args.packages)?
     } else {
-        Fingerprint::fast(&src, &cache)?
+        let mut src = Sources::from_process();
+        src.python = args.python;
+        src.extra_packages = args.packages;
+        Fingerprint::fast(&src, &Cache::from_env())?
     };
     if args.json {
         emit_json(&Hashed::from(&fp));
@@ -46,10 +45,15 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     Ok(Answer::Yes)
 }
 
-/// The full fingerprint, its CUDA facts measured by this binary's own cuda
-/// child (no Python needed), kept in `store` after the first time.
-pub(super) fn full(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, Failure> {
-    let preflight = kernel_preflight::fs::current_exe()
-        .ok_or_else(|| Internal("cannot find the preflight binary (/proc/self/exe)".into()))?;
-    Ok(machine::full_fingerprint(src, store, &preflight)?)
+/// The full fingerprint for `python` (`None`: as the fingerprint finds
+/// one), with `packages` reported too, measured as a session measures it
+/// ([`Session::fingerprint`]: CUDA's facts by this binary's own cuda child,
+/// no Python needed), kept in the cache after the first time.
+pub(super) fn full(python: Option<PathBuf>, packages: Vec<String>) -> Result<Fingerprint, Failure> {
+    let options = SessionOptions {
+        python,
+        packages,
+        ..SessionOptions::default()
+    };
+    Ok(Session::new(options, Cache::from_env()).fingerprint()?)
 }

@@ -92,6 +92,7 @@ impl ProbeArgs {
             smoke: self.smoke,
             no_cache: self.no_cache,
             jobs: self.jobs.map(|n| n as usize),
+            packages: Vec::new(),
         };
         Ok(Probing {
             python,

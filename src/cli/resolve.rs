@@ -1,10 +1,8 @@
 //! `preflight resolve`
 
 use super::{Answer, BadInput, Failure, emit, emit_json};
-use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::{self, System};
 use kernel_preflight::discover;
-use kernel_preflight::fingerprint::Sources;
 use kernel_preflight::report;
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
@@ -84,9 +82,7 @@ fn system(args: &Args) -> Result<System, Failure> {
     let detected = if covers_detected_facts(spec) {
         System::bare_host()
     } else {
-        let mut src = Sources::from_process();
-        src.python = args.python.clone();
-        System::from_fingerprint(&super::fingerprint::full(&src, &Cache::from_env())?)
+        System::from_fingerprint(&super::fingerprint::full(args.python.clone(), Vec::new())?)
     };
     Ok(detected.with_overrides(spec)?)
 }

@@ -4,7 +4,7 @@
 
 use super::plan::Job;
 use crate::classify::{self, Machine, Outcome, Phase, Timings};
-use crate::fingerprint::Toolkits;
+use crate::fingerprint::{Fingerprint, Toolkits};
 use crate::probe::cuda::{self, CudaExecutor};
 use crate::probe::{self, Executor, PythonExecutor, Subject};
 use crate::protocol::Depth;
@@ -24,9 +24,8 @@ pub struct Executors {
 impl Executors {
     /// The cuda executor of this machine: the running binary re-executed in
     /// its child mode, with the NVRTC library a kernel would use (found
-    /// among `toolkits`). `check`, `warmup` and `doctor` all get theirs
-    /// here.
-    pub fn cuda_for(toolkits: &Toolkits) -> std::io::Result<CudaExecutor> {
+    /// among `toolkits`).
+    fn cuda_for(toolkits: &Toolkits) -> std::io::Result<CudaExecutor> {
         Ok(CudaExecutor::current()?.with_nvrtc(cuda::nvrtc_library(toolkits)))
     }
 
@@ -40,24 +39,41 @@ impl Executors {
     }
 
     /// The executors of a run of `plan` on the machine its fingerprint
-    /// describes, registered: the python executor (`python`, else the
-    /// fingerprint's interpreter) and, when the plan has a job for it, the
-    /// cuda executor ([`Executors::cuda_for`]). The one place `check`,
-    /// `select`, `warmup` and `bench` get theirs.
+    /// describes ([`Executors::for_machine`], needing what the plan's jobs
+    /// need). `check`, `select`, `warmup` and `bench` get theirs here.
     pub fn for_plan(
         plan: &super::Plan,
         python: Option<&std::path::Path>,
     ) -> Result<Executors, ExecutorsError> {
+        let needs = Needs {
+            python: plan.needs_python(),
+            cuda: plan.needs_cuda(),
+        };
+        Executors::for_machine(&plan.fingerprint, python, needs)
+    }
+
+    /// The executors of the machine `fingerprint` describes, registered:
+    /// the python executor (`python`, else the fingerprint's interpreter;
+    /// an error when `needs.python` and there is none) and, when
+    /// `needs.cuda`, the cuda executor (the running binary in its child
+    /// mode, with the NVRTC library a kernel would use). The one place
+    /// executors are made: runs get theirs through
+    /// [`Executors::for_plan`], `doctor` its own directly.
+    pub fn for_machine(
+        fingerprint: &Fingerprint,
+        python: Option<&std::path::Path>,
+        needs: Needs,
+    ) -> Result<Executors, ExecutorsError> {
         let python = python
             .map(std::path::Path::to_path_buf)
-            .or_else(|| probe::find_python(&plan.fingerprint.python.as_ref()?.interpreter))
+            .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
             .map(PythonExecutor::new);
-        if plan.needs_python() && python.is_none() {
+        if needs.python && python.is_none() {
             return Err(ExecutorsError::NoPython);
         }
-        let cuda = plan
-            .needs_cuda()
-            .then(|| Executors::cuda_for(&plan.fingerprint.toolkits))
+        let cuda = needs
+            .cuda
+            .then(|| Executors::cuda_for(&fingerprint.toolkits))
             .transpose()
             .map_err(ExecutorsError::NoBinary)?;
         Ok(Executors { python, cuda })
@@ -75,6 +91,15 @@ impl Executors {
     fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
         self.registered().find(|e| e.accepts(subject))
     }
+}
+
+/// What a caller's executors must be able to run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Hub variants (imported by the python executor).
+    pub python: bool,
+    /// Native modules and the CUDA capability probes (the cuda executor).
+    pub cuda: bool,
 }
 
 /// Why a run's executors cannot be had.

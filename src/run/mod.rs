@@ -6,11 +6,10 @@
 //! happens. The library prints nothing: warnings travel in the events and
 //! in the report.
 //!
-//! `check`, `select` and `warmup` are clients of the same plan and run;
-//! `doctor` gets its cuda executor from [`Executors::cuda_for`]. `bench`
-//! will be one more client: a plan of the variants that pass (answered
-//! from the cache by a first [`run`]), run again at a bench depth whose
-//! results go to their own cache bucket.
+//! `check`, `select`, `warmup` and `bench` are clients of the same plan
+//! and run, through [`Session`] (`bench` times the passing jobs with the
+//! executors the check ran with); every executor, `doctor`'s included, is
+//! made by [`Executors::for_machine`].
 
 mod cached;
 mod event;
@@ -23,7 +22,7 @@ pub mod warm;
 
 pub use cached::JobKey;
 pub use event::{Reporter, RunEvent};
-pub use execute::{Executors, ExecutorsError};
+pub use execute::{Executors, ExecutorsError, Needs};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
 pub use result::{CheckReport, CheckResult, Declared};
 pub use session::{Session, SessionError, SessionOptions};

@@ -28,6 +28,9 @@ pub struct SessionOptions {
     pub no_cache: bool,
     /// Probes at the same time; `None`: min(probes, CPUs, 4).
     pub jobs: Option<usize>,
+    /// Packages whose versions the fingerprint reports besides its own
+    /// list (`fingerprint --package`; a variant's python-depends).
+    pub packages: Vec<String>,
 }
 
 /// Why a session could not answer.
@@ -84,6 +87,7 @@ impl Session {
         }
         let mut sources = Sources::from_process();
         sources.python = self.options.python.clone();
+        sources.extra_packages = self.options.packages.clone();
         let preflight = crate::fs::current_exe().ok_or(SessionError::NoBinary)?;
         let fp =
             crate::probe::machine::full_fingerprint(&sources, self.cache.as_ref(), &preflight)?;
