@@ -126,3 +126,64 @@ fn warmup_json() {
     let doc: Value = serde_json::from_str(&json).expect("warmup --json");
     insta::assert_snapshot!("warmup_json", serde_json::to_string_pretty(&doc).unwrap());
 }
+
+#[test]
+fn select_path_and_json() {
+    let python = venv_python().display().to_string();
+    let dir = example().display().to_string();
+    let (path, code) = run(&["select", &dir, "--python", &python]);
+    assert_eq!(code, 0, "{path}");
+    insta::assert_snapshot!("select_path", path);
+    let (json, code) = run(&["select", &dir, "--python", &python, "--json"]);
+    assert_eq!(code, 0, "{json}");
+    let mut doc: Value = serde_json::from_str(&json).expect("select --json");
+    stable_tail(&mut doc["outcome"]["stderr_tail"]);
+    for alternative in doc["alternatives"].as_array_mut().unwrap() {
+        stable_tail(&mut alternative["outcome"]["stderr_tail"]);
+    }
+    insta::assert_snapshot!("select_json", serde_json::to_string_pretty(&doc).unwrap());
+}
+
+/// A stderr tail as its last line (a traceback names the probe's
+/// temporary folder and the driver's line numbers).
+fn stable_tail(tail: &mut Value) {
+    if let Some(last) = tail.as_str().and_then(|t| t.lines().last()) {
+        *tail = Value::String(format!("<…>\n{last}"));
+    }
+}
+
+#[test]
+fn cache_ls_after_a_warmup() {
+    let python = venv_python().display().to_string();
+    let dir = example().display().to_string();
+    let cache = tempfile::tempdir().unwrap();
+    let ran = |args: &[&str]| {
+        let out = preflight_cmd()
+            .args(args)
+            .env("PREFLIGHT_CACHE", cache.path())
+            .output()
+            .expect("run preflight");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+            .replace(&cache.path().display().to_string(), "<cache>")
+            .replace(&root().display().to_string(), "<repo>")
+    };
+    ran(&["warmup", &dir, "--python", &python]);
+    // Keys hash this machine's fingerprint, and the rows are in key order:
+    // keys and ages are placeholders, the rows in variant order.
+    let table = cells(&ran(&["cache", "ls"]));
+    let mut lines: Vec<String> = table
+        .lines()
+        .map(|line| {
+            let mut cells: Vec<&str> = line.split(" | ").collect();
+            if cells.len() == 5 && !line.starts_with("| key ") {
+                cells[0] = "| <key>";
+                cells[3] = "<age>";
+            }
+            cells.join(" | ")
+        })
+        .collect();
+    let rows = lines.iter().position(|l| l.starts_with("| <key>")).unwrap();
+    lines[rows..].sort_by_key(|l| l.split(" | ").nth(1).map(str::to_owned));
+    insta::assert_snapshot!("cache_ls", lines.join("\n"));
+}
