@@ -5,6 +5,8 @@
 //! placeholder first; everything else is the real output of the binary.
 
 mod common;
+#[path = "fixtures/fingerprint/machine.rs"]
+mod machine;
 
 use common::{preflight_cmd, stderr, stdout, venv_python};
 use serde_json::Value;
@@ -186,4 +188,40 @@ fn cache_ls_after_a_warmup() {
     let rows = lines.iter().position(|l| l.starts_with("| <key>")).unwrap();
     lines[rows..].sort_by_key(|l| l.split(" | ").nth(1).map(str::to_owned));
     insta::assert_snapshot!("cache_ls", lines.join("\n"));
+}
+
+/// `fingerprint`'s table of a described machine (fake `/sys` and `/proc`,
+/// a toolkit, a virtual environment, the host's facts given): every value
+/// is the description's, its folder `<machine>` and the hash `<hash>`.
+#[test]
+fn fingerprint_table_of_a_described_machine() {
+    let mut m = machine::Machine::new();
+    m.gpu("0000:01:00.0", "0x2330", "NVIDIA H100 80GB HBM3");
+    m.write("proc/driver/nvidia/version", machine::PROC_OPEN);
+    let home = m.toolkit("cuda-12.8", machine::NVCC_12_8);
+    let venv = m.venv("venv", "3.12.4");
+    let site = machine::venv_site(&venv);
+    m.dist(&site, "torch-2.9.0+cu128.dist-info");
+    m.write(
+        "venv/lib/python3.12/site-packages/torch/version.py",
+        "cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n",
+    );
+    m.set("VIRTUAL_ENV", venv.to_string_lossy());
+    m.set("CUDA_HOME", home.to_string_lossy());
+    for (key, value) in [
+        ("PREFLIGHT_OS", "linux"),
+        ("PREFLIGHT_ARCH", "x86_64"),
+        ("PREFLIGHT_GLIBC", "2.36"),
+        ("PREFLIGHT_TORCH_CXX11_ABI", "true"),
+    ] {
+        m.set(key, value);
+    }
+    let (fp, hash) = m.fingerprint(&[]);
+    assert!(!fp.gpus.devices.is_empty());
+    let out = m.run(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out)
+        .replace(&m.path("").display().to_string(), "<machine>/")
+        .replace(&hash, "<hash>");
+    insta::assert_snapshot!("fingerprint_table", cells(&table));
 }
