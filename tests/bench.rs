@@ -381,3 +381,54 @@ fn bad_input_is_exit_2_with_one_message() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `bench --json`'s document, snapshotted (insta) with what a run cannot
+/// repeat taken out: every number is `<n>` (times, counts, ratios) and a
+/// list of them `<numbers>` (its length is the run's), a job's identity
+/// `<job>` (it hashes the driver's code), when and why a participant
+/// stopped `<stop>`, each comparison's verdict `<verdict>` (the reference
+/// does the slow variant's work: a tie the noise may call either way), the
+/// machine `<machine>`, the fixture's folder `<repo>`. The keys, their
+/// nesting, the variants' order (one does five times the other's work)
+/// and every other word stay.
+#[test]
+fn bench_json_snapshot() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let names = names();
+    let repo = repo(
+        tmp.path(),
+        &[(names[0].as_str(), 1.0, ""), (names[1].as_str(), 5.0, "")],
+    );
+    let cache = tmp.path().join("cache");
+    let (out, mut doc) = bench_on_one_cpu(&repo, &cache, &QUICK);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    fn stable(v: &mut Value, repo: &str) {
+        match v {
+            Value::Number(_) => *v = Value::String("<n>".into()),
+            Value::String(s) => *s = s.replace(repo, "<repo>"),
+            Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_number) => {
+                *v = Value::String("<numbers>".into())
+            }
+            Value::Array(a) => a.iter_mut().for_each(|v| stable(v, repo)),
+            Value::Object(o) => {
+                for (key, v) in o.iter_mut() {
+                    match key.as_str() {
+                        "job" | "stop" | "verdict" if v.is_string() => {
+                            *v = Value::String(format!("<{key}>"))
+                        }
+                        _ => stable(v, repo),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    doc["fingerprint"] = Value::String("<machine>".into());
+    stable(&mut doc, &repo.display().to_string());
+    let text = serde_json::to_string_pretty(&doc)
+        .unwrap()
+        .replace(&names[0], "<fast>")
+        .replace(&names[1], "<slow>");
+    insta::assert_snapshot!("bench_json", text);
+}
