@@ -6,6 +6,7 @@ use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::{self, PythonExecutor};
+use kernel_preflight::protocol::Made;
 use kernel_preflight::run::{self, CheckReport, Executors, Plan, PlanOptions, Reporter, RunEvent};
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
@@ -124,15 +125,27 @@ impl Probing {
             all,
             judge,
             limits: self.limits.clone(),
+            // What the run's python executor will do (the same rule).
+            made: self
+                .fingerprint()
+                .ok()
+                .and_then(|fp| self.python_executor(&fp))
+                .map_or(Made::Fresh, |python| python.made()),
         }
     }
 
-    /// The python executor: `--python`, else the fingerprint's interpreter.
+    /// The python executor: `--python`, else the fingerprint's interpreter;
+    /// forking its probes where torch is installed, unless `PREFLIGHT_FORK`
+    /// says otherwise.
     pub fn python_executor(&self, fingerprint: &Fingerprint) -> Option<PythonExecutor> {
+        let torch = fingerprint
+            .python
+            .as_ref()
+            .is_some_and(|p| p.packages.get("torch").is_some_and(Option::is_some));
         self.python
             .clone()
             .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .map(PythonExecutor::new)
+            .map(|python| PythonExecutor::new(python).forked_unless_told(torch))
     }
 
     /// Plan `targets` and answer every job (what `check`, `select` and
@@ -149,6 +162,7 @@ impl Probing {
     ) -> Result<(Plan, CheckReport), Failure> {
         let fingerprint = self.fingerprint()?;
         let cancel = sandbox::install_interrupt_handler();
+        let python = self.python_executor(&fingerprint);
         let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
         let cache = (!self.args.no_cache).then(|| Arc::clone(&self.cache));
         let plan = Plan::new(targets, &fingerprint, &options, cache);
@@ -156,7 +170,7 @@ impl Probing {
             eprintln!("preflight: warning: {warning}");
         }
         let executors = Executors {
-            python: self.python_executor(&fingerprint),
+            python,
             cuda: plan
                 .needs_cuda()
                 .then(|| Executors::cuda_for(&fingerprint.toolkits))
@@ -174,6 +188,13 @@ impl Probing {
             None => plan.probe_count().min(cpus).clamp(1, 4),
         };
         let report = run::run(&plan, &executors, jobs, &cancel, reporter);
+        if let Some(why) = executors
+            .python
+            .as_ref()
+            .and_then(PythonExecutor::fork_fallback)
+        {
+            eprintln!("preflight: warning: probes ran as fresh processes, not forked: {why}");
+        }
         super::exit_if_interrupted(
             &cancel,
             if self.args.no_cache {

@@ -12,6 +12,7 @@
 
 mod bench;
 pub mod cuda;
+mod fork;
 mod job;
 mod judge;
 pub mod library;
@@ -20,10 +21,11 @@ mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use bench::{BenchChild, BenchRole, BenchSpec, Stopped};
+pub use fork::PRELOAD_ENV;
 pub use job::{Executor, Job, Placement, ProbeError, Subject};
 pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor, torch_device};
 
-use crate::protocol::Channel;
+use crate::protocol::{Channel, Made};
 use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::path::{Path, PathBuf};
@@ -140,7 +142,7 @@ pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
 
 /// The evidence of a finished child: how it ended, what its channel file
 /// says, what it printed on stderr.
-fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence {
+fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path, made: Made) -> Evidence {
     let channel = Channel::read(channel);
     let leaked = run.leak_summary();
     Evidence {
@@ -152,6 +154,7 @@ fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence 
         leaked,
         wall: run.wall,
         pid: run.pid,
+        made,
     }
 }
 

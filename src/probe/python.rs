@@ -3,9 +3,10 @@
 //! the sandbox's directory, starts the interpreter there, and reads the
 //! child's events back from the channel file.
 
+use super::fork::{self, Forking};
 use super::judge::Verdicts;
 use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
-use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Tail};
+use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Made, Tail};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use crate::variant::VariantName;
 use std::ffi::OsString;
@@ -68,7 +69,13 @@ pub struct PythonExecutor {
     pub env: Vec<(OsString, OsString)>,
     /// What [`PythonExecutor::judge_ahead`] left for this executor's probes.
     pub(super) verdicts: Verdicts,
+    /// The fork server its probes are forked from, when forking is on
+    /// ([`PythonExecutor::forked`]).
+    pub(super) forking: Option<Forking>,
 }
+
+/// The variable that turns forked probes off (`PREFLIGHT_FORK=0`).
+pub const FORK_ENV: &str = "PREFLIGHT_FORK";
 
 impl PythonExecutor {
     /// An executor running `python`, with no extra environment.
@@ -77,7 +84,58 @@ impl PythonExecutor {
             python: python.into(),
             env: Vec::new(),
             verdicts: Verdicts::default(),
+            forking: None,
         }
+    }
+
+    /// This executor, forking its probes from one fork server
+    /// (`probe::fork`) that holds torch and `kernels` already imported.
+    /// Where the server cannot be used, probes stay fresh processes.
+    pub fn forked(self) -> PythonExecutor {
+        PythonExecutor {
+            forking: Some(Forking::new(true)),
+            ..self
+        }
+    }
+
+    /// [`PythonExecutor::forked`] even where torch is not installed (the
+    /// server then holds `kernels`, or nothing): what the tests use to run
+    /// every fixture forked, and `PREFLIGHT_FORK=1`.
+    pub fn forked_always(self) -> PythonExecutor {
+        PythonExecutor {
+            forking: Some(Forking::new(false)),
+            ..self
+        }
+    }
+
+    /// [`PythonExecutor::forked`] where `torch` is installed, unless
+    /// `PREFLIGHT_FORK=0` says not to (`PREFLIGHT_FORK=1`:
+    /// [`PythonExecutor::forked_always`], torch or not).
+    pub fn forked_unless_told(self, torch: bool) -> PythonExecutor {
+        match std::env::var_os(FORK_ENV) {
+            Some(value) if value == "0" => self,
+            Some(value) if value == "1" => self.forked_always(),
+            _ if torch => self.forked(),
+            _ => self,
+        }
+    }
+
+    /// How this executor makes its probes' children (what their cache keys
+    /// say); a forked probe whose server was given up runs fresh, and its
+    /// outcome says so.
+    pub fn made(&self) -> Made {
+        if self.forking.is_some() {
+            Made::Forked
+        } else {
+            Made::Fresh
+        }
+    }
+
+    /// Why this executor's probes are fresh processes although forking is
+    /// on (the server could not start, or its state went bad); `None` while
+    /// they are forked, or when forking is off.
+    pub fn fork_fallback(&self) -> Option<String> {
+        self.forking.as_ref().and_then(Forking::fallback)
     }
 
     /// The child's command line, with the driver (and a library smoke) written into `dir`.
@@ -191,6 +249,34 @@ impl Executor for PythonExecutor {
                 subject: job.subject.describe(),
             });
         };
+        let ticket = self
+            .forking
+            .as_ref()
+            .and_then(|forking| forking.ticket(self));
+        let evidence = self.probe(job, name, path, ticket.as_ref(), cancel)?;
+        match (&self.forking, ticket.is_some()) {
+            (Some(forking), true) if evidence.1.is_some() => {
+                // No probe ran: the server refused (or could not join the
+                // sandbox). Every later probe, this one too, is fresh.
+                forking.refuse(evidence.1.unwrap_or_default());
+                Ok(self.probe(job, name, path, None, cancel)?.0)
+            }
+            _ => Ok(evidence.0),
+        }
+    }
+}
+
+impl PythonExecutor {
+    /// One probe, forked from the server `ticket` names, else fresh; with
+    /// why the server forked nothing, when it did not.
+    fn probe(
+        &self,
+        job: &Job,
+        name: &VariantName,
+        path: &Path,
+        ticket: Option<&fork::Ticket>,
+        cancel: &Cancel,
+    ) -> Result<(Evidence, Option<String>), ProbeError> {
         let smoke = if job.depth >= Depth::Smoke {
             &job.smoke
         } else {
@@ -206,7 +292,16 @@ impl Executor for PythonExecutor {
             sandbox = sandbox.read_only(file);
         }
         let device = torch_device(name, job.device);
-        let command = self.command(sandbox.dir(), path, &device, smoke)?;
+        let mut command = self.command(sandbox.dir(), path, &device, smoke)?;
+        if let Some(ticket) = ticket {
+            command.args = fork::client_args(sandbox.dir(), &command.args)?;
+            command
+                .env
+                .push((fork::SERVER_ENV.into(), ticket.name.clone().into()));
+            command
+                .env
+                .push((fork::NONCE_ENV.into(), ticket.nonce.clone().into()));
+        }
         // Once the child reported `done` its evidence is complete; what it
         // does after (an interpreter that will not exit) is a fact too.
         let view = sandbox.view();
@@ -217,10 +312,16 @@ impl Executor for PythonExecutor {
                 .any(|line| matches!(serde_json::from_str(line), Ok(Event::Done { .. })))
         };
         let run = sandbox.run_until(&command, &job.limits, cancel, &mut done)?;
-        Ok(super::evidence(
-            self.kind(),
-            run,
-            &sandbox.dir().join(CHANNEL_NAME),
+        let refused =
+            ticket.and_then(|_| std::fs::read_to_string(view.path(fork::REFUSED_NAME)).ok());
+        let launch = if ticket.is_some() {
+            Made::Forked
+        } else {
+            Made::Fresh
+        };
+        Ok((
+            super::evidence(self.kind(), run, &sandbox.dir().join(CHANNEL_NAME), launch),
+            refused,
         ))
     }
 }

@@ -30,6 +30,29 @@ pub struct Evidence {
     /// The child's pid (also its process group); `None` when the run was
     /// cancelled before it started.
     pub pid: Option<i32>,
+    /// How the child was made: a fresh interpreter, or forked from the
+    /// executor's fork server.
+    pub made: Made,
+}
+
+/// How a probe child was made. A forked child and a fresh one are
+/// different evidence: the forked one started from an interpreter that
+/// had imported torch and `kernels` (docs/forked.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Made {
+    /// A fresh process (`python -B driver.py …`).
+    #[default]
+    Fresh,
+    /// Forked from the fork server, inside the same sandbox.
+    Forked,
+}
+
+impl Made {
+    /// Whether this is the fresh process every probe was before forking.
+    pub fn is_fresh(&self) -> bool {
+        *self == Made::Fresh
+    }
 }
 
 impl Evidence {

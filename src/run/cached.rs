@@ -14,7 +14,7 @@ use crate::discover::native::ModuleKind;
 use crate::discover::{FoundVariant, NativeModule};
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, ExecutorKind};
-use crate::protocol::PROTOCOL_VERSION;
+use crate::protocol::{Made, PROTOCOL_VERSION};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -89,6 +89,7 @@ pub(super) fn variant_key(
     variant: &FoundVariant,
     job: &probe::Job,
     device_code: bool,
+    made: Made,
 ) -> Result<JobKey, String> {
     let (files, _, witness) = cache
         .cache
@@ -105,6 +106,7 @@ pub(super) fn variant_key(
         protocol: PROTOCOL_VERSION,
         // The cuda child is this binary: its version stands for its code.
         device_code: device_code.then(|| format!("cuda {}", env!("CARGO_PKG_VERSION"))),
+        made,
     };
     Ok(JobKey {
         key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -152,6 +154,7 @@ pub(super) fn module_key(
         depth: job.depth,
         protocol: PROTOCOL_VERSION,
         device_code: None,
+        made: Made::Fresh,
     };
     Ok(JobKey {
         key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -190,6 +193,7 @@ pub(super) fn target_key(keys: &[Option<&JobKey>]) -> Option<JobKey> {
                 depth: head.depth,
                 protocol: head.protocol,
                 device_code: None,
+                made: head.made,
             };
             Some(JobKey {
                 key: OutcomeKey::new(&first.key.parts.fingerprint, identity),
@@ -264,6 +268,11 @@ pub(super) fn store(
     outcome: &Outcome,
     timings: &Timings,
 ) -> Result<(), String> {
+    // A probe made another way than its key says (a forked job whose fork
+    // server was given up ran fresh) is not the evidence the key names.
+    if outcome.made != key.key.parts.job.made {
+        return Ok(());
+    }
     let record = OutcomeRecord {
         path: std::path::absolute(&job.path).unwrap_or_else(|_| job.path.clone()),
         smoke: key.smoke.clone(),

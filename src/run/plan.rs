@@ -15,6 +15,7 @@ use crate::discover::{Discovery, FoundVariant, Named, NativeModule, NativeTarget
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource, Subject};
 use crate::protocol::Depth;
+use crate::protocol::Made;
 use crate::sandbox::Limits;
 use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::collections::HashMap;
@@ -43,6 +44,10 @@ pub struct PlanOptions {
     pub judge: Option<Judge>,
     /// Time and output limits of each child.
     pub limits: Limits,
+    /// How hub variants' children are made (what the python executor of
+    /// the run does: [`crate::probe::PythonExecutor::launch`]); part of
+    /// their keys.
+    pub made: Made,
 }
 
 /// One planned job.
@@ -261,7 +266,7 @@ impl Plan {
             };
             let device_step = device_code.is_some();
             self.push(target, declared, skip, (job, device_code), |cache, job| {
-                cached::variant_key(cache, variant, job, device_step)
+                cached::variant_key(cache, variant, job, device_step, options.made)
             });
         }
     }
