@@ -85,7 +85,7 @@ fn main() {
             let ratio = q[ours].median / q[hello].median;
             println!(
                 "{what} ratio to hello world, {pair}: {ratio:.2} (target <= 1.30: {})",
-                if ratio <= 1.3 { "met" } else { "NOT met" }
+                support::judged(ratio <= 1.3)
             );
         }
         println!("ratio to python -c pass: {:.3}", q[0].median / q[2].median);

@@ -10,6 +10,7 @@
 # `release` profile (fat LTO) recompiles everything (21 min measured on the
 # shared 2-core VM); PREFLIGHT_WHEEL_PROFILE=release tests that one. The
 # tests run against the binary inside the wheel (PREFLIGHT_BIN is ignored).
+# Arguments go to pytest (scripts/test-python.sh -k hint).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -33,4 +34,4 @@ install "$TEST_VENV" "$wheel" -r scripts/requirements-wheel-test.txt
 unset PREFLIGHT_BIN
 # The tests' folders outside /tmp: a probe's writes to /tmp stay in its own
 # private layer (docs/sandbox.md), and some tests read what a probe wrote.
-"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$PWD/target/pytest-tmp"
+"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$PWD/target/pytest-tmp" "$@"

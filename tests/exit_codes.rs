@@ -171,3 +171,103 @@ fn bad_input_still_exits_2() {
         assert_one_message(&out, 2, "preflight: error: ");
     }
 }
+
+/// Every command's exit code, as the boundary documents it: 0 yes, 1 a
+/// "no" (the question was answered), 2 bad input. Real runs on real repos.
+#[test]
+fn each_command_exits_as_documented() {
+    let tmp = fresh_dir("codes");
+    let names = variant_names(2);
+    let works = kernel_repo(&tmp, "works", &names, "X = 1\n");
+    let broken = kernel_repo(
+        &tmp,
+        "broken",
+        &names,
+        "raise ImportError('no such thing')\n",
+    );
+    let python = common::venv_python();
+    let py = python.to_str().unwrap();
+    let (works, broken) = (works.to_str().unwrap(), broken.to_str().unwrap());
+    let windows = "torch29-cpu-x86_64-windows";
+    let cases: &[(&[&str], i32)] = &[
+        (&["fingerprint"], 0),
+        (&["resolve", "--variants", "torch-universal"], 0),
+        (&["resolve", "--variants", windows], 1),
+        (&["resolve", "--variants", "not-a-variant"], 2),
+        (&["check", works, "--python", py], 0),
+        (&["check", broken, "--python", py], 1),
+        (&["check", "/nonexistent/kernel"], 2),
+        (&["select", works, "--python", py], 0),
+        (&["select", broken, "--python", py], 1),
+        (&["bench", broken, "--python", py], 1),
+        (&["bench", broken, "--python", py, "--max-noise", "0"], 2),
+        (&["warmup", works, "--python", py], 0),
+        (&["cache", "dir"], 0),
+        (&["cache", "show", "zz"], 2),
+    ];
+    for (args, code) in cases {
+        let out = preflight_cmd().args(*args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(*code),
+            "{args:?}: {}{}",
+            common::stdout(&out),
+            stderr(&out)
+        );
+        if *code == 2 {
+            assert_one_message(&out, 2, "preflight: error: ");
+        }
+    }
+}
+
+/// `bench` with nothing that passes is a "no" like `select`'s: exit 1, and
+/// each variant's reason, in the table and in the JSON.
+#[test]
+fn bench_with_nothing_that_passes_says_why_for_each_variant() {
+    let tmp = fresh_dir("nothing");
+    let names = variant_names(2);
+    let broken = kernel_repo(
+        &tmp,
+        "broken",
+        &names,
+        "raise ImportError('no such thing')\n",
+    );
+    let python = common::venv_python();
+    let out = preflight_cmd()
+        .arg("bench")
+        .arg(&broken)
+        .arg("--python")
+        .arg(&python)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no variant passes here"),
+        "{}",
+        stderr(&out)
+    );
+    let text = common::stdout(&out);
+    for name in &names {
+        assert!(
+            text.contains(&format!("not timed: {name}: import_error: ")),
+            "{text}"
+        );
+    }
+    assert!(text.contains("no such thing"), "{text}");
+    let out = preflight_cmd()
+        .arg("bench")
+        .arg(&broken)
+        .arg("--python")
+        .arg(&python)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["variants"].as_array().unwrap();
+    assert_eq!(rows.len(), names.len(), "{doc}");
+    for row in rows {
+        assert_eq!(row["status"]["status"], "excluded", "{row}");
+        assert_eq!(row["status"]["outcome"], "import_error", "{row}");
+    }
+}

@@ -42,6 +42,19 @@ pub fn benchmarking() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
 
+/// How a figure stands against its target: `met` or `NOT met` in a real
+/// benchmark run (`cargo bench`, release profile); a smoke run (two rounds
+/// of a debug build under `cargo test --all-targets`) is not judged.
+pub fn judged(met: bool) -> &'static str {
+    if !benchmarking() {
+        "smoke run, not judged"
+    } else if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
 /// The `preflight` binary cargo built for this benchmark.
 pub fn preflight() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_preflight"))

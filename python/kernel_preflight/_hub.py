@@ -60,12 +60,31 @@ class KernelLoadError(FileNotFoundError, NoWorkingVariant):
         return self.text
 
 
+def _kernels_requirement() -> str:
+    """The `kernels` the `hub` extra asks for, as the installed package's
+    metadata states it (pyproject.toml), e.g. `kernels<0.18,>=0.17`."""
+    from importlib import metadata
+
+    try:
+        for line in metadata.requires("kernel-preflight") or ():
+            spec, _, marker = line.partition(";")
+            if spec.strip().startswith("kernels") and "hub" in marker:
+                return spec.strip()
+    except metadata.PackageNotFoundError:
+        pass
+    return "kernels>=0.17,<0.18"
+
+
 def _kernels() -> Any:
     try:
         import kernels
-    except ImportError as e:  # pragma: no cover - depends on the environment
+    except ImportError as e:
+        # kernel-preflight is not on PyPI: the extra cannot be named by the
+        # package's name, so the hint names what it installs.
         raise ImportError(
-            "kernel_preflight's hub functions need the hub's `kernels` package: pip install 'kernel-preflight[hub]'"
+            "kernel_preflight's hub functions need the hub's `kernels` package: "
+            f"pip install '{_kernels_requirement()}' "
+            "(or, in a checkout of kernel-preflight, pip install '.[hub]')"
         ) from e
     return kernels
 

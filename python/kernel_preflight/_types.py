@@ -28,8 +28,16 @@ class Outcome:
     message: str = ""
     hint: str = ""
     exit_code: Optional[int] = None
-    signal: Optional[int] = None
+    signal: Optional[str] = None
+    """The signal that killed the child, by name (`SIGSEGV`)."""
     stderr_tail: str = ""
+    transient: bool = False
+    """Whether the cause may pass by itself (a busy device): not kept."""
+    warning: Optional[str] = None
+    """What a user of a passing variant should still know."""
+    made: str = "fresh"
+    """How the probe's child was made: `fresh`, or `forked` from a fork
+    server that had imported torch and `kernels` (docs/forked.md)."""
 
     @property
     def passed(self) -> bool:
@@ -43,11 +51,13 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Timings:
-    """Where a probe's time went, in milliseconds."""
+    """Where a probe's time went, in milliseconds, and the child's memory."""
 
     total_ms: Optional[float] = None
     import_ms: Optional[float] = None
     smoke_ms: Optional[float] = None
+    memory: Optional[dict] = None
+    """`rss_kb` and `pss_kb` of the child at the end of its probe."""
 
 
 @dataclass(frozen=True)

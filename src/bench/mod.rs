@@ -26,9 +26,6 @@ use crate::probe::ProbeError;
 /// or a fault of preflight or the machine.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
-    /// No variant of the target passes here: nothing to time.
-    #[error("no variant passes here, so none can be timed (see `preflight check`)")]
-    NothingPasses,
     /// `--variants` names a variant the target does not have.
     #[error("--variants: no variant {variant} (variants: {})", known.join(", "))]
     UnknownVariant {

@@ -90,7 +90,14 @@ pub(super) fn bench(
         ));
     }
     if timed.is_empty() {
-        return Err(BenchError::NothingPasses);
+        // A "no", with each target's reason: nothing is timed.
+        return Ok(BenchReport::nothing_timed(
+            given(plan),
+            LABEL.to_owned(),
+            plan.fingerprint.hash(),
+            options.criteria,
+            excluded,
+        ));
     }
     let participants = timed.len();
     for p in &mut timed {
@@ -107,12 +114,7 @@ pub(super) fn bench(
     time_all(&mut timed, &mut None, options, interrupt, reporter)?;
 
     let mut report = BenchReport {
-        target: plan
-            .targets
-            .iter()
-            .map(|t| t.given.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        target: given(plan),
         workload: LABEL.to_owned(),
         fingerprint: plan.fingerprint.hash(),
         device: device(plan),
@@ -124,6 +126,15 @@ pub(super) fn bench(
     report.variants.append(&mut excluded);
     report.rank(options.seed);
     Ok(report)
+}
+
+/// The targets as given, for people.
+fn given(plan: &Plan) -> String {
+    plan.targets
+        .iter()
+        .map(|t| t.given.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The device timed on, for people: the CUDA ordinal the modules ran on,

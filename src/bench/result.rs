@@ -110,6 +110,33 @@ impl VariantBench {
 }
 
 impl BenchReport {
+    /// The report of a bench where nothing passed, so nothing was timed:
+    /// every variant with the outcome that kept it out (a "no", exit 1,
+    /// not bad input).
+    pub fn nothing_timed(
+        target: String,
+        workload: String,
+        fingerprint: String,
+        criteria: StopCriteria,
+        variants: Vec<VariantBench>,
+    ) -> BenchReport {
+        BenchReport {
+            target,
+            workload,
+            fingerprint,
+            device: "none".to_owned(),
+            flush_l2: false,
+            criteria,
+            variants,
+            reference: None,
+        }
+    }
+
+    /// Whether any variant was timed to the end.
+    pub fn any_timed(&self) -> bool {
+        self.variants.iter().any(|v| v.timed().is_some())
+    }
+
     /// Sorts timed variants fastest first by median (excluded ones last, in
     /// their original order) and fills in the comparisons: each timed
     /// variant but the fastest against the fastest, each against the

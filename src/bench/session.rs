@@ -118,20 +118,45 @@ pub fn bench(
         });
     }
     let mut variants = Vec::new();
+    let mut skipped = Vec::new();
     let mut passing = Vec::new();
     for row in &check.results {
         let job = &plan.jobs[row.job.0];
-        if !wanted(&row.variant) || job.skip.is_some() {
+        if !wanted(&row.variant) {
             continue;
         }
-        if row.outcome.kind.passed() {
+        if let Some(why) = &job.skip {
+            skipped.push(VariantBench {
+                variant: job.name.clone(),
+                job: Unit::Variant(job).key_hex(),
+                status: BenchStatus::Excluded {
+                    outcome: "skipped".to_owned(),
+                    reason: why.clone(),
+                },
+                vs_fastest: None,
+                vs_reference: None,
+            });
+        } else if row.outcome.kind.passed() {
             passing.push(job);
         } else {
             variants.push(excluded(job, &row.outcome));
         }
     }
     let Some(first) = passing.first() else {
-        return Err(BenchError::NothingPasses);
+        // A "no", with each variant's reason: nothing is timed.
+        variants.append(&mut skipped);
+        return Ok(BenchReport::nothing_timed(
+            plan.targets
+                .first()
+                .map_or_else(String::new, |t| t.given.clone()),
+            options
+                .workload
+                .clone()
+                .unwrap_or_else(|| "none".to_owned()),
+            plan.fingerprint.hash(),
+            options.criteria,
+            variants,
+        ));
     };
     match (&first.probe.smoke, &options.workload) {
         (SmokeSource::LoadOnly, _) => return Err(BenchError::NoWorkload),

@@ -31,6 +31,10 @@ pub struct VariantFiles {
 pub struct JobIdentity {
     /// Which executor ran it.
     pub executor: ExecutorKind,
+    /// That executor's own code (`crate::probe::code_identity`): a new
+    /// driver or cuda child may reach another verdict on the same job.
+    #[serde(default)]
+    pub code: String,
     /// The variant's name (`torch29-cxx11-cu128-x86_64-linux`) or the native
     /// module's name.
     pub name: String,
@@ -46,7 +50,7 @@ pub struct JobIdentity {
     /// ([`crate::protocol::PROTOCOL_VERSION`]).
     pub protocol: u32,
     /// What loaded a compiled variant's embedded CUDA code on the device
-    /// (`cuda 0.1.0`: the cuda executor of that preflight), when the job
+    /// (`cuda 0.1.0`: the cuda executor's code identity), when the job
     /// did; absent otherwise, so that other jobs keep their keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_code: Option<String>,

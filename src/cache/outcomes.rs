@@ -7,13 +7,13 @@ use super::job::{OutcomeKey, OutcomeParts};
 use super::key::Key;
 use super::warm::{Witness, read_witnessed};
 use super::{Cache, CacheError};
-use crate::classify::{Outcome, OutcomeKind, Timings};
+use crate::classify::{Outcome, Timings};
+use crate::discover::repo::benchmark_sources;
 use crate::fingerprint::Fingerprint;
-use crate::probe::{self, SmokeSource};
+use crate::probe::SmokeSource;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// What the cache keeps about one probe, besides its key's parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,11 +50,7 @@ pub type OutcomeEntry = Entry<OutcomeParts, OutcomeRecord>;
 ///
 /// The one place the outcome bucket asks this.
 pub fn cacheable(outcome: &Outcome) -> bool {
-    !outcome.transient
-        && !matches!(
-            outcome.kind,
-            OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
-        )
+    outcome.lasts()
 }
 
 /// What `put` did.
@@ -120,42 +116,21 @@ impl Outcomes<'_> {
     }
 }
 
-/// The hash of the probe driver's own code, computed once per process.
-fn driver_hash() -> &'static [u8] {
-    static HASH: OnceLock<Vec<u8>> = OnceLock::new();
-    HASH.get_or_init(|| {
-        let mut h = Sha256::new();
-        for (name, text) in probe::DRIVER_FILES {
-            h.update(name.as_bytes());
-            h.update(text.as_bytes());
-        }
-        h.finalize().to_vec()
-    })
-}
-
-/// The identity of a smoke source: its text, and the probe driver's own,
-/// since a new driver may reach a different verdict.
+/// The identity of a smoke source: its text (the driver that runs it is
+/// the job's executor code, [`super::JobIdentity::code`]).
 pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
     let unreadable = |path: &std::path::Path| {
         let path = path.to_path_buf();
         move |source| CacheError::Unreadable { path, source }
     };
     let mut h = Sha256::new();
-    h.update(driver_hash());
     let label = match smoke {
         SmokeSource::File(path) => {
             h.update(crate::fs::read_small(path).map_err(unreadable(path))?);
             "file"
         }
         SmokeSource::Benchmarks { dir, .. } => {
-            let mut scripts: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(unreadable(dir))?
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "py"))
-                .collect();
-            scripts.sort();
-            for s in scripts {
+            for s in benchmark_sources(dir).map_err(unreadable(dir))? {
                 h.update(s.file_name().unwrap_or_default().as_encoded_bytes());
                 h.update(crate::fs::read_small(&s).map_err(unreadable(&s))?);
             }

@@ -17,6 +17,7 @@ const MACHINE: &str = "fffffffffffffffffffffffffffffffffffffffffffffffffffffffff
 fn job(name: &str) -> JobIdentity {
     JobIdentity {
         executor: ExecutorKind::Python,
+        code: "python driver 0".into(),
         name: name.into(),
         device: "cpu".into(),
         files: VariantFiles {
@@ -72,8 +73,10 @@ fn the_key_changes_with_every_part_of_the_job_and_is_stable() {
     let base = key("torch-cpu");
     assert_eq!(base, key("torch-cpu"));
     assert_eq!(base.key.as_str().len(), 64);
-    let changes: [fn(&mut JobIdentity); 9] = [
+    let changes: [fn(&mut JobIdentity); 11] = [
         |j| j.executor = ExecutorKind::Cuda,
+        |j| j.code = "python driver 1".into(),
+        |j| j.device_code = Some("cuda 0.1.0".into()),
         |j| j.name = "torch-universal".into(),
         |j| j.device = "cuda".into(),
         |j| j.files.content = "content:abd".into(),

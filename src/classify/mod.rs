@@ -111,10 +111,108 @@ impl OutcomeKind {
         }
     }
 
+    /// Whose fault an outcome of this kind is: the one place each kind is
+    /// decided (a new kind does not compile until it is placed here).
+    pub fn fault(self) -> Fault {
+        match self {
+            OutcomeKind::Pass => Fault::None,
+            OutcomeKind::Skipped => Fault::NotProbed,
+            OutcomeKind::ProbeError => Fault::Preflight,
+            OutcomeKind::NoDevice
+            | OutcomeKind::DriverTooOld
+            | OutcomeKind::UnsupportedArch
+            | OutcomeKind::PtxTooNew
+            | OutcomeKind::NvccMissing
+            | OutcomeKind::NvccTooOld
+            | OutcomeKind::JitCompileError
+            | OutcomeKind::MissingDependency
+            | OutcomeKind::DependencyVersion
+            | OutcomeKind::ImportError
+            | OutcomeKind::MissingSymbol
+            | OutcomeKind::WrongResult
+            | OutcomeKind::Crashed
+            | OutcomeKind::Exited
+            | OutcomeKind::Timeout
+            | OutcomeKind::OutOfMemory => Fault::Here,
+        }
+    }
+
+    /// Whether an outcome of this kind is lasting evidence about the
+    /// variant on this machine, worth keeping in a cache. Not: a fault of
+    /// preflight, a deadline (often a busy machine), a variant that was not
+    /// probed. (A lasting kind may still be [`Outcome::transient`] by its
+    /// cause: see [`Outcome::lasts`].)
+    pub fn lasts(self) -> bool {
+        match self {
+            OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped => false,
+            OutcomeKind::Pass
+            | OutcomeKind::NoDevice
+            | OutcomeKind::DriverTooOld
+            | OutcomeKind::UnsupportedArch
+            | OutcomeKind::PtxTooNew
+            | OutcomeKind::NvccMissing
+            | OutcomeKind::NvccTooOld
+            | OutcomeKind::JitCompileError
+            | OutcomeKind::MissingDependency
+            | OutcomeKind::DependencyVersion
+            | OutcomeKind::ImportError
+            | OutcomeKind::MissingSymbol
+            | OutcomeKind::WrongResult
+            | OutcomeKind::Crashed
+            | OutcomeKind::Exited
+            | OutcomeKind::OutOfMemory => true,
+        }
+    }
+
     /// Whether the variant works here.
     pub fn passed(self) -> bool {
-        self == OutcomeKind::Pass
+        self.fault() == Fault::None
     }
+
+    /// Whether the variant was probed at all (not skipped).
+    pub fn probed(self) -> bool {
+        self.fault() != Fault::NotProbed
+    }
+
+    /// Every kind, in taxonomy order (tests, the Python mirror's check).
+    pub const ALL: [OutcomeKind; 19] = [
+        OutcomeKind::Pass,
+        OutcomeKind::Skipped,
+        OutcomeKind::NoDevice,
+        OutcomeKind::DriverTooOld,
+        OutcomeKind::UnsupportedArch,
+        OutcomeKind::PtxTooNew,
+        OutcomeKind::NvccMissing,
+        OutcomeKind::NvccTooOld,
+        OutcomeKind::JitCompileError,
+        OutcomeKind::MissingDependency,
+        OutcomeKind::DependencyVersion,
+        OutcomeKind::ImportError,
+        OutcomeKind::MissingSymbol,
+        OutcomeKind::WrongResult,
+        OutcomeKind::Crashed,
+        OutcomeKind::Exited,
+        OutcomeKind::Timeout,
+        OutcomeKind::OutOfMemory,
+        OutcomeKind::ProbeError,
+    ];
+}
+
+/// Whose fault an outcome is: what a report marks it with, and whether a
+/// declared verdict it contradicts is a disagreement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// Nothing went wrong: the variant works here.
+    None,
+    /// Not probed: the variant cannot load here at all (another OS or CPU),
+    /// which its name already says.
+    NotProbed,
+    /// The variant does not work here: its code, its dependencies, or what
+    /// this machine lacks for it.
+    Here,
+    /// A fault of preflight itself (or of the smoke source): never blamed
+    /// on the kernel.
+    Preflight,
 }
 
 impl fmt::Display for OutcomeKind {
@@ -163,6 +261,13 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether this outcome is lasting evidence that a cache may keep: a
+    /// lasting kind ([`OutcomeKind::lasts`]) whose cause does not pass by
+    /// itself ([`Outcome::transient`]).
+    pub fn lasts(&self) -> bool {
+        self.kind.lasts() && !self.transient
+    }
+
     fn new(kind: OutcomeKind, phase: Phase, message: impl Into<String>) -> Outcome {
         Outcome {
             kind,

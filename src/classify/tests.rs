@@ -533,3 +533,26 @@ fn a_killed_sandbox_is_a_crash_of_the_variant() {
         assert_eq!(outcome.signal.as_deref(), Some(name));
     }
 }
+
+#[test]
+fn every_kind_says_whose_fault_it_is_and_whether_it_lasts() {
+    use super::Fault;
+    for kind in OutcomeKind::ALL {
+        assert_eq!(kind.passed(), kind == OutcomeKind::Pass, "{kind}");
+        assert_eq!(kind.probed(), kind != OutcomeKind::Skipped, "{kind}");
+        let fleeting = matches!(
+            kind,
+            OutcomeKind::ProbeError | OutcomeKind::Timeout | OutcomeKind::Skipped
+        );
+        assert_eq!(kind.lasts(), !fleeting, "{kind}");
+        assert_eq!(
+            kind.fault() == Fault::Preflight,
+            kind == OutcomeKind::ProbeError,
+            "{kind}"
+        );
+    }
+    // ALL holds each kind once, so the loop above saw the whole taxonomy.
+    let names: std::collections::BTreeSet<_> =
+        OutcomeKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(names.len(), OutcomeKind::ALL.len());
+}

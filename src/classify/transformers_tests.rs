@@ -286,58 +286,40 @@ fn a_symbol_missing_below_the_kernels_top_level_is_named_by_its_dotted_path() {
         o.message,
         "the kernel has no attribute `utils.per_token_cast_to_fp8`"
     );
-    // `utils` itself is missing: the rest of the chain comes from the line.
-    let e = ExceptionInfo {
-        name: Some("utils".into()),
-        owner: Some("_deep_gemm_0c3eb4e".into()),
-        frames: vec![Frame {
-            source: "q, s = kernel.utils.per_token_cast_to_fp8(x, use_ue8m0=False)".into(),
-            ..Frame::default()
-        }],
-        ..exception(
-            "AttributeError",
-            "module '_deep_gemm_0c3eb4e' has no attribute 'utils'",
-        )
-    };
-    let o = raised(e, Phase::Smoke, &[], &Machine::default());
-    assert_eq!(
-        o.message,
-        "the kernel has no attribute `utils.per_token_cast_to_fp8`"
-    );
-    // Reached through a dotted string, as `resolve_internal_import`-style
-    // lookups do.
-    let e = ExceptionInfo {
-        name: Some("utils".into()),
-        owner: Some("_deep_gemm_0c3eb4e".into()),
-        frames: vec![Frame {
-            source: "cast = operator.attrgetter(\"utils.per_token_cast_to_fp8\")(kernel)".into(),
-            ..Frame::default()
-        }],
-        ..exception(
-            "AttributeError",
-            "module '_deep_gemm_0c3eb4e' has no attribute 'utils'",
-        )
-    };
-    let o = raised(e, Phase::Smoke, &[], &Machine::default());
-    assert_eq!(
-        o.message,
-        "the kernel has no attribute `utils.per_token_cast_to_fp8`"
-    );
-    // A chain that stops at the missing name adds nothing.
-    let e = ExceptionInfo {
-        name: Some("utils".into()),
-        owner: Some("_deep_gemm_0c3eb4e".into()),
-        frames: vec![Frame {
-            source: "u = kernel.utils".into(),
-            ..Frame::default()
-        }],
-        ..exception(
-            "AttributeError",
-            "module '_deep_gemm_0c3eb4e' has no attribute 'utils'",
-        )
-    };
-    let o = raised(e, Phase::Smoke, &[], &Machine::default());
-    assert_eq!(o.message, "the kernel has no attribute `utils`");
+    // `utils` itself is missing: the rest of the chain comes from the line
+    // that asked for it, written as an attribute chain or as a dotted
+    // string (`resolve_internal_import`-style lookups); a chain that stops
+    // at the missing name adds nothing.
+    for (source, attribute) in [
+        (
+            "q, s = kernel.utils.per_token_cast_to_fp8(x, use_ue8m0=False)",
+            "utils.per_token_cast_to_fp8",
+        ),
+        (
+            "cast = operator.attrgetter(\"utils.per_token_cast_to_fp8\")(kernel)",
+            "utils.per_token_cast_to_fp8",
+        ),
+        ("u = kernel.utils", "utils"),
+    ] {
+        let e = ExceptionInfo {
+            name: Some("utils".into()),
+            owner: Some("_deep_gemm_0c3eb4e".into()),
+            frames: vec![Frame {
+                source: source.into(),
+                ..Frame::default()
+            }],
+            ..exception(
+                "AttributeError",
+                "module '_deep_gemm_0c3eb4e' has no attribute 'utils'",
+            )
+        };
+        let o = raised(e, Phase::Smoke, &[], &Machine::default());
+        assert_eq!(
+            o.message,
+            format!("the kernel has no attribute `{attribute}`"),
+            "{source}"
+        );
+    }
     // Python before 3.10: no `obj`, the message says it.
     let e = exception(
         "AttributeError",

@@ -2,12 +2,10 @@
 
 use super::probing::{ProbeArgs, Progress, progress_bar};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
-use kernel_preflight::bench::result::BenchStatus;
 use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter};
 use kernel_preflight::discover::native::{MANIFEST, is_native_target};
 use kernel_preflight::discover::{self, Named};
 use kernel_preflight::report::bench as render;
-use kernel_preflight::run::Executors;
 use kernel_preflight::sandbox;
 use kernel_preflight::stats::StopCriteria;
 use std::path::PathBuf;
@@ -167,19 +165,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let progress = Progress::new();
     let (plan, check) = probing.run(targets, false, false, &progress)?;
     progress.finish();
-    let executors = Executors {
-        python: probing.python_executor(&plan.fingerprint),
-        cuda: plan
-            .needs_cuda()
-            .then(|| Executors::cuda_for(&plan.fingerprint.toolkits))
-            .transpose()
-            .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
-    };
-    if plan.needs_python() && executors.python.is_none() {
-        return Err(BadInput(
-            "no Python interpreter found: give --python P".into(),
-        ));
-    }
+    let executors = probing.executors(&plan)?;
     let options = BenchOptions {
         workload: args.workload.clone(),
         variants: args.variants.clone(),
@@ -198,7 +184,12 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         BenchError::Probe(e) => Internal(e.to_string()),
         e => Internal(e.to_string()),
     })?;
-    if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
+    let timed = report.any_timed();
+    if !timed {
+        // Like `select`: a "no" (exit 1), said on stderr; the report
+        // below gives each variant's reason.
+        eprintln!("preflight: no variant passes here, so none was timed (see `preflight check`)");
+    } else if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
         eprintln!("preflight: warning: {why}");
     }
     match format {
@@ -206,10 +197,6 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         Format::Markdown => emit(&render::markdown(&report)),
         Format::Table => emit(&render::table(&report, width())),
     }
-    let timed = report
-        .variants
-        .iter()
-        .any(|v| matches!(v.status, BenchStatus::Timed(_)));
     Ok(if timed { Answer::Yes } else { Answer::No })
 }
 
@@ -242,15 +229,11 @@ fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
     Ok(named)
 }
 
-/// The width to fit: `COLUMNS`, else the terminal's; into a pipe or a
-/// file, wide enough that no cell wraps.
+/// The width to fit: the terminal's (see `report::grid::terminal_width`);
+/// into a pipe, a file or a terminal of unknown size, wide enough that no
+/// cell wraps.
 fn width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|w| *w >= 40)
-        .or_else(|| comfy_table::Table::new().width().map(usize::from))
-        .unwrap_or(200)
+    kernel_preflight::report::grid::width().map_or(200, usize::from)
 }
 
 /// A progress bar over the participants on stderr, when it is a terminal.

@@ -79,8 +79,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
                 emit_json(&report);
             } else {
                 emit(&format!(
-                    "removed {} files from {}",
-                    report.files,
+                    "removed {} from {}",
+                    report::count(report.files, "file"),
                     cache.root().display()
                 ));
             }
@@ -91,10 +91,10 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
                 emit_json(&report);
             } else {
                 emit(&format!(
-                    "removed {} entries, {} old-schema folders, {} leftover temp files",
-                    report.entries,
-                    report.schema_dirs.len(),
-                    report.temp_files
+                    "removed {}, {}, {}",
+                    report::count(report.entries, "entry|entries"),
+                    report::count(report.schema_dirs.len(), "old-schema folder"),
+                    report::count(report.temp_files, "leftover temp file")
                 ));
             }
         }
@@ -103,7 +103,11 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
                 ops::export(&cache, std::io::stdout().lock())?;
             } else {
                 let n = ops::export_file(&cache, &file)?;
-                eprintln!("exported {n} entries to {}", file.display());
+                eprintln!(
+                    "exported {} to {}",
+                    report::count(n, "entry|entries"),
+                    file.display()
+                );
             }
         }
         Action::Import { file } => {

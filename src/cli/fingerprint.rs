@@ -227,16 +227,15 @@ fn table(fp: &Fingerprint) -> String {
             .join("\n");
         t.add_row(vec!["environment".to_string(), env]);
     }
-    t.add_row(vec![
-        format!(
-            "hash ({})",
-            if fp.depth == kernel_preflight::fingerprint::Depth::Full {
-                "full"
-            } else {
-                "fast"
-            }
-        ),
-        fp.hash(),
-    ]);
-    t.to_string()
+    // The hash on a line of its own, under the table: 64 characters that
+    // a cell of an 80-column table would have to break.
+    format!(
+        "{t}\nhash ({}):\n{}",
+        if fp.depth == kernel_preflight::fingerprint::Depth::Full {
+            "full"
+        } else {
+            "fast"
+        },
+        fp.hash()
+    )
 }

@@ -163,6 +163,9 @@ pub fn main() -> ExitCode {
     // Every probe's child runs under this binary as its reaper. Without a
     // path to it, runs say they were not contained.
     kernel_preflight::sandbox::set_default_reaper_with(kernel_preflight::fs::current_exe);
+    // Tables fit the terminal stdout is (none: a pipe, a file, a terminal
+    // of unknown size).
+    kernel_preflight::report::grid::set_width(kernel_preflight::report::grid::terminal_width(1));
     let result = std::panic::catch_unwind(|| match command {
         Command::Fingerprint(args) => fingerprint::run(args),
         Command::Resolve(args) => resolve::run(args),

@@ -5,9 +5,10 @@ use kernel_preflight::cache::Cache;
 use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::{self, PythonExecutor};
-use kernel_preflight::protocol::Made;
-use kernel_preflight::run::{self, CheckReport, Executors, Plan, PlanOptions, Reporter, RunEvent};
+use kernel_preflight::probe;
+use kernel_preflight::run::{
+    self, CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent,
+};
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -125,27 +126,16 @@ impl Probing {
             all,
             judge,
             limits: self.limits.clone(),
-            // What the run's python executor will do (the same rule).
-            made: self
-                .fingerprint()
-                .ok()
-                .and_then(|fp| self.python_executor(&fp))
-                .map_or(Made::Fresh, |python| python.made()),
         }
     }
 
-    /// The python executor: `--python`, else the fingerprint's interpreter;
-    /// forking its probes where torch is installed, unless `PREFLIGHT_FORK`
-    /// says otherwise.
-    pub fn python_executor(&self, fingerprint: &Fingerprint) -> Option<PythonExecutor> {
-        let torch = fingerprint
-            .python
-            .as_ref()
-            .is_some_and(|p| p.packages.get("torch").is_some_and(Option::is_some));
-        self.python
-            .clone()
-            .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .map(|python| PythonExecutor::new(python).forked_unless_told(torch))
+    /// The executors of a run of `plan` ([`Executors::for_plan`]), with
+    /// `--python`.
+    pub fn executors(&self, plan: &Plan) -> Result<Executors, Failure> {
+        Executors::for_plan(plan, self.python.as_deref()).map_err(|e| match e {
+            ExecutorsError::NoPython => BadInput(e.to_string()),
+            ExecutorsError::NoBinary(_) => Internal(e.to_string()),
+        })
     }
 
     /// Plan `targets` and answer every job (what `check`, `select` and
@@ -162,37 +152,20 @@ impl Probing {
     ) -> Result<(Plan, CheckReport), Failure> {
         let fingerprint = self.fingerprint()?;
         let cancel = sandbox::install_interrupt_handler();
-        let python = self.python_executor(&fingerprint);
         let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
         let cache = (!self.args.no_cache).then(|| Arc::clone(&self.cache));
         let plan = Plan::new(targets, &fingerprint, &options, cache);
         for warning in &plan.warnings {
             eprintln!("preflight: warning: {warning}");
         }
-        let executors = Executors {
-            python,
-            cuda: plan
-                .needs_cuda()
-                .then(|| Executors::cuda_for(&fingerprint.toolkits))
-                .transpose()
-                .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?,
-        };
-        if plan.needs_python() && executors.python.is_none() {
-            return Err(BadInput(
-                "no Python interpreter found: give --python P".into(),
-            ));
-        }
+        let executors = self.executors(&plan)?;
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let jobs = match self.args.jobs {
             Some(n) => n as usize,
             None => plan.probe_count().min(cpus).clamp(1, 4),
         };
         let report = run::run(&plan, &executors, jobs, &cancel, reporter);
-        if let Some(why) = executors
-            .python
-            .as_ref()
-            .and_then(PythonExecutor::fork_fallback)
-        {
+        if let Some(why) = executors.python.as_ref().and_then(|p| p.fork_fallback()) {
             eprintln!("preflight: warning: probes ran as fresh processes, not forked: {why}");
         }
         super::exit_if_interrupted(

@@ -3,7 +3,6 @@
 use super::probing::{ProbeArgs, warn};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use kernel_preflight::classify::OutcomeKind;
 use kernel_preflight::discover::hub_cache::RevisionSpec;
 use kernel_preflight::discover::project::{self, Pinned};
 use kernel_preflight::discover::{Named, Target, Targets, hub_cache};
@@ -127,8 +126,9 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         }
         let probed: usize = summary.iter().map(|s| s.probed).sum();
         emit(&format!(
-            "{table}\n{} kernels, {probed} variants probed in {:.1} s, {} answered from the cache",
-            summary.len(),
+            "{table}\n{}, {} probed in {:.1} s, {} answered from the cache",
+            report::count(summary.len(), "kernel"),
+            report::count(probed, "variant"),
             start.elapsed().as_secs_f64(),
             summary.iter().map(|s| s.cached).sum::<usize>()
         ));
@@ -235,10 +235,7 @@ fn summarize(plan: &Plan, report: &CheckReport) -> Vec<KernelSummary> {
         .enumerate()
         .map(|(i, t)| {
             let rows: Vec<&CheckResult> = report.rows(TargetId(i)).collect();
-            let skipped = rows
-                .iter()
-                .filter(|r| r.outcome.kind == OutcomeKind::Skipped)
-                .count();
+            let skipped = rows.iter().filter(|r| !r.outcome.kind.probed()).count();
             let cached = rows.iter().filter(|r| r.cached).count();
             let native = matches!(t.target, Target::Native(_));
             KernelSummary {

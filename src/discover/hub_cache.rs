@@ -103,7 +103,9 @@ pub fn cached_kernels(root: &Path) -> Vec<PathBuf> {
             let name = e.file_name().to_string_lossy().into_owned();
             match repo_id(&name) {
                 Some(_) if name.starts_with("kernels--") => true,
-                Some(_) => pick_snapshot(&e.path()).is_ok_and(|s| s.join("build").is_dir()),
+                Some(_) => {
+                    pick_snapshot(&e.path()).is_ok_and(|s| super::KernelRepo::at(&s).is_some())
+                }
                 None => false,
             }
         })

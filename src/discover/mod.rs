@@ -7,9 +7,11 @@ pub mod hub_cache;
 pub mod metadata;
 pub mod native;
 pub mod project;
+pub mod repo;
 
 pub use metadata::{Metadata, MetadataStatus};
 pub use native::{NativeError, NativeModule, NativeTarget};
+pub use repo::KernelRepo;
 
 use crate::variant::VariantName;
 use serde::Serialize;
@@ -227,7 +229,7 @@ pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
         )
     } else if let Some(repo) = hub_cache::snapshot_repo_id(target) {
         (target.to_path_buf(), TargetKind::HubCache, Some(repo))
-    } else if target.join("build").is_dir() {
+    } else if KernelRepo::at(target).is_some() {
         (
             target.to_path_buf(),
             TargetKind::KernelRepo,
@@ -242,10 +244,9 @@ pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
             variant: None,
         });
     };
-    let root = repo_dir.join("build");
-    if !root.is_dir() {
+    let Some(root) = KernelRepo::at(&repo_dir).map(|r| r.variants()) else {
         return Err(DiscoverError::NoVariants(repo_dir));
-    }
+    };
     Ok(Located {
         target: target.to_path_buf(),
         kind,
@@ -358,9 +359,7 @@ fn dir_name(path: &Path) -> String {
 /// hub cache snapshot's repo id.
 fn kernel_name_above(dir: &Path) -> Option<String> {
     let dir = std::path::absolute(dir).ok()?;
-    if dir_name(&dir) == "build" {
-        let repo = dir.parent()?;
-        return hub_cache::snapshot_repo_id(repo).or_else(|| Some(dir_name(repo)));
-    }
-    None
+    let repo = KernelRepo::above_variants(&dir)?;
+    let repo = repo.dir();
+    hub_cache::snapshot_repo_id(repo).or_else(|| Some(dir_name(repo)))
 }

@@ -112,11 +112,59 @@ impl Job {
     }
 }
 
+/// What identifies a job: every field of [`Job`] that can change its
+/// outcome, borrowed (what every cache key is made from).
+#[derive(Debug, Clone, Copy)]
+pub struct Identity<'j> {
+    /// What is probed.
+    pub subject: &'j Subject,
+    /// On which device.
+    pub device: Placement,
+    /// With which smoke workload.
+    pub smoke: &'j SmokeSource,
+    /// How deep.
+    pub depth: Depth,
+}
+
+impl Job {
+    /// What identifies this job. It names every field of the job, so that a
+    /// field added to [`Job`] does not compile until it is placed here (or
+    /// said not to matter), and no key can miss it.
+    pub fn identity(&self) -> Identity<'_> {
+        let Job {
+            subject,
+            device,
+            smoke,
+            depth,
+            // Limits bound a child's time and output: a job that reaches
+            // one ends as `timeout` (never kept) or with a shorter stderr
+            // tail, and is the same job.
+            limits: _,
+        } = self;
+        Identity {
+            subject,
+            device: *device,
+            smoke,
+            depth: *depth,
+        }
+    }
+}
+
 /// Runs jobs in sandboxed children and returns what it saw. A third kind
 /// of device (ROCm) is one more implementation of this trait.
 pub trait Executor: Send + Sync {
     /// Which executor this is (recorded in evidence and cache keys).
     fn kind(&self) -> ExecutorKind;
+
+    /// Whether this executor runs `subject`: a run sends each job to the
+    /// executor of its registry that accepts it.
+    fn accepts(&self, subject: &Subject) -> bool;
+
+    /// What identifies this executor's own code in every key of its jobs
+    /// ([`super::code_identity`]).
+    fn code_identity(&self) -> &'static str {
+        super::code_identity(self.kind())
+    }
 
     /// Run `job` in a fresh sandbox; `cancel` stops it (the evidence then
     /// says `Cancelled`). An error means the child could not be run at all.

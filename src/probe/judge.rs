@@ -12,7 +12,7 @@
 //! bytes, and judges itself otherwise, so a verdict never outlives what it
 //! was given. The judge stops at the first judgment that prints anything
 //! on stderr (a probe's stderr is evidence) and after a refusal that may
-//! have changed the interpreter's state (probes/python/acceptance.py:
+//! have changed the interpreter's state (probes/python/judge.py:
 //! `judge_all`); the variants after it judge themselves, as every probe did
 //! before. The verdicts live in memory for one run and are never cached on
 //! their own: an outcome's cache key already holds everything a verdict

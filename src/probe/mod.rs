@@ -22,13 +22,18 @@ mod python;
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use bench::{BenchChild, BenchRole, BenchSpec, Stopped};
 pub use fork::PRELOAD_ENV;
-pub use job::{Executor, Job, Placement, ProbeError, Subject};
-pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor, torch_device};
+pub use job::{Executor, Identity, Job, Placement, ProbeError, Subject};
+pub use python::{
+    COMPARE, DRIVER, DRIVER_FILES, FORK_ENV, PYTHON_DEPENDS, PythonExecutor, made_on, torch_device,
+};
 
+use crate::discover::KernelRepo;
 use crate::protocol::{Channel, Made};
 use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Where a probe's smoke workload comes from, most specific first.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,14 +65,14 @@ impl SmokeSource {
         if let Some(file) = explicit {
             return SmokeSource::File(file.to_path_buf());
         }
-        if let Some(repo) = repo {
-            let dir = repo.join("benchmarks");
-            if has_benchmark_scripts(&dir) {
-                return SmokeSource::Benchmarks {
-                    dir,
-                    repo: repo.to_path_buf(),
-                };
-            }
+        if let Some(repo) = repo
+            .map(KernelRepo::from_dir)
+            .filter(KernelRepo::has_benchmark_scripts)
+        {
+            return SmokeSource::Benchmarks {
+                dir: repo.benchmarks(),
+                repo: repo.dir().to_path_buf(),
+            };
         }
         match kernel.and_then(|k| library::smoke_for(k).map(|s| (k, s))) {
             Some((kernel, source)) => SmokeSource::Library {
@@ -77,16 +82,6 @@ impl SmokeSource {
             None => SmokeSource::LoadOnly,
         }
     }
-}
-
-fn has_benchmark_scripts(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name.starts_with("benchmark") && name.ends_with(".py")
-        })
-    })
 }
 
 /// The torch device a variant's smoke runs on; `auto` lets the child pick
@@ -123,13 +118,10 @@ pub fn device_for(variant: &VariantName) -> &'static str {
 pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
     let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
     let named = |p: &Path, name: &str| p.file_name().is_some_and(|n| n == name);
-    let Some(repo) = variant
-        .parent()
-        .filter(|build| named(build, "build"))
-        .and_then(Path::parent)
-    else {
+    let Some(repo) = KernelRepo::of_variant(&variant) else {
         return variant;
     };
+    let repo = repo.dir();
     match repo
         .parent()
         .filter(|snapshots| named(snapshots, "snapshots"))
@@ -173,4 +165,31 @@ pub fn find_python(python: &Path) -> Option<PathBuf> {
             .map(|dir| dir.join(python))
             .find(|p| executable(p))
     })
+}
+
+/// What identifies an executor's own code, in every key made of its jobs:
+/// a new version of it may reach another verdict on the same job. One
+/// exhaustive match, so a new executor names its code here. The python
+/// executor: sha256 of its driver and every file the driver loads
+/// ([`DRIVER_FILES`]) and of the fork server and client (computed once per
+/// process); the cuda executor: this
+/// binary's version (its child is this binary).
+pub fn code_identity(kind: ExecutorKind) -> &'static str {
+    static PYTHON: OnceLock<String> = OnceLock::new();
+    match kind {
+        ExecutorKind::Python => PYTHON.get_or_init(|| {
+            let mut h = Sha256::new();
+            // A forked probe also runs the fork server and its client.
+            let fork = [
+                ("fork_server.py", fork::SERVER),
+                ("fork_client.py", fork::CLIENT),
+            ];
+            for (name, text) in DRIVER_FILES.iter().chain(&fork) {
+                h.update(name.as_bytes());
+                h.update(text.as_bytes());
+            }
+            format!("python driver {}", crate::hash::hex(&h.finalize()))
+        }),
+        ExecutorKind::Cuda => concat!("cuda ", env!("CARGO_PKG_VERSION")),
+    }
 }

@@ -6,6 +6,7 @@
 use super::fork::{self, Forking};
 use super::judge::Verdicts;
 use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
+use crate::fingerprint::Fingerprint;
 use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Made, Tail};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use crate::variant::VariantName;
@@ -40,6 +41,22 @@ pub const DRIVER_FILES: &[(&str, &str)] = &[
     (
         "preflight_acceptance.py",
         include_str!("../../probes/python/acceptance.py"),
+    ),
+    (
+        "preflight_hub_bridge.py",
+        include_str!("../../probes/python/hub_bridge.py"),
+    ),
+    (
+        "preflight_hub_rules.py",
+        include_str!("../../probes/python/hub_rules.py"),
+    ),
+    (
+        "preflight_hub_metadata.py",
+        include_str!("../../probes/python/hub_metadata.py"),
+    ),
+    (
+        "preflight_judge.py",
+        include_str!("../../probes/python/judge.py"),
     ),
     (
         "preflight_device.py",
@@ -118,6 +135,13 @@ impl PythonExecutor {
             _ if torch => self.forked(),
             _ => self,
         }
+    }
+
+    /// The python executor of a run on the machine `fingerprint`
+    /// describes: forking its probes where torch is installed, unless
+    /// `PREFLIGHT_FORK` says otherwise ([`PythonExecutor::forked_unless_told`]).
+    pub fn for_machine(python: impl Into<PathBuf>, fingerprint: &Fingerprint) -> PythonExecutor {
+        PythonExecutor::new(python).forked_unless_told(torch_installed(fingerprint))
     }
 
     /// How this executor makes its probes' children (what their cache keys
@@ -225,6 +249,20 @@ impl PythonExecutor {
     }
 }
 
+/// Whether the interpreter `fingerprint` describes has torch installed.
+fn torch_installed(fingerprint: &Fingerprint) -> bool {
+    fingerprint
+        .python
+        .as_ref()
+        .is_some_and(|p| p.packages.get("torch").is_some_and(Option::is_some))
+}
+
+/// How the python executor of a run on `fingerprint` makes its children
+/// ([`PythonExecutor::for_machine`]): what their keys say before they run.
+pub fn made_on(fingerprint: &Fingerprint) -> Made {
+    PythonExecutor::for_machine("python3", fingerprint).made()
+}
+
 /// The torch device string for a variant placed on `placement` (`cuda`,
 /// `cuda:1`, `cpu`, `auto`): what its child is told to run on.
 pub fn torch_device(name: &VariantName, placement: Placement) -> String {
@@ -240,6 +278,10 @@ pub fn torch_device(name: &VariantName, placement: Placement) -> String {
 impl Executor for PythonExecutor {
     fn kind(&self) -> ExecutorKind {
         ExecutorKind::Python
+    }
+
+    fn accepts(&self, subject: &Subject) -> bool {
+        matches!(subject, Subject::Variant { .. })
     }
 
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {

@@ -18,7 +18,11 @@ pub fn list(entries: &[OutcomeEntry], root: &Path) -> String {
             e.record.path.display().to_string(),
         ]);
     }
-    format!("{} entries in {}\n{table}", entries.len(), root.display())
+    format!(
+        "{} in {}\n{table}",
+        super::count(entries.len(), "entry|entries"),
+        root.display()
+    )
 }
 
 /// How long ago a unix time was, for people.

@@ -1,7 +1,7 @@
 //! Output of `preflight check`: what each variant or module declares next
 //! to what it did.
 
-use crate::classify::OutcomeKind;
+use crate::classify::Fault;
 use crate::declared::System;
 use crate::discover::{Discovery, Target};
 use crate::run::{CheckReport, CheckResult, Plan, TargetId};
@@ -48,8 +48,8 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
     let kernel = discovery.kernel.as_deref().unwrap_or("kernel");
     let _ = writeln!(
         out,
-        "{kernel}: {} variants in {}",
-        rows.len(),
+        "{kernel}: {} in {}",
+        super::count(rows.len(), "variant"),
         discovery.root.display()
     );
     let mut table = super::table(&[
@@ -96,9 +96,9 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         .collect();
     let _ = write!(
         out,
-        "{} of {} variants work here",
+        "{} of {} work here",
         passing.len(),
-        rows.len()
+        super::count(rows.len(), "variant")
     );
     match passing.first() {
         Some(best) => {
@@ -124,7 +124,7 @@ pub(super) fn observed(r: &CheckResult) -> String {
 
 /// The total column, marked when the outcome came from the cache.
 pub(super) fn total(r: &CheckResult) -> String {
-    if r.outcome.kind == OutcomeKind::Skipped {
+    if !r.outcome.kind.probed() {
         "-".into()
     } else if r.cached {
         format!("{} (cached)", ms(Some(r.timings.total_ms)))
@@ -142,10 +142,10 @@ pub(super) fn notes(out: &mut String, rows: &[&CheckResult]) {
         if o.kind.passed() && r.leaked.is_none() && o.warning.is_none() && !r.disagrees() {
             continue;
         }
-        let (mark, where_) = match o.kind {
-            OutcomeKind::Skipped => ("–", String::new()),
-            OutcomeKind::Pass => ("⚠", String::new()),
-            _ => ("✗", format!(" in {}", o.phase.as_str())),
+        let (mark, where_) = match o.kind.fault() {
+            Fault::NotProbed => ("–", String::new()),
+            Fault::None => ("⚠", String::new()),
+            Fault::Here | Fault::Preflight => ("✗", format!(" in {}", o.phase.as_str())),
         };
         let _ = writeln!(
             out,

@@ -6,18 +6,44 @@ pub mod cache;
 pub mod check;
 pub mod device;
 pub mod doctor;
+pub mod grid;
 pub mod inspect;
 pub mod native;
 pub mod resolve;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
-/// A table in the house style, with a header row.
-pub fn table(header: &[&str]) -> Table {
+pub use grid::Grid;
+
+/// `n` and the noun, singular for one: `count(1, "variant")` is
+/// "1 variant", `count(2, "variant")` "2 variants"; a noun whose plural is
+/// not `-s` names it after a `|`: `count(2, "entry|entries")`.
+pub fn count(n: usize, noun: &str) -> String {
+    let (one, many) = match noun.split_once('|') {
+        Some((one, many)) => (one.to_owned(), many.to_owned()),
+        None => (noun.to_owned(), format!("{noun}s")),
+    };
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A table in the house style, with a header row, that fits the width set
+/// by [`grid::set_width`] when printed.
+pub fn table(header: &[&str]) -> Grid {
     let mut table = Table::new();
     table
         .load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(header.to_vec());
-    table
+    Grid::new(table)
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_and_the_rest_plural() {
+        assert_eq!(super::count(1, "variant"), "1 variant");
+        assert_eq!(super::count(0, "variant"), "0 variants");
+        assert_eq!(super::count(2, "entry|entries"), "2 entries");
+        assert_eq!(super::count(1, "entry|entries"), "1 entry");
+    }
 }

@@ -65,5 +65,9 @@ pub fn section(
     let _ = writeln!(out, "{table}");
     notes(out, rows);
     let passing = rows.iter().filter(|r| r.outcome.kind.passed()).count();
-    let _ = writeln!(out, "{passing} of {} modules work here", rows.len());
+    let _ = writeln!(
+        out,
+        "{passing} of {} work here",
+        super::count(rows.len(), "module")
+    );
 }

@@ -127,8 +127,8 @@ pub fn table(decisions: &[Decision], discovery: Option<&Discovery>, system: &Sys
         let kernel = d.kernel.as_deref().unwrap_or("kernel");
         let _ = writeln!(
             out,
-            "{kernel}: {} variants in {}",
-            d.variants.len(),
+            "{kernel}: {} in {}",
+            super::count(d.variants.len(), "variant"),
             d.root.display()
         );
     }
@@ -137,8 +137,8 @@ pub fn table(decisions: &[Decision], discovery: Option<&Discovery>, system: &Sys
     let accepted = decisions.iter().filter(|d| d.accepted()).count();
     let _ = write!(
         out,
-        "{accepted} of {} variants accepted by name",
-        decisions.len()
+        "{accepted} of {} accepted by name",
+        super::count(decisions.len(), "variant")
     );
     if let Some(best) = decisions.first().filter(|d| d.accepted()) {
         let _ = write!(out, "; the hub loader would pick {}", best.variant);

@@ -10,10 +10,10 @@ use crate::cache::{
     VariantFiles,
 };
 use crate::classify::{Outcome, Timings};
-use crate::discover::native::ModuleKind;
-use crate::discover::{FoundVariant, NativeModule};
+use crate::discover::Metadata;
+use crate::discover::native::{ModuleKind, ModuleSpec};
 use crate::fingerprint::Fingerprint;
-use crate::probe::{self, ExecutorKind};
+use crate::probe::{self, ExecutorKind, Subject};
 use crate::protocol::{Made, PROTOCOL_VERSION};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -81,86 +81,102 @@ pub(super) fn bench_lookup(cache: &RunCache, key: &JobKey, workload: &str) -> Op
     cache.cache.bench().get(&key.bench(workload)).hit()
 }
 
-/// The key of `job`, which probes the hub `variant` (with the device load
-/// of its embedded CUDA code when `device_code`); `Err` says why its files
-/// could not be identified (the job is then probed and not kept).
-pub(super) fn variant_key(
+/// The key of `job`, made from its [`probe::Job::identity`] alone (with
+/// `metadata`, a hub variant's parsed `metadata.json`, for the identity of
+/// its files; and for a compiled CUDA variant, `device_code`: its device
+/// load runs too). `Err` says why its files could not be identified, or
+/// that the job is not one kept (the job is then probed and not kept).
+pub(super) fn job_key(
     cache: &RunCache,
-    variant: &FoundVariant,
     job: &probe::Job,
+    metadata: Option<&Metadata>,
     device_code: bool,
     made: Made,
 ) -> Result<JobKey, String> {
-    let (files, _, witness) = cache
-        .cache
-        .identities()
-        .identify_witnessed(&variant.path, variant.metadata.metadata())
-        .map_err(|e| e.to_string())?;
-    let identity = JobIdentity {
-        executor: ExecutorKind::Python,
-        name: variant.name.to_string(),
-        device: probe::torch_device(&variant.name, job.device),
-        files,
-        smoke: smoke_identity(&job.smoke).map_err(|e| e.to_string())?,
-        depth: job.depth,
-        protocol: PROTOCOL_VERSION,
-        // The cuda child is this binary: its version stands for its code.
-        device_code: device_code.then(|| format!("cuda {}", env!("CARGO_PKG_VERSION"))),
-        made,
-    };
-    Ok(JobKey {
-        key: OutcomeKey::new(&cache.fingerprint, identity),
-        smoke: smoke_label(&job.smoke),
-        witness: Some(witness),
-    })
-}
-
-/// The key of `job`, which runs the native `module` in the cuda executor.
-pub(super) fn module_key(
-    cache: &RunCache,
-    module: &NativeModule,
-    job: &probe::Job,
-) -> Result<JobKey, String> {
-    let spec = &module.spec;
-    let bytes = crate::fs::read_small(&spec.path)
-        .map_err(|e| format!("cannot read {}: {e}", spec.path.display()))?;
-    // How the file becomes code on the device is part of what it is.
-    #[derive(Serialize)]
-    struct Files<'a> {
-        sha256: String,
-        kind: ModuleKind,
-        nvrtc_options: &'a [String],
-        target: Option<&'a str>,
+    let probe::Identity {
+        subject,
+        device,
+        smoke,
+        depth,
+    } = job.identity();
+    match subject {
+        Subject::Variant { name, path } => {
+            let (files, _, witness) = cache
+                .cache
+                .identities()
+                .identify_witnessed(path, metadata)
+                .map_err(|e| e.to_string())?;
+            let identity = JobIdentity {
+                executor: ExecutorKind::Python,
+                code: probe::code_identity(ExecutorKind::Python).to_owned(),
+                name: name.to_string(),
+                device: probe::torch_device(name, device),
+                files,
+                smoke: smoke_identity(smoke).map_err(|e| e.to_string())?,
+                depth,
+                protocol: PROTOCOL_VERSION,
+                device_code: device_code
+                    .then(|| probe::code_identity(ExecutorKind::Cuda).to_owned()),
+                made,
+            };
+            Ok(JobKey {
+                key: OutcomeKey::new(&cache.fingerprint, identity),
+                smoke: smoke_label(smoke),
+                witness: Some(witness),
+            })
+        }
+        Subject::Module { spec, launches } => {
+            // A native module's workload is its launches: its smoke source
+            // is always load-only, and says nothing more.
+            debug_assert_eq!(*smoke, probe::SmokeSource::LoadOnly);
+            let ModuleSpec {
+                path,
+                kind,
+                nvrtc_options,
+                target,
+            } = spec;
+            let bytes = crate::fs::read_small(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            // How the file becomes code on the device is part of what it is.
+            #[derive(Serialize)]
+            struct Files<'a> {
+                sha256: String,
+                kind: ModuleKind,
+                nvrtc_options: &'a [String],
+                target: Option<&'a str>,
+            }
+            let files = Files {
+                sha256: crate::hash::hex(&Sha256::digest(bytes)),
+                kind: *kind,
+                nvrtc_options,
+                target: target.as_deref(),
+            };
+            let identity = JobIdentity {
+                executor: ExecutorKind::Cuda,
+                code: probe::code_identity(ExecutorKind::Cuda).to_owned(),
+                name: spec.name(),
+                device: device.ordinal().to_string(),
+                files: VariantFiles {
+                    content: format!("content:{}", digest(&files)),
+                    metadata: None,
+                },
+                smoke: format!("launches:{}", digest(launches)),
+                depth,
+                protocol: PROTOCOL_VERSION,
+                device_code: None,
+                made: Made::Fresh,
+            };
+            Ok(JobKey {
+                key: OutcomeKey::new(&cache.fingerprint, identity),
+                smoke: "launches".into(),
+                witness: None,
+            })
+        }
+        Subject::Device | Subject::Devices => Err(format!(
+            "{} is a question about the machine, not a job that is kept",
+            subject.describe()
+        )),
     }
-    let files = Files {
-        sha256: crate::hash::hex(&Sha256::digest(bytes)),
-        kind: spec.kind,
-        nvrtc_options: &spec.nvrtc_options,
-        target: spec.target.as_deref(),
-    };
-    // The launches are the module's smoke workload; the cuda child is this
-    // binary, so its version stands where a variant's smoke identity holds
-    // the Python driver's code.
-    let smoke = (env!("CARGO_PKG_VERSION"), &module.launches);
-    let identity = JobIdentity {
-        executor: ExecutorKind::Cuda,
-        name: module.name(),
-        device: job.device.ordinal().to_string(),
-        files: VariantFiles {
-            content: format!("content:{}", digest(&files)),
-            metadata: None,
-        },
-        smoke: format!("launches:{}", digest(&smoke)),
-        depth: job.depth,
-        protocol: PROTOCOL_VERSION,
-        device_code: None,
-        made: Made::Fresh,
-    };
-    Ok(JobKey {
-        key: OutcomeKey::new(&cache.fingerprint, identity),
-        smoke: "launches".into(),
-        witness: None,
-    })
 }
 
 /// The key a whole native target's bench results are kept under: its one
@@ -179,6 +195,7 @@ pub(super) fn target_key(keys: &[Option<&JobKey>]) -> Option<JobKey> {
             let head = &first.key.parts.job;
             let identity = JobIdentity {
                 executor: head.executor,
+                code: head.code.clone(),
                 name: jobs
                     .iter()
                     .map(|j| j.name.as_str())

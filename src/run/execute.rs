@@ -39,15 +39,54 @@ impl Executors {
         }
     }
 
-    /// The executor that runs `subject`.
-    fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
-        match subject {
-            Subject::Variant { .. } => self.python.as_ref().map(|e| e as &dyn Executor),
-            Subject::Module { .. } | Subject::Device | Subject::Devices => {
-                self.cuda.as_ref().map(|e| e as &dyn Executor)
-            }
+    /// The executors of a run of `plan` on the machine its fingerprint
+    /// describes, registered: the python executor (`python`, else the
+    /// fingerprint's interpreter) and, when the plan has a job for it, the
+    /// cuda executor ([`Executors::cuda_for`]). The one place `check`,
+    /// `select`, `warmup` and `bench` get theirs.
+    pub fn for_plan(
+        plan: &super::Plan,
+        python: Option<&std::path::Path>,
+    ) -> Result<Executors, ExecutorsError> {
+        let python = python
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| probe::find_python(&plan.fingerprint.python.as_ref()?.interpreter))
+            .map(|python| PythonExecutor::for_machine(python, &plan.fingerprint));
+        if plan.needs_python() && python.is_none() {
+            return Err(ExecutorsError::NoPython);
         }
+        let cuda = plan
+            .needs_cuda()
+            .then(|| Executors::cuda_for(&plan.fingerprint.toolkits))
+            .transpose()
+            .map_err(ExecutorsError::NoBinary)?;
+        Ok(Executors { python, cuda })
     }
+
+    /// Every executor registered, in the order a job is offered to them.
+    fn registered(&self) -> impl Iterator<Item = &dyn Executor> {
+        let python = self.python.as_ref().map(|e| e as &dyn Executor);
+        let cuda = self.cuda.as_ref().map(|e| e as &dyn Executor);
+        python.into_iter().chain(cuda)
+    }
+
+    /// The executor that runs `subject`: the first registered one that
+    /// accepts it.
+    fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
+        self.registered().find(|e| e.accepts(subject))
+    }
+}
+
+/// Why a run's executors cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorsError {
+    /// Hub variants to import, and no interpreter to import them in (a
+    /// user's fault: exit 2).
+    #[error("no Python interpreter found: give --python P")]
+    NoPython,
+    /// The running binary, which the cuda child is, cannot be found.
+    #[error("cannot find the preflight binary: {0}")]
+    NoBinary(std::io::Error),
 }
 
 /// What running one job showed.

@@ -22,7 +22,7 @@ pub mod warm;
 
 pub use cached::JobKey;
 pub use event::{Reporter, RunEvent};
-pub use execute::Executors;
+pub use execute::{Executors, ExecutorsError};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
 pub use result::{CheckReport, CheckResult, Declared};
 

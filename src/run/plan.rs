@@ -11,15 +11,16 @@ use crate::cache::Cache;
 use crate::declared::embedded::{self, Judge};
 use crate::declared::{self, Decision, Rejection, System};
 use crate::discover::native::ModuleKind;
-use crate::discover::{Discovery, FoundVariant, Named, NativeModule, NativeTarget, Target};
+use crate::discover::{
+    Discovery, FoundVariant, KernelRepo, Named, NativeModule, NativeTarget, Target,
+};
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource, Subject};
-use crate::protocol::Depth;
-use crate::protocol::Made;
+use crate::protocol::{Depth, Made};
 use crate::sandbox::Limits;
 use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A target's place in its plan. Rows refer to their target by it, so two
@@ -44,10 +45,6 @@ pub struct PlanOptions {
     pub judge: Option<Judge>,
     /// Time and output limits of each child.
     pub limits: Limits,
-    /// How hub variants' children are made (what the python executor of
-    /// the run does: [`crate::probe::PythonExecutor::launch`]); part of
-    /// their keys.
-    pub made: Made,
 }
 
 /// One planned job.
@@ -92,6 +89,9 @@ pub struct Plan {
     /// Findings that change no job (entries that are not variants, jobs
     /// that cannot be cached).
     pub warnings: Vec<String>,
+    /// How the run's python executor makes hub variants' children
+    /// ([`probe::made_on`]): part of their keys.
+    pub made: Made,
     pub(super) cache: Option<RunCache>,
 }
 
@@ -110,17 +110,52 @@ impl Plan {
             targets: Vec::new(),
             jobs: Vec::new(),
             warnings: Vec::new(),
+            made: probe::made_on(fingerprint),
             cache: cache.map(|c| RunCache::new(c, fingerprint)),
         };
         let system = System::from_fingerprint(fingerprint);
         for (i, named) in targets.iter().enumerate() {
+            let first = plan.jobs.len();
             match &named.target {
                 Target::Hub(d) => plan.add_variants(TargetId(i), d, &system, options),
                 Target::Native(t) => plan.add_modules(TargetId(i), t, options),
             }
+            plan.attach_keys(first, &named.target);
         }
         plan.targets = targets;
         plan
+    }
+
+    /// Give the jobs listed from `first` on (all of `target`) their cache
+    /// keys, made from each job's identity ([`cached::job_key`]); a job
+    /// that cannot be keyed is probed and not kept, with a warning.
+    fn attach_keys(&mut self, first: usize, target: &Target) {
+        let Some(cache) = &self.cache else {
+            return;
+        };
+        for job in &mut self.jobs[first..] {
+            if job.skip.is_some() {
+                continue;
+            }
+            let metadata = match target {
+                Target::Hub(d) => d
+                    .variants
+                    .iter()
+                    .find(|v| v.path == job.path)
+                    .and_then(|v| v.metadata.metadata()),
+                Target::Native(_) => None,
+            };
+            let made = match job.probe.subject {
+                Subject::Variant { .. } => self.made,
+                _ => Made::Fresh,
+            };
+            match cached::job_key(cache, &job.probe, metadata, job.device_code.is_some(), made) {
+                Ok(key) => job.key = Some(key),
+                Err(e) => self
+                    .warnings
+                    .push(format!("{}: not cached: {e}", job.path.display())),
+            }
+        }
     }
 
     /// The jobs of `target`, in plan order.
@@ -174,30 +209,19 @@ impl Plan {
             .any(|j| j.skip.is_none() && matches!(j.probe.subject, Subject::Variant { .. }))
     }
 
-    /// Add a job; `key` computes its cache key, for a job that is probed
-    /// at all.
+    /// Add a job, not yet keyed.
     fn push(
         &mut self,
         target: TargetId,
         declared: Declared,
         skip: Option<String>,
         (probe, device_code): (probe::Job, Option<probe::Job>),
-        key: impl FnOnce(&RunCache, &probe::Job) -> Result<JobKey, String>,
     ) {
         let (name, path) = match &probe.subject {
             Subject::Variant { name, path } => (name.to_string(), path.clone()),
             Subject::Module { spec, .. } => (spec.name(), spec.path.clone()),
             Subject::Device => ("device".to_owned(), PathBuf::new()),
             Subject::Devices => ("devices".to_owned(), PathBuf::new()),
-        };
-        let key = match (&self.cache, &skip) {
-            (Some(cache), None) => key(cache, &probe)
-                .inspect_err(|e| {
-                    self.warnings
-                        .push(format!("{}: not cached: {e}", path.display()))
-                })
-                .ok(),
-            _ => None,
         };
         self.jobs.push(Job {
             id: JobId(self.jobs.len()),
@@ -208,7 +232,7 @@ impl Plan {
             skip,
             probe,
             device_code,
-            key,
+            key: None,
         });
     }
 
@@ -245,7 +269,9 @@ impl Plan {
                 .or_insert_with_key(|kernel| {
                     SmokeSource::choose(
                         options.smoke.as_deref(),
-                        repo_dir(&d.root),
+                        KernelRepo::above_variants(&d.root)
+                            .as_ref()
+                            .map(KernelRepo::dir),
                         kernel.as_deref(),
                     )
                 })
@@ -264,10 +290,7 @@ impl Plan {
                 limits: options.limits.clone(),
                 ..probe::Job::new(subject)
             };
-            let device_step = device_code.is_some();
-            self.push(target, declared, skip, (job, device_code), |cache, job| {
-                cached::variant_key(cache, variant, job, device_step, options.made)
-            });
+            self.push(target, declared, skip, (job, device_code));
         }
     }
 
@@ -283,9 +306,7 @@ impl Plan {
                     launches: module.launches.clone(),
                 })
             };
-            self.push(target, declared, None, (job, None), |cache, job| {
-                cached::module_key(cache, module, job)
-            });
+            self.push(target, declared, None, (job, None));
         }
     }
 }
@@ -358,12 +379,4 @@ fn short_reason(rejection: &Rejection) -> &'static str {
         Rejection::Backend { .. } | Rejection::NoarchBackend { .. } => "backend",
         Rejection::MacosTooOld { .. } => "macOS too old",
     }
-}
-
-/// The kernel repo above a directory of variants (`<repo>/build`), where
-/// `benchmarks/` lives.
-fn repo_dir(variants_root: &Path) -> Option<&Path> {
-    (variants_root.file_name()? == "build")
-        .then(|| variants_root.parent())
-        .flatten()
 }

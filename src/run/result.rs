@@ -2,7 +2,7 @@
 //! `check --json` prints.
 
 use super::plan::{JobId, TargetId};
-use crate::classify::{Outcome, OutcomeKind, Timings};
+use crate::classify::{Fault, Outcome, Timings};
 use crate::fingerprint::{Fingerprint, Hashed};
 use serde::Serialize;
 
@@ -64,10 +64,10 @@ impl CheckResult {
     /// job accepted by its declarations that fails here, or one rejected
     /// that works.
     pub fn disagrees(&self) -> bool {
-        match self.outcome.kind {
-            OutcomeKind::Pass => !self.declared.accepted,
-            OutcomeKind::Skipped | OutcomeKind::ProbeError => false,
-            _ => self.declared.accepted,
+        match self.outcome.kind.fault() {
+            Fault::None => !self.declared.accepted,
+            Fault::NotProbed | Fault::Preflight => false,
+            Fault::Here => self.declared.accepted,
         }
     }
 }

@@ -67,12 +67,18 @@ pub enum Names {
     Overruled,
 }
 
+/// Whether a variant that ended with `outcome`, accepted by its name or
+/// not, may be chosen under `names`: the one rule of the cold choice
+/// ([`choose`]) and of the warm path ([`super::warm::answer`]).
+pub(super) fn may_choose(outcome: &Outcome, accepted: bool, names: Names) -> bool {
+    outcome.kind.passed()
+        && (accepted
+            || (names == Names::Overruled && outcome.depth.is_some_and(|d| d >= Depth::Smoke)))
+}
+
 /// Whether `result` may be chosen under `names`.
 fn eligible(result: &CheckResult, names: Names) -> bool {
-    result.outcome.kind.passed()
-        && (result.declared.accepted
-            || (names == Names::Overruled
-                && result.outcome.depth.is_some_and(|d| d >= Depth::Smoke)))
+    may_choose(&result.outcome, result.declared.accepted, names)
 }
 
 /// The variant to load, among `results` in the hub's preference order:
@@ -226,10 +232,8 @@ impl<'a> Selection<'a> {
         bench: &Bench,
     ) -> Selection<'a> {
         let chosen = choose(results, rank, names, &bench.records);
-        let probed: Vec<&CheckResult> = results
-            .iter()
-            .filter(|r| r.outcome.kind != crate::classify::OutcomeKind::Skipped)
-            .collect();
+        let probed: Vec<&CheckResult> =
+            results.iter().filter(|r| r.outcome.kind.probed()).collect();
         Selection {
             variant: chosen.map(|c| c.variant.as_str()),
             path: chosen.map(|c| c.path.as_str()),

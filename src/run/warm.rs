@@ -14,10 +14,13 @@
 //! command down the ordinary path, which plans, runs and writes the record
 //! again.
 
+use super::select::Names;
 use super::{CheckReport, Plan, PlanOptions, cached};
 use crate::cache::Cache;
 use crate::cache::Lookup;
 use crate::cache::warm::{WarmJob, WarmParts, WarmRecord, Witness, now_ns};
+use crate::discover::KernelRepo;
+use crate::discover::repo::benchmark_sources;
 use crate::protocol::PROTOCOL_VERSION;
 use std::path::{Path, PathBuf};
 
@@ -64,24 +67,15 @@ impl Before {
 /// `--smoke` (which the warm path leaves to the ordinary one): the repo's
 /// `benchmarks/` folder (its listing) and every Python file in it.
 fn smoke_witnesses(root: &Path) -> Vec<Witness> {
-    let Some(repo) = root
-        .parent()
-        .filter(|_| root.file_name().is_some_and(|n| n == "build"))
-    else {
+    let Some(repo) = KernelRepo::above_variants(root) else {
         return Vec::new();
     };
-    let dir = repo.join("benchmarks");
+    let dir = repo.benchmarks();
     let listing = Witness::take(&dir);
     let mut out = Vec::new();
     if listing.seen.is_some()
-        && let Ok(entries) = std::fs::read_dir(&dir)
+        && let Ok(scripts) = benchmark_sources(&dir)
     {
-        let mut scripts: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "py"))
-            .collect();
-        scripts.sort();
         out.extend(scripts.iter().map(|s| Witness::take(s)));
     }
     out.insert(0, listing);
@@ -148,7 +142,9 @@ fn chosen<'j>(jobs: &'j [WarmJob], installed: &str) -> Option<&'j WarmJob> {
         if kept.packages.as_deref().is_some_and(|p| p != installed) {
             return None;
         }
-        if kept.outcome.kind.passed() {
+        // The warm path answers only the default choice (names decide, in
+        // preference order): the first that `choose` would take.
+        if super::select::may_choose(&kept.outcome, job.accepted, Names::Decide) {
             return Some(job);
         }
     }

@@ -15,9 +15,9 @@ import sys
 from kernels._rust import Metadata
 
 
-def load_acceptance():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "probes", "python", "acceptance.py")
-    spec = importlib.util.spec_from_file_location("preflight_acceptance", path)
+def load_parser():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "probes", "python", "hub_metadata.py")
+    spec = importlib.util.spec_from_file_location("preflight_hub_metadata", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -32,10 +32,10 @@ def hub(text):
 
 
 def main():
-    acceptance = load_acceptance()
+    parser = load_parser()
     out = []
     for text in json.load(sys.stdin):
-        _, problem = acceptance.parse_metadata(text.encode("utf-8"))
+        _, problem = parser.parse_metadata(text.encode("utf-8"))
         out.append({"hub": hub(text), "preflight": problem})
     json.dump(out, sys.stdout)
 

@@ -208,3 +208,20 @@ def test_local_kernels_overrides_the_hub_as_in_get_kernel(hub_cache, tmp_path):
     code, [loaded], stderr = our_get_kernel("acme/local", {"version": 1}, env={"LOCAL_KERNELS": f"acme/local={local}"})
     assert loaded["snapshot"] == "local", (loaded, stderr)
     assert loaded["file"].startswith(str(local))
+
+
+def test_without_kernels_the_hint_names_what_installs_it():
+    # kernel-preflight is not on PyPI: the hint must not send the user to
+    # `pip install 'kernel-preflight[hub]'`, which cannot work.
+    code = (
+        "import sys\nsys.modules['kernels'] = None\n"
+        "import kernel_preflight\n"
+        "try:\n    kernel_preflight.get_kernel('acme/x', version=1)\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    message = done.stdout.strip()
+    assert "pip install 'kernels" in message and "<0.18" in message, message
+    assert "pip install '.[hub]'" in message, message
+    assert "kernel-preflight[hub]" not in message, message

@@ -49,6 +49,7 @@ fn job_of(cache: &Cache, dir: &Path, metadata: Option<&Metadata>) -> OutcomeKey 
     let (files, _) = cache.identities().identify(dir, metadata).unwrap();
     let job = JobIdentity {
         executor: ExecutorKind::Python,
+        code: "python driver 0".into(),
         device: crate::probe::device_for(&name).to_string(),
         name: name.to_string(),
         files,

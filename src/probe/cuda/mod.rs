@@ -272,6 +272,16 @@ impl Executor for CudaExecutor {
         ExecutorKind::Cuda
     }
 
+    /// Modules and device questions; a compiled variant's device step (its
+    /// embedded code loaded, `run::execute`) is sent here by the run, its
+    /// import is the python executor's.
+    fn accepts(&self, subject: &Subject) -> bool {
+        match subject {
+            Subject::Module { .. } | Subject::Device | Subject::Devices => true,
+            Subject::Variant { .. } => false,
+        }
+    }
+
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
         let sandbox = job
             .subject
