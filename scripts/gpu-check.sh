@@ -325,12 +325,12 @@ def add(a, b):
   done
   printf 'def smoke(kernel, device):
     import torch
-    x = torch.arange(8, device=device, dtype=torch.float32)
-    return {"out": kernel.add(x, kernel.ONES[:8]).cpu().tolist(), "expected": (torch.arange(8, dtype=torch.float32) + 1).tolist()}
+    kernel.add(torch.arange(8, device=device), kernel.ONES[:8])
+    torch.cuda.synchronize()
 ' >"$WORK/forked-smoke.py"
   for fork in 1 0; do
     PREFLIGHT_FORK=$fork PREFLIGHT_CACHE=$WORK/forked-cache-$fork t 300 "$BIN" check --json --jobs 2 \
-      --python "$PYBIN" "${forked_targets[@]}" >"$WORK/forked-$fork.json" 2>"$WORK/forked-$fork.err"
+      --smoke "$WORK/forked-smoke.py" --python "$PYBIN" "${forked_targets[@]}" >"$WORK/forked-$fork.json" 2>"$WORK/forked-$fork.err"
     expect "forked probes on the GPU (PREFLIGHT_FORK=$fork): exit status" 0 "$?"
   done
   expect "forked probes on the GPU: every child forked" forked \
