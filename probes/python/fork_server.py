@@ -42,7 +42,6 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 NAMESPACES = (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS), ("pid", CLONE_NEWPID))
-PR_SET_PDEATHSIG = 1
 MAX_REQUEST = 16 << 20
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -167,6 +166,10 @@ def probe(conn, request, fds, limits):
     sys.argv = argv
     sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
     sys.dont_write_bytecode = True
+    # A fresh interpreter seeds `random` from the system; a forked one would
+    # repeat the server's sequence in every child.
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
     for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -261,7 +264,9 @@ def serve(name, token):
 
 
 def main():
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # No parent-death signal: it would fire when the executor's thread that
+    # started the server ends, not the executor. The server ends at the end
+    # of its stdin instead, which the kernel closes when preflight dies.
     name, token = sys.argv[1], os.environ.pop("PREFLIGHT_FORK_NONCE", "")
     try:
         imported = preload()
