@@ -295,15 +295,15 @@ impl Executor for PythonExecutor {
             .forking
             .as_ref()
             .and_then(|forking| forking.ticket(self));
-        let evidence = self.probe(job, name, path, ticket.as_ref(), cancel)?;
-        match (&self.forking, ticket.is_some()) {
-            (Some(forking), true) if evidence.1.is_some() => {
+        let (evidence, refused) = self.probe(job, name, path, ticket.as_ref(), cancel)?;
+        match (&self.forking, refused) {
+            (Some(forking), Some(why)) => {
                 // No probe ran: the server refused (or could not join the
                 // sandbox). Every later probe, this one too, is fresh.
-                forking.refuse(evidence.1.unwrap_or_default());
+                forking.refuse(why);
                 Ok(self.probe(job, name, path, None, cancel)?.0)
             }
-            _ => Ok(evidence.0),
+            _ => Ok(evidence),
         }
     }
 }
