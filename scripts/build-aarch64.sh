@@ -22,7 +22,14 @@ mode=wheel
 [ "${1:-}" = "--binary" ] && mode=binary
 
 need=()
-[ -x /usr/bin/cargo ] && /usr/bin/cargo --version 2>/dev/null | grep -q . || need+=(rustc-web cargo-web)
+# Debian's Rust, new enough for this crate (rust-version 1.88): bookworm's
+# plain `rustc` is 1.63; `rustc-web` (bookworm-security) is 1.96.
+rust_ok() {
+  local v
+  v=$(/usr/bin/rustc --version 2>/dev/null | cut -d' ' -f2) || return 1
+  [ -x /usr/bin/cargo ] && [ "$(printf '%s\n1.88.0\n' "$v" | sort -V | head -1)" = 1.88.0 ]
+}
+rust_ok || need+=(rustc-web cargo-web)
 [ -d /usr/lib/rustlib/$TRIPLE/lib ] || need+=(libstd-rust-web-dev:arm64)
 command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)

@@ -66,5 +66,12 @@ check "fingerprint: aarch64" \
   bash -c "$(declare -f arm); ARM=$ARM; arm fingerprint --json | grep -q '\"arch\": \"aarch64\"'"
 check "fingerprint: the hash on its own line" \
   bash -c "$(declare -f arm); ARM=$ARM; arm fingerprint | tail -1 | grep -Eqx '[0-9a-f]{64}'"
+# The wheel scripts/build-aarch64.sh made, when there is one: its binary.
+for wheel in target/wheels-aarch64/kernel_preflight-*_aarch64.whl; do
+  [ -f "$wheel" ] || continue
+  unzip -q -o -j "$wheel" 'kernel_preflight-*.data/scripts/preflight' -d "$tmp/wheel"
+  check "the wheel's binary: $(basename "$wheel")" \
+    same "env -u QEMU_LD_PREFIX timeout 120 qemu-aarch64-static $tmp/wheel/preflight --version" "$X86 --version"
+done
 echo "aarch64: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

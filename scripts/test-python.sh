@@ -7,8 +7,9 @@
 #
 # The wheel is built with cargo's `dev` profile by default: it reuses the
 # binary `cargo test` has just built (about 10 s), where the published
-# `release` profile (fat LTO) recompiles everything (21 min measured on the
-# shared 2-core VM); PREFLIGHT_WHEEL_PROFILE=release tests that one. The
+# `release` profile (fat LTO) recompiles everything (2 to 8 min on the
+# shared 2-core VM, by its load: docs/wheels.md); PREFLIGHT_WHEEL_PROFILE=release
+# tests that one. The
 # tests run against the binary inside the wheel (PREFLIGHT_BIN is ignored).
 # Arguments go to pytest (scripts/test-python.sh -k hint).
 set -euo pipefail

@@ -1,12 +1,14 @@
 //! The Python door's types (`python/kernel_preflight/_types.py`) agree with
 //! the Rust ones they mirror, field by field: every outcome kind and every
-//! field Rust writes, serialized here and read by Python's own parser in a
-//! real interpreter (`tests/mirror/check.py`).
+//! field Rust writes (outcomes, `check` rows, `warmup` lines), serialized
+//! here and read by Python's own parser in a real interpreter
+//! (`tests/mirror/check.py`).
 
 mod common;
 
 use kernel_preflight::classify::{Depth, Outcome, OutcomeKind, Phase, Timings};
 use kernel_preflight::protocol::{EmbeddedLoad, Made, Memory};
+use kernel_preflight::report::warmup::KernelSummary;
 use kernel_preflight::run::{CheckResult, Declared, JobId, TargetId};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -94,7 +96,7 @@ fn python_reads(doc: &Value) -> Value {
 }
 
 #[test]
-fn python_reads_every_rust_outcome_and_check_row_field_by_field() {
+fn python_reads_every_rust_outcome_check_row_and_warmup_line_field_by_field() {
     let mut outcomes: Vec<Value> = OutcomeKind::ALL
         .iter()
         .map(|k| serde_json::to_value(full(*k)).unwrap())
@@ -109,7 +111,28 @@ fn python_reads_every_rust_outcome_and_check_row_field_by_field() {
         serde_json::to_value(row(full(OutcomeKind::Crashed), Some("leaked: sleep"))).unwrap(),
         serde_json::to_value(row(plain.clone(), None)).unwrap(),
     ];
-    let seen = python_reads(&json!({ "outcomes": outcomes, "results": results }));
+    let summary = KernelSummary {
+        target: "acme/relu (main)".into(),
+        kernel: "acme/relu (main)".into(),
+        variants: 3,
+        probed: 1,
+        cached: 1,
+        skipped: 1,
+        passed: 1,
+        best: Some("torch-universal".into()),
+        native: false,
+    };
+    let summaries = vec![
+        serde_json::to_value(&summary).unwrap(),
+        serde_json::to_value(KernelSummary {
+            best: None,
+            ..summary.clone()
+        })
+        .unwrap(),
+    ];
+    let seen = python_reads(&json!({
+        "outcomes": outcomes, "results": results, "summaries": summaries,
+    }));
 
     assert_eq!(seen["problems"], json!([]), "the mirror drifted: {seen}");
     let passed: Vec<bool> = OutcomeKind::ALL
@@ -126,6 +149,8 @@ fn python_reads_every_rust_outcome_and_check_row_field_by_field() {
     // adds is a decision here rather than silently invisible to Python.
     assert_eq!(
         seen["unmirrored"],
-        json!({ "Outcome": ["embedded"], "VariantResult": [], "Timings": [] }),
+        json!({
+            "Outcome": ["embedded"], "VariantResult": [], "Timings": [], "KernelSummary": [],
+        }),
     );
 }

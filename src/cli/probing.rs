@@ -2,17 +2,17 @@
 
 use super::{BadInput, Failure, Internal};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::declared::embedded::Judge;
 use kernel_preflight::discover::Named;
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::fingerprint::Fingerprint;
 use kernel_preflight::probe;
 use kernel_preflight::run::{
-    self, CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent,
+    CheckReport, Executors, ExecutorsError, Plan, Reporter, RunEvent, Session, SessionError,
+    SessionOptions,
 };
 use kernel_preflight::sandbox::{self, Limits};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How to probe.
@@ -52,18 +52,12 @@ pub(super) fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
         })
 }
 
-/// Validated probing options, before the machine is known.
+/// Validated probing options, before the machine is known: the
+/// library's [`Session`], made from the arguments.
 pub struct Probing {
-    /// Child limits.
-    pub limits: Limits,
     /// `--python`, resolved to a path.
     pub python: Option<PathBuf>,
-    /// The cache: the fingerprint's facts, and outcomes unless `--no-cache`.
-    cache: Arc<Cache>,
-    /// The full fingerprint, once made (a warm `select` makes it before it
-    /// knows whether it must plan).
-    fingerprint: OnceLock<Fingerprint>,
-    args: ProbeArgs,
+    session: Session,
 }
 
 impl ProbeArgs {
@@ -91,58 +85,56 @@ impl ProbeArgs {
                 smoke.display()
             )));
         }
-        Ok(Probing {
+        let options = SessionOptions {
             limits,
+            python: python.clone(),
+            smoke: self.smoke,
+            no_cache: self.no_cache,
+            jobs: self.jobs.map(|n| n as usize),
+        };
+        Ok(Probing {
             python,
-            cache: Arc::new(Cache::from_env()),
-            fingerprint: OnceLock::new(),
-            args: self,
+            session: Session::new(options, Cache::from_env()),
         })
     }
 }
 
+/// A session's failure as the command line reports it.
+impl From<SessionError> for Failure {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::Fingerprint(_) | SessionError::Executors(ExecutorsError::NoPython) => {
+                BadInput(e.to_string())
+            }
+            SessionError::NoBinary
+            | SessionError::Executors(ExecutorsError::NoBinary(_))
+            | SessionError::Fault(_) => Internal(e.to_string()),
+        }
+    }
+}
+
 impl Probing {
+    /// The library's session the arguments made.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// The full fingerprint of this machine for the chosen interpreter
     /// (measured once, then cached).
     pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
-        if let Some(fp) = self.fingerprint.get() {
-            return Ok(fp.clone());
-        }
-        let mut sources = Sources::from_process();
-        sources.python = self.python.clone();
-        let fp = super::fingerprint::full(&sources, self.cache.as_ref())?;
-        Ok(self.fingerprint.get_or_init(|| fp).clone())
+        Ok(self.session.fingerprint()?)
     }
 
-    /// The cache outcomes are kept in; `None` under `--no-cache`.
-    pub fn outcome_cache(&self) -> Option<&Cache> {
-        (!self.args.no_cache).then_some(self.cache.as_ref())
-    }
-
-    /// The options [`Probing::run`] plans with for `all` and `judge`.
-    pub fn plan_options(&self, all: bool, judge: Option<Judge>) -> PlanOptions {
-        PlanOptions {
-            smoke: self.args.smoke.clone(),
-            all,
-            judge,
-            limits: self.limits.clone(),
-        }
-    }
-
-    /// The executors of a run of `plan` ([`Executors::for_plan`]), with
-    /// `--python`.
+    /// The executors of a run of `plan` ([`Session::executors`]).
     pub fn executors(&self, plan: &Plan) -> Result<Executors, Failure> {
-        Executors::for_plan(plan, self.python.as_deref()).map_err(|e| match e {
-            ExecutorsError::NoPython => BadInput(e.to_string()),
-            ExecutorsError::NoBinary(_) => Internal(e.to_string()),
-        })
+        Ok(self
+            .session
+            .executors(plan)
+            .map_err(SessionError::Executors)?)
     }
 
-    /// Plan `targets` and answer every job (what `check`, `select` and
-    /// `warmup` share): `all` probes variants for another OS or CPU too;
-    /// `judge` adds the embedded-architecture check to declared verdicts.
-    /// Exits on an interrupt, once every child is stopped; a job whose
-    /// child could not be run at all is an internal fault.
+    /// [`Session::check`] with the Ctrl-C handler installed: exits on an
+    /// interrupt, once every child is stopped.
     pub fn run(
         &self,
         targets: Vec<Named>,
@@ -150,38 +142,20 @@ impl Probing {
         judge: bool,
         reporter: &dyn Reporter,
     ) -> Result<(Plan, CheckReport), Failure> {
-        let fingerprint = self.fingerprint()?;
+        // The fingerprint first: its failure is the answer before any
+        // handler is installed, as before any plan.
+        self.fingerprint()?;
         let cancel = sandbox::install_interrupt_handler();
-        let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
-        let cache = (!self.args.no_cache).then(|| Arc::clone(&self.cache));
-        let plan = Plan::new(targets, &fingerprint, &options, cache);
-        for warning in &plan.warnings {
-            eprintln!("preflight: warning: {warning}");
-        }
-        let executors = self.executors(&plan)?;
-        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-        let jobs = match self.args.jobs {
-            Some(n) => n as usize,
-            None => plan.probe_count().min(cpus).clamp(1, 4),
-        };
-        let report = run::run(&plan, &executors, jobs, &cancel, reporter);
-        if let Some(why) = executors.python.as_ref().and_then(|p| p.fork_fallback()) {
-            eprintln!("preflight: warning: probes ran as fresh processes, not forked: {why}");
-        }
+        let answer = self.session.check(targets, all, judge, &cancel, reporter);
         super::exit_if_interrupted(
             &cancel,
-            if self.args.no_cache {
+            if self.session.options().no_cache {
                 "every probe was stopped"
             } else {
                 "every probe was stopped; outcomes probed so far are cached"
             },
         );
-        // A child that could not be run at all answers nothing about its
-        // job: preflight (or the machine) failed.
-        if let Some(fault) = report.faults.first() {
-            return Err(Internal(fault.clone()));
-        }
-        Ok((plan, report))
+        Ok(answer?)
     }
 }
 

@@ -58,15 +58,15 @@ impl From<hub_cache::RevisionError> for Failure {
     }
 }
 
-/// The folder to discover for `ORG/NAME` at `spec`: the cache folder itself
-/// for the default (discovery picks `refs/main`, else the newest snapshot),
-/// else the snapshot the revision or version names.
+impl From<hub_cache::SnapshotError> for Failure {
+    fn from(e: hub_cache::SnapshotError) -> Self {
+        BadInput(e.to_string())
+    }
+}
+
+/// The folder to discover for `ORG/NAME` at `spec` ([`hub_cache::snapshot`]).
 pub fn snapshot(repo: &str, spec: &RevisionSpec) -> Result<std::path::PathBuf, Failure> {
-    let folder = hub_cache::repo_folder(&hub_cache::cache_root(), repo)?;
-    Ok(match spec {
-        RevisionSpec::Main => folder,
-        _ => hub_cache::snapshot_for(&folder, spec)?,
-    })
+    Ok(hub_cache::snapshot(&hub_cache::cache_root(), repo, spec)?)
 }
 
 /// Where the variants of `ORG/NAME`'s snapshot that `spec` names lie.
@@ -80,29 +80,18 @@ pub fn discover_repo(repo: &str, spec: &RevisionSpec) -> Result<Discovery, Failu
 }
 
 /// Adds the snapshot of every ref of every kernel in the hub cache, named
-/// `ORG/NAME (refs)`; returns what could not be read (one broken folder does
-/// not stop the others).
+/// `ORG/NAME (refs)` ([`hub_cache::every_cached_ref`]); returns what could
+/// not be read (one broken folder does not stop the others).
 pub fn add_every_cached_ref(targets: &mut Targets) -> Vec<String> {
     let mut problems = Vec::new();
-    for folder in hub_cache::cached_kernels(&hub_cache::cache_root()) {
-        let snapshots = match hub_cache::ref_snapshots(&folder) {
-            Ok(s) => s,
-            Err(e) => {
-                problems.push(e.to_string());
-                continue;
+    for found in hub_cache::every_cached_ref(&hub_cache::cache_root()) {
+        match found {
+            Ok((given, snapshot)) => {
+                if let Err(e) = targets.add(given, &snapshot) {
+                    problems.push(e.to_string());
+                }
             }
-        };
-        let repo = folder
-            .file_name()
-            .and_then(|name| hub_cache::repo_id(&name.to_string_lossy()));
-        for (snapshot, refs) in snapshots {
-            let given = match &repo {
-                Some(repo) if !refs.is_empty() => format!("{repo} ({})", refs.join(", ")),
-                _ => snapshot.display().to_string(),
-            };
-            if let Err(e) = targets.add(given, &snapshot) {
-                problems.push(e.to_string());
-            }
+            Err(problem) => problems.push(problem),
         }
     }
     problems

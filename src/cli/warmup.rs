@@ -6,9 +6,8 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kernel_preflight::discover::hub_cache::RevisionSpec;
 use kernel_preflight::discover::project::{self, Pinned};
 use kernel_preflight::discover::{Named, Target, Targets, hub_cache};
-use kernel_preflight::report;
-use kernel_preflight::run::{CheckReport, CheckResult, Job, Plan, Reporter, RunEvent, TargetId};
-use serde::Serialize;
+use kernel_preflight::report::warmup;
+use kernel_preflight::run::{CheckResult, Job, Reporter, RunEvent};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -41,21 +40,6 @@ pub struct Args {
     json: bool,
     #[command(flatten)]
     probing: ProbeArgs,
-}
-
-/// One kernel's line in the summary.
-#[derive(Debug, Serialize)]
-struct KernelSummary {
-    target: String,
-    kernel: String,
-    variants: usize,
-    probed: usize,
-    cached: usize,
-    skipped: usize,
-    passed: usize,
-    best: Option<String>,
-    #[serde(skip)]
-    native: bool,
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
@@ -96,42 +80,11 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let start = Instant::now();
     let (plan, report) = probing.run(targets, false, false, &bars)?;
     bars.finish();
-    let summary = summarize(&plan, &report);
+    let summary = warmup::summarize(&plan, &report);
     if args.json {
         emit_json(&summary);
     } else {
-        let mut table = report::table(&[
-            "kernel",
-            "variants",
-            "probed",
-            "cached",
-            "skipped",
-            "work here",
-            "best",
-        ]);
-        for s in &summary {
-            table.add_row(vec![
-                s.kernel.clone(),
-                s.variants.to_string(),
-                s.probed.to_string(),
-                s.cached.to_string(),
-                s.skipped.to_string(),
-                s.passed.to_string(),
-                match (&s.best, s.native) {
-                    (Some(best), _) => best.clone(),
-                    (None, true) => "- (native modules)".into(),
-                    (None, false) => "none".into(),
-                },
-            ]);
-        }
-        let probed: usize = summary.iter().map(|s| s.probed).sum();
-        emit(&format!(
-            "{table}\n{}, {} probed in {:.1} s, {} answered from the cache",
-            report::count(summary.len(), "kernel"),
-            report::count(probed, "variant"),
-            start.elapsed().as_secs_f64(),
-            summary.iter().map(|s| s.cached).sum::<usize>()
-        ));
+        emit(&warmup::table(&summary, start.elapsed()));
     }
     Ok(Answer::Yes)
 }
@@ -229,52 +182,6 @@ fn download(probing: &super::probing::Probing, pins: &[(String, Pinned)]) -> Res
     Ok(())
 }
 
-fn summarize(plan: &Plan, report: &CheckReport) -> Vec<KernelSummary> {
-    plan.targets
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let rows: Vec<&CheckResult> = report.rows(TargetId(i)).collect();
-            let skipped = rows.iter().filter(|r| !r.outcome.kind.probed()).count();
-            let cached = rows.iter().filter(|r| r.cached).count();
-            let native = matches!(t.target, Target::Native(_));
-            KernelSummary {
-                target: t.given.clone(),
-                kernel: label(t),
-                variants: rows.len(),
-                probed: rows.len() - skipped - cached,
-                cached,
-                skipped,
-                passed: rows.iter().filter(|r| r.outcome.kind.passed()).count(),
-                // Every module of a native target is needed: none is "best".
-                best: rows
-                    .iter()
-                    .find(|r| !native && r.outcome.kind.passed())
-                    .map(|r| r.variant.clone()),
-                native,
-            }
-        })
-        .collect()
-}
-
-/// What a target is called in the summary: the kernel's name, else the
-/// name it was given; a name given as the kernel's with more after it
-/// (`acme/relu (main, v2)`, a snapshot of the hub cache named by its refs)
-/// is kept whole.
-fn label(t: &Named) -> String {
-    match &t.target {
-        Target::Hub(d) => d.kernel.clone().map(|kernel| {
-            if t.given.starts_with(&kernel) {
-                t.given.clone()
-            } else {
-                kernel
-            }
-        }),
-        Target::Native(_) => None,
-    }
-    .unwrap_or_else(|| t.given.clone())
-}
-
 /// One progress bar per kernel and an overall one, on stderr when it is a
 /// terminal.
 struct Bars {
@@ -313,7 +220,7 @@ impl Bars {
             .map(|t| {
                 let bar = multi.add(ProgressBar::new(jobs(t) as u64));
                 bar.set_style(style("  {prefix:30} [{bar:20}] {pos}/{len} {wide_msg}"));
-                bar.set_prefix(label(t));
+                bar.set_prefix(warmup::label(t));
                 bar
             })
             .collect();

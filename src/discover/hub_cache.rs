@@ -414,3 +414,55 @@ mod tests {
         }
     }
 }
+
+/// Why a kernel of the hub cache has no snapshot to discover.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// No such kernel, or a malformed `ORG/NAME`.
+    #[error(transparent)]
+    Discover(#[from] DiscoverError),
+    /// No snapshot for the revision or version asked.
+    #[error(transparent)]
+    Revision(#[from] RevisionError),
+}
+
+/// The folder to discover for `ORG/NAME` at `spec` in the hub cache at
+/// `root`: the kernel's cache folder itself for the default (discovery
+/// picks `refs/main`, else the newest snapshot), else the snapshot the
+/// revision or version names, as `get_kernel(repo, revision=…, version=…)`
+/// picks it offline.
+pub fn snapshot(root: &Path, repo: &str, spec: &RevisionSpec) -> Result<PathBuf, SnapshotError> {
+    let folder = repo_folder(root, repo)?;
+    Ok(match spec {
+        RevisionSpec::Main => folder,
+        _ => snapshot_for(&folder, spec)?,
+    })
+}
+
+/// The snapshot of every ref of every kernel in the hub cache at `root`,
+/// each named `ORG/NAME (refs)` (its path when no ref names it), in
+/// folder order, with what could not be read in its place: one broken
+/// folder does not stop the others.
+pub fn every_cached_ref(root: &Path) -> Vec<Result<(String, PathBuf), String>> {
+    let mut found = Vec::new();
+    for folder in cached_kernels(root) {
+        let snapshots = match ref_snapshots(&folder) {
+            Ok(s) => s,
+            Err(e) => {
+                found.push(Err(e.to_string()));
+                continue;
+            }
+        };
+        let repo = folder
+            .file_name()
+            .and_then(|name| repo_id(&name.to_string_lossy()));
+        for (snapshot, refs) in snapshots {
+            let given = match &repo {
+                Some(repo) if !refs.is_empty() => format!("{repo} ({})", refs.join(", ")),
+                _ => snapshot.display().to_string(),
+            };
+            found.push(Ok((given, snapshot)));
+        }
+    }
+    found
+}

@@ -26,6 +26,7 @@ pub mod facts;
 pub mod full;
 pub mod gpu;
 pub mod host;
+mod identity;
 mod packages;
 pub mod python;
 mod sources;
@@ -39,28 +40,18 @@ pub use facts::{FactStore, MeasuredFacts, NoStore, Stat, ToolAnswer};
 pub use full::{Measured, MeasuredDevice};
 pub use gpu::{Gpu, Gpus, Libcuda};
 pub use host::Host;
+pub use identity::MachineIdentity;
 pub use python::{PythonEnv, PythonMeasured, PythonVia, TorchBuild};
 pub use sources::Sources;
 pub use toolkit::{FoundVia, Library, Toolkit, Toolkits, VersionFrom};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Version of the fingerprint's layout; part of the hash, so that a new
 /// layout never matches an old cache entry.
 pub const SCHEMA: u32 = 2;
-
-/// Fields of `python` that say how the interpreter was reached and asked,
-/// and the digest of the installed names, which every outcome record
-/// carries on its own (a hash covering it would retire the whole cache on
-/// every install, not only the outcomes about packages).
-const PYTHON_UNHASHED: [&str; 4] = ["interpreter", "found_via", "measured", "installed"];
-
-/// Fields of each `toolkits.found[]` that say how it was found and which
-/// file gave its version.
-const TOOLKIT_HOW_FOUND: [&str; 2] = ["found_via", "version_from"];
 
 /// A description of this machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -215,40 +206,21 @@ impl Fingerprint {
     }
 
     /// The canonical serialization, which the hash covers: compact JSON of
-    /// what the machine is — objects in key order, lists in a defined
-    /// order — without the fields that say how a fact was found
-    /// ([`PythonEnv`]'s `interpreter`, `found_via`, `measured`; each
-    /// toolkit's `found_via` and `version_from`) and without
-    /// `python.installed`, which each outcome record carries on its own.
+    /// what the machine is ([`MachineIdentity`], which holds exactly the
+    /// hashed fields: not how a fact was found, nor `python.installed`,
+    /// which each outcome record carries on its own), objects in key
+    /// order, lists in a defined order.
     pub fn canonical(&self) -> Vec<u8> {
         // Serializing these types cannot fail: no maps with non-string keys,
-        // no floats, no custom serializers that fail.
-        let mut value = serde_json::to_value(self).unwrap_or_default();
-        forget(value.pointer_mut("/python"), &PYTHON_UNHASHED);
-        if let Some(found) = value
-            .pointer_mut("/toolkits/found")
-            .and_then(Value::as_array_mut)
-        {
-            for toolkit in found {
-                forget(Some(toolkit), &TOOLKIT_HOW_FOUND);
-            }
-        }
+        // no floats, no custom serializers that fail. Through a `Value`, so
+        // that every object's keys are sorted.
+        let value = serde_json::to_value(MachineIdentity::from(self)).unwrap_or_default();
         serde_json::to_vec(&value).unwrap_or_default()
     }
 
     /// sha256 of [`Fingerprint::canonical`], lower-case hex.
     pub fn hash(&self) -> String {
         crate::hash::sha256_hex(&self.canonical())
-    }
-}
-
-/// Remove how-found `fields` from a serialized object (`null` is left alone).
-fn forget(object: Option<&mut Value>, fields: &[&str]) {
-    if let Some(object) = object.and_then(Value::as_object_mut) {
-        for field in fields {
-            let gone = object.remove(*field);
-            debug_assert!(gone.is_some(), "no field {field} to leave out of the hash");
-        }
     }
 }
 

@@ -218,3 +218,56 @@ proptest! {
         prop_assert_eq!(normalize_bus_id(&cuda), sysfs);
     }
 }
+
+#[test]
+fn the_typed_identity_hashes_what_the_by_name_removal_hashed() {
+    // The hash before `MachineIdentity`: the whole fingerprint as JSON,
+    // with how-found fields removed by name. The same bytes keep every
+    // key made before it.
+    let src = Sources::from_process();
+    let mut fp = Fingerprint::fast(&src, &crate::fingerprint::NoStore).unwrap();
+    fp.toolkits.found.push(Toolkit {
+        root: "/usr/local/cuda".into(),
+        found_via: FoundVia::CudaHome,
+        nvcc: Some("/usr/local/cuda/bin/nvcc".into()),
+        ptxas: None,
+        version: Some("12.8.93".into()),
+        version_from: Some(VersionFrom::Nvcc),
+        problem: None,
+    });
+    fp.python.get_or_insert(PythonEnv {
+        interpreter: "/venv/bin/python".into(),
+        found_via: PythonVia::VirtualEnv,
+        real_path: "/usr/bin/python3.12".into(),
+        version: Some("3.12.4".into()),
+        site_packages: vec!["/venv/lib/python3.12/site-packages".into()],
+        packages: Default::default(),
+        torch: None,
+        measured: None,
+        installed: Some("digest".into()),
+    });
+    let mut value = serde_json::to_value(&fp).unwrap();
+    let python = value
+        .pointer_mut("/python")
+        .unwrap()
+        .as_object_mut()
+        .unwrap();
+    for field in ["interpreter", "found_via", "measured", "installed"] {
+        python.remove(field).unwrap();
+    }
+    for toolkit in value
+        .pointer_mut("/toolkits/found")
+        .unwrap()
+        .as_array_mut()
+        .unwrap()
+    {
+        let toolkit = toolkit.as_object_mut().unwrap();
+        for field in ["found_via", "version_from"] {
+            toolkit.remove(field).unwrap();
+        }
+    }
+    assert_eq!(
+        String::from_utf8(fp.canonical()).unwrap(),
+        serde_json::to_string(&value).unwrap()
+    );
+}

@@ -10,6 +10,7 @@ pub mod grid;
 pub mod inspect;
 pub mod native;
 pub mod resolve;
+pub mod warmup;
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 

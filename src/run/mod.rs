@@ -18,6 +18,7 @@ mod execute;
 mod plan;
 mod result;
 pub mod select;
+mod session;
 pub mod warm;
 
 pub use cached::JobKey;
@@ -25,6 +26,7 @@ pub use event::{Reporter, RunEvent};
 pub use execute::{Executors, ExecutorsError};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
 pub use result::{CheckReport, CheckResult, Declared};
+pub use session::{Session, SessionError, SessionOptions};
 
 use crate::classify::Outcome;
 use crate::discover::Target;

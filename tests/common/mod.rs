@@ -33,10 +33,14 @@ pub fn preflight(args: &[&str]) -> Output {
 ///
 /// Each command gets an empty outcome cache of its own, so that no test sees
 /// another's outcomes (or the user's); a test that wants to share one sets
-/// `PREFLIGHT_CACHE` itself.
+/// `PREFLIGHT_CACHE` itself. `COLUMNS` is unset (tables keep their natural
+/// width).
 pub fn preflight_cmd() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
     cmd.env("PREFLIGHT_CACHE", fresh_dir("cache"));
+    // Tables fit COLUMNS when it is set: a shell that exports it must not
+    // change what the tests read.
+    cmd.env_remove("COLUMNS");
     cmd
 }
 

@@ -1,7 +1,8 @@
 """Read Rust-serialized documents with the Python mirror types and say,
 field by field, where they disagree.
 
-stdin: {"outcomes": [Outcome JSON, ...], "results": [check row JSON, ...]}.
+stdin: {"outcomes": [Outcome JSON, ...], "results": [check row JSON, ...],
+"summaries": [warmup line JSON, ...]}.
 stdout: {"passed": [bool per outcome], "problems": ["...", ...],
 "unmirrored": {"Outcome": [Rust fields Python does not read], ...}}.
 """
@@ -65,6 +66,8 @@ def main():
     for o in doc["outcomes"]:
         compare(_types.Outcome, o, problems, unmirrored)
         passed.append(_types.Outcome.from_json(o).passed)
+    for s in doc.get("summaries", []):
+        compare(_types.KernelSummary, s, problems, unmirrored)
     for r in doc["results"]:
         compare(
             _types.VariantResult,
