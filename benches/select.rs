@@ -86,6 +86,7 @@ fn fill(cache: &Path, n: usize) {
             depth: Depth::Verified,
             protocol: PROTOCOL_VERSION,
             device_code: None,
+            made: Default::default(),
         };
         let record = OutcomeRecord {
             path: PathBuf::from(format!("/nonexistent/{i}")),

@@ -30,7 +30,9 @@
 # workloads on the hub kernels transformers loads, where the hub cache
 # holds them; and that a probe in its namespaces still reaches the GPU (/dev/nvidia*,
 # /proc/driver/nvidia, torch on the device), as root and, through a user
-# namespace, as nobody. Every command runs under `timeout`.
+# namespace, as nobody; forked probes (PREFLIGHT_FORK=1), each child
+# initialising CUDA itself, with the outcomes of fresh ones (not yet run on
+# a GPU). Every command runs under `timeout`.
 # Prints one PASS/FAIL/SKIP line per expectation and `N passed, N failed`;
 # exits 1 when anything failed. When cargo is on PATH it also runs the Rust
 # tests marked `#[ignore = "needs a GPU…"]` (they need the test environment
@@ -298,6 +300,51 @@ if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() el
   expect "check oom: not cached (a transient outcome)" False "$(jget "$WORK/oom.check.json" "d['results'][0]['cached']")"
 else
   skip "device depth of hub variants and out_of_memory: no torch with CUDA in $PY (set PYTHON)"
+fi
+
+# 6b. Forked probes on the GPU (issue 23; NOT YET RUN on a GPU: written on a
+# machine without one). Four kernels whose variant initialises CUDA when it
+# is imported and whose smoke runs on the device, probed forked from one
+# fork server (PREFLIGHT_FORK=1) and fresh (PREFLIGHT_FORK=0): each forked
+# child initialises CUDA itself, which fails ("Cannot re-initialize CUDA in
+# forked subprocess") if anything in the server touched the device; both
+# ways give the same outcomes.
+if t 120 "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  forked_targets=()
+  for i in 0 1 2 3; do
+    dir=$WORK/forked$i/build/torch-cuda
+    mkdir -p "$dir"
+    printf 'import torch
+ONES = torch.ones(1024, device="cuda")
+def add(a, b):
+    return a + b
+' >"$dir/__init__.py"
+    printf '{"name": "forked%s", "id": "_forked%s_0", "version": 1, "license": "MIT", "python-depends": [], "backend": {"type": "cuda"}}\n' \
+      "$i" "$i" >"$dir/metadata.json"
+    forked_targets+=("$WORK/forked$i")
+  done
+  printf 'def smoke(kernel, device):
+    import torch
+    kernel.add(torch.arange(8, device=device), kernel.ONES[:8])
+    torch.cuda.synchronize()
+' >"$WORK/forked-smoke.py"
+  for fork in 1 0; do
+    PREFLIGHT_FORK=$fork PREFLIGHT_CACHE=$WORK/forked-cache-$fork t 300 "$BIN" check --json --jobs 2 \
+      --smoke "$WORK/forked-smoke.py" --python "$PYBIN" "${forked_targets[@]}" >"$WORK/forked-$fork.json" 2>"$WORK/forked-$fork.err"
+    expect "forked probes on the GPU (PREFLIGHT_FORK=$fork): exit status" 0 "$?"
+  done
+  expect "forked probes on the GPU: every child forked" forked \
+    "$(jget "$WORK/forked-1.json" "' '.join(sorted(set(str(r['outcome'].get('made')) for r in d['results'])))")"
+  expect "forked probes on the GPU: outcomes as fresh ones" \
+    "$(jget "$WORK/forked-0.json" "' '.join(r['outcome']['kind']+'/'+str(r['outcome']['depth']) for r in d['results'])")" \
+    "$(jget "$WORK/forked-1.json" "' '.join(r['outcome']['kind']+'/'+str(r['outcome']['depth']) for r in d['results'])")"
+  if grep -q "not forked" "$WORK/forked-1.err"; then
+    fail "forked probes on the GPU: the fork server was given up: $(grep 'not forked' "$WORK/forked-1.err")"
+  else
+    pass "forked probes on the GPU: the fork server was kept"
+  fi
+else
+  skip "forked probes on the GPU: no torch with CUDA in $PY (set PYTHON)"
 fi
 
 # 7. bench on the GPU.

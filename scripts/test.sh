@@ -2,7 +2,8 @@
 # The project's whole test suite, from a fresh clone: the Python test
 # environment (real nvcc / NVRTC / cuobjdump wheels, the hub's `kernels`
 # package), formatting, lints, then every test, then the Python package's
-# tests against the wheel built from this checkout (scripts/test-python.sh).
+# tests against the wheel built from this checkout (scripts/test-python.sh);
+# the probe fixtures once more with forked probes (scripts/test-forked.sh).
 # As root it also runs the sandbox tests as nobody (scripts/test-unprivileged.sh).
 # Needs a Rust toolchain, python3 with venv, a C compiler, and access to
 # crates.io and PyPI.
@@ -18,6 +19,8 @@ RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --locked --quiet
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --all-targets --locked 2>&1 | tee "$log"
+# The probe fixtures again, every probe forked from a fork server.
+scripts/test-forked.sh 2>&1 | tee -a "$log"
 # As root, the sandbox's tests again as nobody (the user-namespace path).
 scripts/test-unprivileged.sh 2>&1 | tee -a "$log"
 scripts/test-python.sh 2>&1 | tee -a "$log"

@@ -10,7 +10,9 @@ mod probe_fixtures;
 use kernel_preflight::classify::OutcomeKind;
 use kernel_preflight::probe::{PythonExecutor, SmokeSource};
 use kernel_preflight::sandbox::Cancel;
-use probe_fixtures::{Repo, bare_python, job, metadata, probe_job, python, quick_limits};
+use probe_fixtures::{
+    Repo, bare_python, job, metadata, probe_job, probe_job_fresh, python, quick_limits,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -110,7 +112,9 @@ fn a_probe_replays_the_verdict_instead_of_judging_again() {
     assert_ne!(own.kind, OutcomeKind::Pass, "judged in its own child");
     let (executor, count) = judged(&python(), &paths);
     assert_eq!(count, 1);
-    let (run, replayed) = probe_job(&executor, &job);
+    // A forked probe starts with `kernels` imported by its server: what
+    // this variant checks for is there in any case.
+    let (run, replayed) = probe_job_fresh(&executor, &job);
     assert_eq!(replayed.kind, OutcomeKind::Pass, "{replayed:?}");
     assert!(
         run.report

@@ -7,7 +7,7 @@
 mod common;
 
 use kernel_preflight::classify::{Depth, Outcome, OutcomeKind, Phase, Timings};
-use kernel_preflight::protocol::EmbeddedLoad;
+use kernel_preflight::protocol::{EmbeddedLoad, Made, Memory};
 use kernel_preflight::report::warmup::KernelSummary;
 use kernel_preflight::run::{CheckResult, Declared, JobId, TargetId};
 use serde_json::{Value, json};
@@ -39,6 +39,7 @@ fn full(kind: OutcomeKind) -> Outcome {
             error: None,
         }],
         warning: Some("it keeps a thread".into()),
+        made: Made::Forked,
     }
 }
 
@@ -59,6 +60,10 @@ fn row(outcome: Outcome, leaked: Option<&str>) -> CheckResult {
             total_ms: 12.0,
             import_ms: Some(3.0),
             smoke_ms: Some(1.0),
+            memory: Some(Memory {
+                rss_kb: 812_344,
+                pss_kb: 120_410,
+            }),
         },
         leaked: leaked.map(str::to_owned),
         cached: true,
@@ -99,6 +104,7 @@ fn python_reads_every_rust_outcome_check_row_and_warmup_line_field_by_field() {
     // And the sparse form serde writes for a plain pass.
     let mut plain = full(OutcomeKind::Pass);
     (plain.depth, plain.exit_code, plain.signal, plain.warning) = (None, None, None, None);
+    plain.made = Made::Fresh;
     plain.embedded.clear();
     outcomes.push(serde_json::to_value(&plain).unwrap());
     let results = vec![

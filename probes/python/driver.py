@@ -121,6 +121,23 @@ def ev_runtime(**facts):
     return event
 
 
+def ev_memory():
+    """What this process holds at the end of its probe, in kB, from
+    /proc/self/smaps_rollup: `rss_kb` (resident) and `pss_kb` (resident,
+    each shared page divided among the processes sharing it: what a forked
+    child costs beyond its fork server). Empty where the file is missing."""
+    event = {"event": "runtime"}
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("Rss", "Pss"):
+                    event[key.lower() + "_kb"] = int(rest.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return event
+
+
 def ev_module(name, package):
     return {"event": "module", "name": name, "package": package}
 
@@ -482,6 +499,7 @@ def main(chan, argv):
 
         traceback.print_exc()
         return 1
+    chan.send(ev_memory())
     chan.send(ev_done(depth))
     return 0
 
@@ -611,6 +629,7 @@ def self_check(golden_path):
         ev_phase("smoke", "Relu.benchmark_small"),
         ev_runtime(python=sys.version.split()[0], executable=sys.executable, torch="2.8.0", device="cpu"),
         ev_runtime(acceptance=acceptance.PREFLIGHT),
+        ev_memory(),
         ev_module("_fixture_1", "fixture"),
         ev_timing("import", 1),
         ev_timing("smoke", 0.5),

@@ -35,6 +35,9 @@ class Outcome:
     """Whether the cause may pass by itself (a busy device): not kept."""
     warning: Optional[str] = None
     """What a user of a passing variant should still know."""
+    made: str = "fresh"
+    """How the probe's child was made: `fresh`, or `forked` from a fork
+    server that had imported torch and `kernels` (docs/forked.md)."""
 
     @property
     def passed(self) -> bool:
@@ -48,11 +51,13 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Timings:
-    """Where a probe's time went, in milliseconds."""
+    """Where a probe's time went, in milliseconds, and the child's memory."""
 
     total_ms: Optional[float] = None
     import_ms: Optional[float] = None
     smoke_ms: Optional[float] = None
+    memory: Optional[dict] = None
+    """`rss_kb` and `pss_kb` of the child at the end of its probe."""
 
 
 @dataclass(frozen=True)

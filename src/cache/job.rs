@@ -6,7 +6,7 @@
 
 use super::bucket::{Bucket, Parts, Shelf};
 use super::key::Key;
-use crate::protocol::{Depth, ExecutorKind};
+use crate::protocol::{Depth, ExecutorKind, Made};
 use serde::{Deserialize, Serialize};
 
 /// What a variant's (or a module's) files are, independent of where they lie.
@@ -54,6 +54,12 @@ pub struct JobIdentity {
     /// did; absent otherwise, so that other jobs keep their keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_code: Option<String>,
+    /// How the probe's child is made: absent for a fresh process (the keys
+    /// of every probe before forked ones), `forked` for one forked from the
+    /// python executor's fork server. A fresh and a forked probe are
+    /// different evidence.
+    #[serde(default, skip_serializing_if = "Made::is_fresh")]
+    pub made: Made,
 }
 
 /// What an outcome's key is computed from.

@@ -28,6 +28,7 @@ fn job(name: &str) -> JobIdentity {
         depth: Depth::Verified,
         protocol: PROTOCOL_VERSION,
         device_code: None,
+        made: Default::default(),
     }
 }
 

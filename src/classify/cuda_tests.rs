@@ -18,6 +18,7 @@ fn evidence(executor: ExecutorKind, termination: Termination, events: Vec<Event>
         leaked: None,
         wall: Duration::from_millis(5),
         pid: Some(1),
+        made: Default::default(),
     }
 }
 

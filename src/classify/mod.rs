@@ -32,7 +32,7 @@ mod text;
 #[cfg(test)]
 mod transformers_tests;
 
-pub use crate::protocol::{Depth, ExceptionInfo, Phase, Timings};
+pub use crate::protocol::{Depth, ExceptionInfo, Made, Phase, Timings};
 pub use cuda::first_error;
 pub use machine::Machine;
 
@@ -255,6 +255,9 @@ pub struct Outcome {
     /// program that loads it does not exit by itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// How the probe's child was made (absent: a fresh process).
+    #[serde(default, skip_serializing_if = "Made::is_fresh")]
+    pub made: Made,
 }
 
 impl Outcome {
@@ -278,6 +281,7 @@ impl Outcome {
             transient: false,
             embedded: Vec::new(),
             warning: None,
+            made: Made::Fresh,
         }
     }
 
@@ -344,6 +348,7 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     }
     termination::record(&mut outcome, evidence);
     outcome.embedded = report.embedded;
+    outcome.made = evidence.made;
     outcome
 }
 

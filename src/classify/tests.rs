@@ -69,6 +69,7 @@ pub(super) fn evidence(termination: Termination, channel: &[String], stderr: &st
         leaked: None,
         wall: Duration::from_millis(5),
         pid: Some(7),
+        made: Default::default(),
     }
 }
 

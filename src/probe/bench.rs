@@ -450,6 +450,7 @@ impl BenchChild {
             leaked,
             wall: report.wall,
             pid: report.pid,
+            made: Default::default(),
         })
     }
 }

@@ -80,7 +80,10 @@ impl PythonExecutor {
                 Err(_) => break,
             }
         }
-        if paths.is_empty() || self.verdicts.get().is_some() {
+        // A forked probe judges itself in an interpreter that has imported
+        // `kernels` already: a judge would only take a core from it.
+        let forking = self.forking.is_some() && self.fork_fallback().is_none();
+        if forking || paths.is_empty() || self.verdicts.get().is_some() {
             return Ok(0);
         }
         let sandbox = variants

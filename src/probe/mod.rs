@@ -12,6 +12,7 @@
 
 mod bench;
 pub mod cuda;
+mod fork;
 mod job;
 mod judge;
 pub mod library;
@@ -20,11 +21,14 @@ mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use bench::{BenchChild, BenchRole, BenchSpec, Stopped};
+pub use fork::PRELOAD_ENV;
 pub use job::{Executor, Identity, Job, Placement, ProbeError, Subject};
-pub use python::{COMPARE, DRIVER, DRIVER_FILES, PYTHON_DEPENDS, PythonExecutor, torch_device};
+pub use python::{
+    COMPARE, DRIVER, DRIVER_FILES, FORK_ENV, PYTHON_DEPENDS, PythonExecutor, made_on, torch_device,
+};
 
 use crate::discover::KernelRepo;
-use crate::protocol::Channel;
+use crate::protocol::{Channel, Made};
 use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
 use sha2::{Digest, Sha256};
@@ -130,7 +134,7 @@ pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
 
 /// The evidence of a finished child: how it ended, what its channel file
 /// says, what it printed on stderr.
-fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence {
+fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path, made: Made) -> Evidence {
     let channel = Channel::read(channel);
     let leaked = run.leak_summary();
     Evidence {
@@ -142,6 +146,7 @@ fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path) -> Evidence 
         leaked,
         wall: run.wall,
         pid: run.pid,
+        made,
     }
 }
 
@@ -166,14 +171,20 @@ pub fn find_python(python: &Path) -> Option<PathBuf> {
 /// a new version of it may reach another verdict on the same job. One
 /// exhaustive match, so a new executor names its code here. The python
 /// executor: sha256 of its driver and every file the driver loads
-/// ([`DRIVER_FILES`], computed once per process); the cuda executor: this
+/// ([`DRIVER_FILES`]) and of the fork server and client (computed once per
+/// process); the cuda executor: this
 /// binary's version (its child is this binary).
 pub fn code_identity(kind: ExecutorKind) -> &'static str {
     static PYTHON: OnceLock<String> = OnceLock::new();
     match kind {
         ExecutorKind::Python => PYTHON.get_or_init(|| {
             let mut h = Sha256::new();
-            for (name, text) in DRIVER_FILES {
+            // A forked probe also runs the fork server and its client.
+            let fork = [
+                ("fork_server.py", fork::SERVER),
+                ("fork_client.py", fork::CLIENT),
+            ];
+            for (name, text) in DRIVER_FILES.iter().chain(&fork) {
                 h.update(name.as_bytes());
                 h.update(text.as_bytes());
             }

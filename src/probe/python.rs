@@ -3,9 +3,11 @@
 //! the sandbox's directory, starts the interpreter there, and reads the
 //! child's events back from the channel file.
 
+use super::fork::{self, Forking};
 use super::judge::Verdicts;
 use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
-use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Tail};
+use crate::fingerprint::Fingerprint;
+use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Made, Tail};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use crate::variant::VariantName;
 use std::ffi::OsString;
@@ -84,7 +86,13 @@ pub struct PythonExecutor {
     pub env: Vec<(OsString, OsString)>,
     /// What [`PythonExecutor::judge_ahead`] left for this executor's probes.
     pub(super) verdicts: Verdicts,
+    /// The fork server its probes are forked from, when forking is on
+    /// ([`PythonExecutor::forked`]).
+    pub(super) forking: Option<Forking>,
 }
+
+/// The variable that turns forked probes off (`PREFLIGHT_FORK=0`).
+pub const FORK_ENV: &str = "PREFLIGHT_FORK";
 
 impl PythonExecutor {
     /// An executor running `python`, with no extra environment.
@@ -93,7 +101,65 @@ impl PythonExecutor {
             python: python.into(),
             env: Vec::new(),
             verdicts: Verdicts::default(),
+            forking: None,
         }
+    }
+
+    /// This executor, forking its probes from one fork server
+    /// (`probe::fork`) that holds torch and `kernels` already imported.
+    /// Where the server cannot be used, probes stay fresh processes.
+    pub fn forked(self) -> PythonExecutor {
+        PythonExecutor {
+            forking: Some(Forking::new(true)),
+            ..self
+        }
+    }
+
+    /// [`PythonExecutor::forked`] even where torch is not installed (the
+    /// server then holds `kernels`, or nothing): what the tests use to run
+    /// every fixture forked, and `PREFLIGHT_FORK=1`.
+    pub fn forked_always(self) -> PythonExecutor {
+        PythonExecutor {
+            forking: Some(Forking::new(false)),
+            ..self
+        }
+    }
+
+    /// [`PythonExecutor::forked`] where `torch` is installed, unless
+    /// `PREFLIGHT_FORK=0` says not to (`PREFLIGHT_FORK=1`:
+    /// [`PythonExecutor::forked_always`], torch or not).
+    pub fn forked_unless_told(self, torch: bool) -> PythonExecutor {
+        match std::env::var_os(FORK_ENV) {
+            Some(value) if value == "0" => self,
+            Some(value) if value == "1" => self.forked_always(),
+            _ if torch => self.forked(),
+            _ => self,
+        }
+    }
+
+    /// The python executor of a run on the machine `fingerprint`
+    /// describes: forking its probes where torch is installed, unless
+    /// `PREFLIGHT_FORK` says otherwise ([`PythonExecutor::forked_unless_told`]).
+    pub fn for_machine(python: impl Into<PathBuf>, fingerprint: &Fingerprint) -> PythonExecutor {
+        PythonExecutor::new(python).forked_unless_told(torch_installed(fingerprint))
+    }
+
+    /// How this executor makes its probes' children (what their cache keys
+    /// say); a forked probe whose server was given up runs fresh, and its
+    /// outcome says so.
+    pub fn made(&self) -> Made {
+        if self.forking.is_some() {
+            Made::Forked
+        } else {
+            Made::Fresh
+        }
+    }
+
+    /// Why this executor's probes are fresh processes although forking is
+    /// on (the server could not start, or its state went bad); `None` while
+    /// they are forked, or when forking is off.
+    pub fn fork_fallback(&self) -> Option<String> {
+        self.forking.as_ref().and_then(Forking::fallback)
     }
 
     /// The child's command line, with the driver (and a library smoke) written into `dir`.
@@ -183,6 +249,20 @@ impl PythonExecutor {
     }
 }
 
+/// Whether the interpreter `fingerprint` describes has torch installed.
+fn torch_installed(fingerprint: &Fingerprint) -> bool {
+    fingerprint
+        .python
+        .as_ref()
+        .is_some_and(|p| p.packages.get("torch").is_some_and(Option::is_some))
+}
+
+/// How the python executor of a run on `fingerprint` makes its children
+/// ([`PythonExecutor::for_machine`]): what their keys say before they run.
+pub fn made_on(fingerprint: &Fingerprint) -> Made {
+    PythonExecutor::for_machine("python3", fingerprint).made()
+}
+
 /// The torch device string for a variant placed on `placement` (`cuda`,
 /// `cuda:1`, `cpu`, `auto`): what its child is told to run on.
 pub fn torch_device(name: &VariantName, placement: Placement) -> String {
@@ -211,6 +291,34 @@ impl Executor for PythonExecutor {
                 subject: job.subject.describe(),
             });
         };
+        let ticket = self
+            .forking
+            .as_ref()
+            .and_then(|forking| forking.ticket(self));
+        let (evidence, refused) = self.probe(job, name, path, ticket.as_ref(), cancel)?;
+        match (&self.forking, refused) {
+            (Some(forking), Some(why)) => {
+                // No probe ran: the server refused (or could not join the
+                // sandbox). Every later probe, this one too, is fresh.
+                forking.refuse(why);
+                Ok(self.probe(job, name, path, None, cancel)?.0)
+            }
+            _ => Ok(evidence),
+        }
+    }
+}
+
+impl PythonExecutor {
+    /// One probe, forked from the server `ticket` names, else fresh; with
+    /// why the server forked nothing, when it did not.
+    fn probe(
+        &self,
+        job: &Job,
+        name: &VariantName,
+        path: &Path,
+        ticket: Option<&fork::Ticket>,
+        cancel: &Cancel,
+    ) -> Result<(Evidence, Option<String>), ProbeError> {
         let smoke = if job.depth >= Depth::Smoke {
             &job.smoke
         } else {
@@ -226,7 +334,16 @@ impl Executor for PythonExecutor {
             sandbox = sandbox.read_only(file);
         }
         let device = torch_device(name, job.device);
-        let command = self.command(sandbox.dir(), path, &device, smoke)?;
+        let mut command = self.command(sandbox.dir(), path, &device, smoke)?;
+        if let Some(ticket) = ticket {
+            command.args = fork::client_args(sandbox.dir(), &command.args)?;
+            command
+                .env
+                .push((fork::SERVER_ENV.into(), ticket.name.clone().into()));
+            command
+                .env
+                .push((fork::NONCE_ENV.into(), ticket.nonce.clone().into()));
+        }
         // Once the child reported `done` its evidence is complete; what it
         // does after (an interpreter that will not exit) is a fact too.
         let view = sandbox.view();
@@ -237,10 +354,16 @@ impl Executor for PythonExecutor {
                 .any(|line| matches!(serde_json::from_str(line), Ok(Event::Done { .. })))
         };
         let run = sandbox.run_until(&command, &job.limits, cancel, &mut done)?;
-        Ok(super::evidence(
-            self.kind(),
-            run,
-            &sandbox.dir().join(CHANNEL_NAME),
+        let refused =
+            ticket.and_then(|_| std::fs::read_to_string(view.path(fork::REFUSED_NAME)).ok());
+        let launch = if ticket.is_some() {
+            Made::Forked
+        } else {
+            Made::Fresh
+        };
+        Ok((
+            super::evidence(self.kind(), run, &sandbox.dir().join(CHANNEL_NAME), launch),
+            refused,
         ))
     }
 }

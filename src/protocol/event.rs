@@ -149,6 +149,14 @@ pub struct Runtime {
     /// holds the `nvrtcVersion` it calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvrtc: Option<String>,
+    /// The child's resident memory at the end of its probe, in kB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_kb: Option<u64>,
+    /// Its proportional share of that memory (a page shared by n
+    /// processes counts 1/n), in kB: what a forked child costs beyond the
+    /// fork server it shares its pages with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pss_kb: Option<u64>,
 }
 
 impl Runtime {
@@ -168,6 +176,8 @@ impl Runtime {
         take(&mut self.acceptance, &other.acceptance);
         take(&mut self.libcuda, &other.libcuda);
         take(&mut self.nvrtc, &other.nvrtc);
+        take(&mut self.rss_kb, &other.rss_kb);
+        take(&mut self.pss_kb, &other.pss_kb);
     }
 }
 

@@ -30,6 +30,29 @@ pub struct Evidence {
     /// The child's pid (also its process group); `None` when the run was
     /// cancelled before it started.
     pub pid: Option<i32>,
+    /// How the child was made: a fresh interpreter, or forked from the
+    /// executor's fork server.
+    pub made: Made,
+}
+
+/// How a probe child was made. A forked child and a fresh one are
+/// different evidence: the forked one started from an interpreter that
+/// had imported torch and `kernels` (docs/forked.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Made {
+    /// A fresh process (`python -B driver.py …`).
+    #[default]
+    Fresh,
+    /// Forked from the fork server, inside the same sandbox.
+    Forked,
+}
+
+impl Made {
+    /// Whether this is the fresh process every probe was before forking.
+    pub fn is_fresh(&self) -> bool {
+        *self == Made::Fresh
+    }
 }
 
 impl Evidence {
@@ -44,7 +67,7 @@ impl Evidence {
     }
 }
 
-/// Time spent on one probe, in milliseconds.
+/// What one probe cost: its time, in milliseconds, and the child's memory.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timings {
     /// From spawning the child to collecting its result.
@@ -55,6 +78,18 @@ pub struct Timings {
     /// Running the smoke workload (device events where the child has them;
     /// the median of the first timed launch for native modules).
     pub smoke_ms: Option<f64>,
+    /// The child's memory at the end of its probe, when it reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+}
+
+/// A probe child's memory at the end of its probe (`/proc/self/smaps_rollup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Resident, in kB.
+    pub rss_kb: u64,
+    /// Proportional share of the resident pages, in kB.
+    pub pss_kb: u64,
 }
 
 /// A child's events folded into one value: the last phase it entered, what
@@ -217,6 +252,10 @@ impl Report {
             total_ms: round(wall_ms),
             import_ms: self.import_ms.or(self.load_ms).map(round),
             smoke_ms: self.smoke_ms.or_else(|| self.first_median_ms()).map(round),
+            memory: match (self.runtime.rss_kb, self.runtime.pss_kb) {
+                (Some(rss_kb), Some(pss_kb)) => Some(Memory { rss_kb, pss_kb }),
+                _ => None,
+            },
         }
     }
 }

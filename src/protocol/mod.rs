@@ -26,7 +26,7 @@ pub use event::{
     BenchSetup, CompileInfo, CudaError, DeviceInfo, DeviceState, EmbeddedLoad, Event,
     ExceptionInfo, Failure, Frame, HubCheck, NvrtcError, Provider, Runtime, Sample, Span,
 };
-pub use evidence::{Evidence, Report, Timings};
+pub use evidence::{Evidence, Made, Memory, Report, Timings};
 
 use serde::{Deserialize, Serialize};
 

@@ -14,7 +14,7 @@ use crate::discover::Metadata;
 use crate::discover::native::{ModuleKind, ModuleSpec};
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, ExecutorKind, Subject};
-use crate::protocol::PROTOCOL_VERSION;
+use crate::protocol::{Made, PROTOCOL_VERSION};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -91,6 +91,7 @@ pub(super) fn job_key(
     job: &probe::Job,
     metadata: Option<&Metadata>,
     device_code: bool,
+    made: Made,
 ) -> Result<JobKey, String> {
     let probe::Identity {
         subject,
@@ -116,6 +117,7 @@ pub(super) fn job_key(
                 protocol: PROTOCOL_VERSION,
                 device_code: device_code
                     .then(|| probe::code_identity(ExecutorKind::Cuda).to_owned()),
+                made,
             };
             Ok(JobKey {
                 key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -162,6 +164,7 @@ pub(super) fn job_key(
                 depth,
                 protocol: PROTOCOL_VERSION,
                 device_code: None,
+                made: Made::Fresh,
             };
             Ok(JobKey {
                 key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -207,6 +210,7 @@ pub(super) fn target_key(keys: &[Option<&JobKey>]) -> Option<JobKey> {
                 depth: head.depth,
                 protocol: head.protocol,
                 device_code: None,
+                made: head.made,
             };
             Some(JobKey {
                 key: OutcomeKey::new(&first.key.parts.fingerprint, identity),
@@ -281,6 +285,11 @@ pub(super) fn store(
     outcome: &Outcome,
     timings: &Timings,
 ) -> Result<(), String> {
+    // A probe made another way than its key says (a forked job whose fork
+    // server was given up ran fresh) is not the evidence the key names.
+    if outcome.made != key.key.parts.job.made {
+        return Ok(());
+    }
     let record = OutcomeRecord {
         path: std::path::absolute(&job.path).unwrap_or_else(|_| job.path.clone()),
         smoke: key.smoke.clone(),

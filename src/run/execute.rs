@@ -67,7 +67,7 @@ impl Executors {
         let python = python
             .map(std::path::Path::to_path_buf)
             .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .map(PythonExecutor::new);
+            .map(|python| PythonExecutor::for_machine(python, fingerprint));
         if needs.python && python.is_none() {
             return Err(ExecutorsError::NoPython);
         }

@@ -16,7 +16,7 @@ use crate::discover::{
 };
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource, Subject};
-use crate::protocol::Depth;
+use crate::protocol::{Depth, Made};
 use crate::sandbox::Limits;
 use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::collections::HashMap;
@@ -89,6 +89,9 @@ pub struct Plan {
     /// Findings that change no job (entries that are not variants, jobs
     /// that cannot be cached).
     pub warnings: Vec<String>,
+    /// How the run's python executor makes hub variants' children
+    /// ([`probe::made_on`]): part of their keys.
+    pub made: Made,
     pub(super) cache: Option<RunCache>,
 }
 
@@ -107,6 +110,7 @@ impl Plan {
             targets: Vec::new(),
             jobs: Vec::new(),
             warnings: Vec::new(),
+            made: probe::made_on(fingerprint),
             cache: cache.map(|c| RunCache::new(c, fingerprint)),
         };
         let system = System::from_fingerprint(fingerprint);
@@ -141,7 +145,11 @@ impl Plan {
                     .and_then(|v| v.metadata.metadata()),
                 Target::Native(_) => None,
             };
-            match cached::job_key(cache, &job.probe, metadata, job.device_code.is_some()) {
+            let made = match job.probe.subject {
+                Subject::Variant { .. } => self.made,
+                _ => Made::Fresh,
+            };
+            match cached::job_key(cache, &job.probe, metadata, job.device_code.is_some(), made) {
                 Ok(key) => job.key = Some(key),
                 Err(e) => self
                     .warnings

@@ -201,6 +201,13 @@ impl Session {
             .jobs
             .unwrap_or_else(|| plan.probe_count().min(cpus).clamp(1, 4));
         let report = super::run(&plan, &executors, jobs, cancel, reporter);
+        if let Some(why) = executors.python.as_ref().and_then(|p| p.fork_fallback()) {
+            let message = format!("probes ran as fresh processes, not forked: {why}");
+            reporter.report(RunEvent::Warning {
+                job: None,
+                message: &message,
+            });
+        }
         if cancel.signal().is_none()
             && let Some(fault) = report.faults.first()
         {

@@ -6,7 +6,7 @@ pub mod fakes;
 
 use kernel_preflight::classify::{self, Outcome};
 use kernel_preflight::probe::{Executor, Job, Placement, PythonExecutor, SmokeSource, Subject};
-use kernel_preflight::protocol::{Depth, Evidence, Report};
+use kernel_preflight::protocol::{Depth, Evidence, Made, Report};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use kernel_preflight::variant::VariantName;
 use std::path::{Path, PathBuf};
@@ -187,8 +187,53 @@ pub fn probe_with(
     probe_job(&PythonExecutor::new(python), &job(variant, smoke, limits))
 }
 
+/// Whether this run of the tests probes every fixture forked from a fork
+/// server (`PREFLIGHT_TEST_FORKED=1`, `scripts/test-forked.sh`) instead of
+/// in fresh processes: every outcome must be the same.
+pub fn forked() -> bool {
+    std::env::var_os("PREFLIGHT_TEST_FORKED").is_some_and(|v| v == "1")
+}
+
+/// `executor`, forking its probes when [`forked`] says so. Forked probes
+/// need the namespaces a reaper makes (the probe joins its client's pid
+/// namespace), so this binary's sandboxes get `preflight`'s reaper then.
+pub fn made(executor: &PythonExecutor) -> PythonExecutor {
+    if forked() {
+        kernel_preflight::sandbox::set_default_reaper(env!("CARGO_BIN_EXE_preflight").into());
+        executor.clone().forked_always()
+    } else {
+        executor.clone()
+    }
+}
+
 /// Run `job` with `executor` and classify the result.
 pub fn probe_job(executor: &PythonExecutor, job: &Job) -> (Probed, Outcome) {
+    run_job(&made(executor), job)
+}
+
+/// [`probe_job`] in a fresh process, however the tests probe: for what only
+/// a fresh child shows (a fork server has imported `kernels`).
+pub fn probe_job_fresh(executor: &PythonExecutor, job: &Job) -> (Probed, Outcome) {
+    let run = probe_as_it_goes(executor, job);
+    assert_eq!(run.0.evidence.made, Made::Fresh, "the probe was fresh");
+    run
+}
+
+fn run_job(executor: &PythonExecutor, job: &Job) -> (Probed, Outcome) {
+    let run = probe_as_it_goes(executor, job);
+    if executor.made() == Made::Forked {
+        assert_eq!(
+            (run.0.evidence.made, executor.fork_fallback()),
+            (Made::Forked, None),
+            "the probe was forked"
+        );
+    }
+    run
+}
+
+/// Run `job` with `executor` however it makes its children (forked, or
+/// fresh once its fork server was given up), and classify the result.
+pub fn probe_as_it_goes(executor: &PythonExecutor, job: &Job) -> (Probed, Outcome) {
     let evidence = executor
         .run(job, &Cancel::new())
         .expect("the probe itself runs");
@@ -229,6 +274,20 @@ pub fn live_members(pgid: i32) -> Vec<i32> {
 /// No process of the probe's group may outlive it.
 pub fn assert_group_gone(run: &Probed) {
     let pgid = run.evidence.pid.expect("the child started");
+    let namespaces = matches!(
+        kernel_preflight::sandbox::isolation(),
+        Some(kernel_preflight::sandbox::Isolation::Namespaces { .. })
+    );
+    if run.evidence.made == Made::Forked || namespaces {
+        // The sandbox's child is the fork client; the probe forked for it
+        // leads a session and group of its own in the same namespaces (and
+        // under a reaper's namespaces, which forked runs need, a fresh
+        // child's pids are the namespace's, not the ones this process sees).
+        assert_eq!(run.report.pgid, run.report.pid, "the probe leads its group");
+        let left = live_members(pgid);
+        assert!(left.is_empty(), "processes of group {pgid} left: {left:?}");
+        return;
+    }
     assert_eq!(
         run.report.pgid.map(|g| g as i32),
         Some(pgid),

@@ -57,6 +57,7 @@ fn job_of(cache: &Cache, dir: &Path, metadata: Option<&Metadata>) -> OutcomeKey 
         depth: Depth::Verified,
         protocol: PROTOCOL_VERSION,
         device_code: None,
+        made: Default::default(),
     };
     OutcomeKey::new(MACHINE, job)
 }

@@ -292,6 +292,11 @@ impl Executor for CudaExecutor {
         let request = self.request(job, events.clone())?;
         let command = self.write_request(sandbox.dir(), &request)?;
         let run = sandbox.run(&command, &job.limits, cancel)?;
-        Ok(super::evidence(self.kind(), run, &events))
+        Ok(super::evidence(
+            self.kind(),
+            run,
+            &events,
+            crate::protocol::Made::Fresh,
+        ))
     }
 }
