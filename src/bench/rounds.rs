@@ -214,22 +214,23 @@ pub(super) fn start(
         probe.limits.timeout = lifetime;
         probe
     };
-    let mut child = match &p.unit {
-        Unit::Variant(job) => executors
-            .python
-            .as_ref()
-            .ok_or(BenchError::NoExecutor("python"))?
-            .bench(&probe(job), &spec, interrupt)?,
-        Unit::Native { jobs, .. } => {
-            let probes: Vec<crate::probe::Job> = jobs.iter().map(|j| probe(j)).collect();
-            let probes: Vec<&crate::probe::Job> = probes.iter().collect();
-            executors
-                .cuda
-                .as_ref()
-                .ok_or(BenchError::NoExecutor("cuda"))?
-                .bench(&probes, super::native::LABEL, &spec, interrupt)?
-        }
+    // Every participant starts the same way: its jobs, to the executor
+    // that accepts them (a variant alone; a native target's modules in one
+    // child, labelled as the target).
+    let (jobs, label, kind) = match &p.unit {
+        Unit::Variant(job) => (vec![probe(job)], p.name.as_str(), "python"),
+        Unit::Native { jobs, .. } => (
+            jobs.iter().map(|j| probe(j)).collect(),
+            super::native::LABEL,
+            "cuda",
+        ),
     };
+    let jobs: Vec<&crate::probe::Job> = jobs.iter().collect();
+    let executor = jobs
+        .first()
+        .and_then(|job| executors.bench_executor(&job.subject))
+        .ok_or(BenchError::NoExecutor(kind))?;
+    let mut child = executor.start_bench(&jobs, label, &spec, interrupt)?;
     match child.ready(within) {
         Ok(setup) => {
             p.setup = Some(setup);

@@ -14,7 +14,7 @@
 //! spinning, so that it takes no CPU from the child it is timing.
 
 use super::python::{CHANNEL_NAME, PythonExecutor};
-use super::{Job, ProbeError, SmokeSource, Subject, torch_device};
+use super::{Executor, Job, ProbeError, SmokeSource, Subject, torch_device};
 use crate::protocol::{
     BenchSetup, ChannelProblems, Event, Evidence, ExecutorKind, PROTOCOL_VERSION, Sample, Tail,
 };
@@ -95,6 +95,44 @@ pub struct BenchChild {
     interrupt: Cancel,
     /// When the child stopped answering within its deadline, how long it was given.
     hung: Option<Duration>,
+}
+
+/// An executor that times its subjects in bench children: one shape for
+/// both executors, so that a bench session starts every participant the
+/// same way ([`crate::run::Executors::bench_executor`] picks the one).
+pub trait BenchExecutor: Executor {
+    /// Start one bench child for `jobs`, every one a subject this executor
+    /// accepts, labelled `label` in its samples: a hub variant is one job
+    /// (the python executor), a native target its module jobs, all loaded
+    /// by one child and timed together (the cuda executor). The first
+    /// job's device and limits are the child's; `interrupt` stops it with
+    /// everything else.
+    fn start_bench(
+        &self,
+        jobs: &[&Job],
+        label: &str,
+        spec: &BenchSpec,
+        interrupt: &Cancel,
+    ) -> Result<BenchChild, ProbeError>;
+}
+
+/// A hub variant is timed alone: one job, whose variant names its samples.
+impl BenchExecutor for PythonExecutor {
+    fn start_bench(
+        &self,
+        jobs: &[&Job],
+        _label: &str,
+        spec: &BenchSpec,
+        interrupt: &Cancel,
+    ) -> Result<BenchChild, ProbeError> {
+        match jobs {
+            [job] => self.bench(job, spec, interrupt),
+            _ => Err(ProbeError::Unsupported {
+                executor: ExecutorKind::Python,
+                subject: format!("{} jobs in one bench child", jobs.len()),
+            }),
+        }
+    }
 }
 
 impl PythonExecutor {

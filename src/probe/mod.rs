@@ -20,7 +20,7 @@ pub mod machine;
 mod python;
 
 pub use crate::protocol::{Evidence, ExecutorKind};
-pub use bench::{BenchChild, BenchRole, BenchSpec, Stopped};
+pub use bench::{BenchChild, BenchExecutor, BenchRole, BenchSpec, Stopped};
 pub use fork::PRELOAD_ENV;
 pub use job::{Executor, Identity, Job, Placement, ProbeError, Subject};
 pub use python::{

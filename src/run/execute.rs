@@ -6,7 +6,7 @@ use super::plan::Job;
 use crate::classify::{self, Machine, Outcome, Phase, Timings};
 use crate::fingerprint::{Fingerprint, Toolkits};
 use crate::probe::cuda::{self, CudaExecutor};
-use crate::probe::{self, Executor, PythonExecutor, Subject};
+use crate::probe::{self, BenchExecutor, Executor, PythonExecutor, Subject};
 use crate::protocol::Depth;
 use crate::sandbox::Cancel;
 use std::time::Instant;
@@ -84,6 +84,15 @@ impl Executors {
         let python = self.python.as_ref().map(|e| e as &dyn Executor);
         let cuda = self.cuda.as_ref().map(|e| e as &dyn Executor);
         python.into_iter().chain(cuda)
+    }
+
+    /// The executor that times `subject` in bench children: the first
+    /// registered one that accepts it (`bench` starts every participant
+    /// through it, one shape for both executors).
+    pub fn bench_executor(&self, subject: &Subject) -> Option<&dyn BenchExecutor> {
+        let python = self.python.as_ref().map(|e| e as &dyn BenchExecutor);
+        let cuda = self.cuda.as_ref().map(|e| e as &dyn BenchExecutor);
+        python.into_iter().chain(cuda).find(|e| e.accepts(subject))
     }
 
     /// The executor that runs `subject`: the first registered one that

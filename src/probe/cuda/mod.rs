@@ -29,7 +29,7 @@ pub use request::{
 };
 
 use super::bench::Fifos;
-use super::{BenchChild, BenchSpec, Executor, Job, ProbeError, Subject};
+use super::{BenchChild, BenchExecutor, BenchSpec, Executor, Job, ProbeError, Subject};
 use crate::protocol::{Depth, Evidence, ExecutorKind};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use std::ffi::OsString;
@@ -264,6 +264,19 @@ impl CudaExecutor {
             }
         }
         env
+    }
+}
+
+/// A native target is timed as a whole: every module job in one child.
+impl BenchExecutor for CudaExecutor {
+    fn start_bench(
+        &self,
+        jobs: &[&Job],
+        label: &str,
+        spec: &BenchSpec,
+        interrupt: &Cancel,
+    ) -> Result<BenchChild, ProbeError> {
+        self.bench(jobs, label, spec, interrupt)
     }
 }
 
