@@ -2,10 +2,9 @@
 
 use super::probing::{ProbeArgs, Progress};
 use super::{Answer, BadInput, Failure, emit, emit_json};
-use kernel_preflight::cache::bench::DEFAULT_WORKLOAD;
 use kernel_preflight::discover::{self, Named, Target};
 use kernel_preflight::report::select;
-use kernel_preflight::run::select::{Bench, Names, Rank, Selection};
+use kernel_preflight::run::select::{Names, Rank, Selection};
 use std::path::PathBuf;
 
 /// Arguments of `preflight select`.
@@ -107,17 +106,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     } else {
         Names::Decide
     };
-    let bench = match rank {
-        Rank::Fastest => {
-            let workload = args.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
-            Bench {
-                workload: workload.to_owned(),
-                records: plan.bench_results(workload),
-            }
-        }
-        Rank::Preference => Bench::default(),
-    };
-    let selection = Selection::new(&report.results, rank, names, &bench);
+    let selection = Selection::of_run(&plan, &report, rank, names, args.workload.as_deref());
     for note in select::notes(&selection) {
         eprintln!("{note}");
     }

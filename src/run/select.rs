@@ -224,6 +224,30 @@ pub struct Bench {
 }
 
 impl<'a> Selection<'a> {
+    /// `select`'s answer to a run of `plan`: the selection among
+    /// `report`'s results; with [`Rank::Fastest`], ranked by the bench
+    /// results kept for `workload` (`None`: those of a bench run without
+    /// `--workload`).
+    pub fn of_run(
+        plan: &super::Plan,
+        report: &'a super::CheckReport,
+        rank: Rank,
+        names: Names,
+        workload: Option<&str>,
+    ) -> Selection<'a> {
+        let bench = match rank {
+            Rank::Fastest => {
+                let workload = workload.unwrap_or(crate::cache::bench::DEFAULT_WORKLOAD);
+                Bench {
+                    workload: workload.to_owned(),
+                    records: plan.bench_results(workload),
+                }
+            }
+            Rank::Preference => Bench::default(),
+        };
+        Selection::new(&report.results, rank, names, &bench)
+    }
+
     /// The selection among `results`; `bench.records` as for [`choose`].
     pub fn new(
         results: &'a [CheckResult],
