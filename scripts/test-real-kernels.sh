@@ -38,6 +38,7 @@ rm -rf target/wheels-real
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall target/wheels-real/kernel_preflight-*.whl
 export PREFLIGHT_BIN=$PWD/target/debug/preflight
 export PREFLIGHT_REAL_WHEELS=$VENV/wheels
+export PREFLIGHT_REAL_TRANSFORMERS=$VENV/transformers
 # The kernel packages import torch, which warns when numpy is missing: the
 # suite keeps numpy out on purpose (the warning must never decide).
 cd tests/python_real

@@ -5,7 +5,8 @@ judged by the hub loader of the same interpreter.
 
 Environment: PREFLIGHT_BIN (the binary; the script builds it),
 PREFLIGHT_REAL_WHEELS (the folder of the kernel packages' wheels the script
-downloaded).
+downloaded), PREFLIGHT_REAL_TRANSFORMERS (where the script installed
+transformers).
 """
 
 import json

@@ -94,7 +94,7 @@ def hub(tmp_path):
 
 
 def transformers_path():
-    path = ROOT / ".venv-real" / "transformers"
+    path = Path(os.environ.get("PREFLIGHT_REAL_TRANSFORMERS", ROOT / ".venv-real" / "transformers"))
     if not (path / "transformers").is_dir():
         pytest.fail("transformers is not installed at %s: run scripts/test-real-kernels.sh" % path)
     return path
