@@ -43,6 +43,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 NAMESPACES = (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS), ("pid", CLONE_NEWPID))
 MAX_REQUEST = 16 << 20
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -111,9 +112,21 @@ def receive(conn):
     return json.loads(body.decode()), fds
 
 
-def join(pid):
-    """Joins the namespaces of `pid` that are not this process's own: the
-    probe forked after this lives in them, below the client's reaper."""
+def peer_pidfd(conn, pid):
+    """A pidfd of the client that connected. From the socket itself where
+    the kernel gives one (SO_PEERPIDFD, Linux 6.5): a process that took the
+    pid of a client that died since cannot stand in for it. Else opened
+    from the pid the socket names."""
+    try:
+        return conn.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
+    except OSError:
+        return os.pidfd_open(pid)
+
+
+def join(pid, pidfd):
+    """Joins the namespaces of the client (`pid`, held by `pidfd`) that are
+    not this process's own: the probe forked after this lives in them,
+    below the client's reaper."""
     flags = 0
     for name, flag in NAMESPACES:
         if os.stat("/proc/self/ns/" + name).st_ino != os.stat("/proc/%d/ns/%s" % (pid, name)).st_ino:
@@ -121,13 +134,12 @@ def join(pid):
     if flags & CLONE_NEWPID == 0:
         # A probe outside the reaper's pid namespace would not be held by it.
         raise OSError("the client runs in no pid namespace of its own")
-    pidfd = os.pidfd_open(pid)
-    try:
-        if libc.setns(pidfd, flags) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, "setns: " + os.strerror(err))
-    finally:
-        os.close(pidfd)
+    # What was read through the pid is the client's only if the client is
+    # still alive now (while it lives, no other process can have its pid).
+    signal.pidfd_send_signal(pidfd, 0)
+    if libc.setns(pidfd, flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "setns: " + os.strerror(err))
 
 
 def limits_of(pid):
@@ -212,8 +224,10 @@ def helper(conn, token):
         request, fds = receive(conn)
         if request.get("token") != token or uid != os.getuid():
             raise ValueError("a client this server did not expect")
+        pidfd = peer_pidfd(conn, pid)
         limits = limits_of(pid)
-        join(pid)
+        join(pid, pidfd)
+        os.close(pidfd)
     except (OSError, ValueError) as e:
         reply(conn, {"error": str(e)})
         os._exit(1)
