@@ -119,6 +119,30 @@ def hub_cache(tmp_path, monkeypatch) -> HubCache:
     return HubCache(root)
 
 
+def readme_output(command: str) -> str:
+    """The ```text block the README shows right after the code block that
+    ends with the line `command`: what that command prints."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(re.escape(command) + r"\n```\n\n```text\n(.*?)```", readme, re.S)
+    assert shown, "the README's output block after `%s` moved" % command
+    return shown.group(1)
+
+
+def example_hub(tmp_path) -> Path:
+    """The offline example hub cache, made as the README makes it
+    (examples/transformers/make_hub_cache.py)."""
+    hub = tmp_path / "hub"
+    made = subprocess.run(
+        [sys.executable, str(ROOT / "examples/transformers/make_hub_cache.py"), str(hub)],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    return hub
+
+
 def run_python(
     code: str, env: Optional[dict] = None, timeout: float = 120, unset: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess:

@@ -396,28 +396,14 @@ def test_a_backend_the_caller_chose_is_honoured(hub_cache):
 def test_the_readme_example_prints_what_the_readme_shows(tmp_path):
     """README, "With transformers": the example hub cache and the loader,
     run as written there; the output block is compared line for line."""
-    import re
-    import subprocess
-    import sys
+    from conftest import ROOT, example_hub, readme_output
 
-    from conftest import ROOT
-
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(
-        r"KERNEL_PREFLIGHT=1 python examples/transformers/loader.py\n```\n\n```text\n(.*?)```", readme, re.S
-    )
-    assert shown, "the README's example output block moved"
-    hub = tmp_path / "hub"
-    made = subprocess.run(
-        [sys.executable, str(ROOT / "examples/transformers/make_hub_cache.py"), str(hub)],
-        capture_output=True,
-        text=True,
-    )
-    assert made.returncode == 0, made.stderr
+    shown = readme_output("KERNEL_PREFLIGHT=1 python examples/transformers/loader.py")
+    hub = example_hub(tmp_path)
     loader = (ROOT / "examples/transformers/loader.py").read_text()
     env = {"KERNELS_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
     plain = run_python(loader, env=env, unset=("KERNEL_PREFLIGHT",))
     assert plain.returncode == 1 and plain.stdout == "", plain.stderr
     verified = run_python(loader, env={**env, "KERNEL_PREFLIGHT": "1"})
     assert verified.returncode == 0, verified.stderr
-    assert verified.stdout == shown.group(1)
+    assert verified.stdout == shown

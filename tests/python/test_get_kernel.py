@@ -230,22 +230,11 @@ def test_without_kernels_the_hint_names_what_installs_it():
 def test_the_readme_quick_start_prints_what_the_readme_shows(tmp_path):
     """README, "Python": the example hub cache and examples/quickstart.py,
     run as written there, offline; its output is the README's block."""
-    import subprocess
-    import sys
+    from conftest import ROOT, example_hub, readme_output
 
-    from conftest import ROOT
-
-    readme = (ROOT / "README.md").read_text()
-    shown = re.search(r"\npython examples/quickstart.py\n```\n\n```text\n(.*?)```", readme, re.S)
-    assert shown, "the README's quick start output block moved"
-    hub = tmp_path / "hub"
-    made = subprocess.run(
-        [sys.executable, str(ROOT / "examples/transformers/make_hub_cache.py"), str(hub)],
-        capture_output=True,
-        text=True,
-    )
-    assert made.returncode == 0, made.stderr
+    shown = readme_output("\npython examples/quickstart.py")
+    hub = example_hub(tmp_path)
     program = (ROOT / "examples/quickstart.py").read_text()
     done = run_python(program, env={"KERNELS_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}, unset=("KERNEL_PREFLIGHT",))
     assert done.returncode == 0, done.stderr
-    assert done.stdout == shown.group(1), done.stdout
+    assert done.stdout == shown, done.stdout
