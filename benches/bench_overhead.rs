@@ -33,7 +33,7 @@ use kernel_preflight::probe::cuda::{
     Arg, CudaExecutor, ElemType, Launch, ModuleKind, ModuleSpec, Tolerance,
 };
 use kernel_preflight::probe::{
-    BenchChild, BenchRole, BenchSpec, Job, PythonExecutor, SmokeSource, Subject,
+    BenchChild, BenchExecutor, BenchRole, BenchSpec, Job, PythonExecutor, SmokeSource, Subject,
 };
 use kernel_preflight::sandbox::Cancel;
 use kernel_preflight::variant::VariantName;
@@ -176,7 +176,7 @@ fn native(root: &Path, rounds: usize) {
             flush_l2: true,
         };
         let child = executor
-            .bench(&[&job], "launches", &spec, &Cancel::new())
+            .start_bench(&[&job], "launches", &spec, &Cancel::new())
             .expect("cuda bench child");
         measure(name, child, rounds);
         if real.is_some() {

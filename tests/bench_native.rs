@@ -11,7 +11,7 @@ mod fake_cuda;
 use common::{preflight_cmd, stderr};
 use fake_cuda::fake_libcuda;
 use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
-use kernel_preflight::probe::{BenchRole, BenchSpec, Job, Subject};
+use kernel_preflight::probe::{BenchExecutor, BenchRole, BenchSpec, Job, Subject};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -334,7 +334,7 @@ fn the_cuda_bench_child_answers_rounds_like_the_python_one() {
         flush_l2: true,
     };
     let mut child = executor
-        .bench(&[&job], "launches", &spec, &Cancel::new())
+        .start_bench(&[&job], "launches", &spec, &Cancel::new())
         .unwrap();
     let setup = child.ready(Duration::from_secs(20)).unwrap();
     assert_eq!(setup.timer, "device_events");

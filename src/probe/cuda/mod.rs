@@ -145,12 +145,60 @@ impl CudaExecutor {
         })
     }
 
-    /// Start a bench child for a native target: `jobs` are its modules
-    /// (each a [`Subject::Module`] job), all loaded by one child and all
-    /// their launches timed together in each sample, labelled `label`; the
-    /// first job's device and limits are the child's. `interrupt` stops
-    /// it with everything else.
-    pub fn bench(
+    /// Write `request` into the sandbox directory `dir`: the command that
+    /// runs the child on it.
+    fn write_request(&self, dir: &Path, request: &CudaRequest) -> Result<ChildCommand, ProbeError> {
+        let request_path = dir.join(REQUEST_NAME);
+        let setup = |source| ProbeError::Setup {
+            path: request_path.clone(),
+            source,
+        };
+        let json = serde_json::to_vec_pretty(request).map_err(|e| setup(e.into()))?;
+        std::fs::write(&request_path, json).map_err(setup)?;
+        Ok(ChildCommand {
+            program: self.program.clone(),
+            args: vec![CHILD_SUBCOMMAND.into(), request_path.into()],
+            env: self.child_env(),
+        })
+    }
+
+    /// The extra environment: eager module loading, the caller's, and
+    /// NVRTC's directory in front of `LD_LIBRARY_PATH` so that it finds
+    /// its `libnvrtc-builtins`.
+    ///
+    /// Since CUDA 12.2 the driver loads a module's kernels lazily, on first
+    /// use, and a missing image then fails at the first launch instead of
+    /// at load: `EAGER` keeps the failure in phase `load`, where the
+    /// device depth and a native module's load look for it.
+    fn child_env(&self) -> Vec<(OsString, OsString)> {
+        let mut env = vec![(MODULE_LOADING.0.into(), MODULE_LOADING.1.into())];
+        env.extend(self.env.iter().cloned());
+        if let Some(dir) = self.nvrtc.as_deref().and_then(Path::parent) {
+            let mut paths = vec![dir.to_path_buf()];
+            // The caller's own path, else this process's, follows.
+            let given = self
+                .env
+                .iter()
+                .rev()
+                .find(|(k, _)| k == "LD_LIBRARY_PATH")
+                .map(|(_, v)| v.clone());
+            if let Some(old) = given.or_else(|| std::env::var_os("LD_LIBRARY_PATH")) {
+                paths.extend(std::env::split_paths(&old));
+            }
+            if let Ok(joined) = std::env::join_paths(paths) {
+                env.push(("LD_LIBRARY_PATH".into(), joined));
+            }
+        }
+        env
+    }
+}
+
+/// A native target is timed as a whole: `jobs` are its modules (each a
+/// [`Subject::Module`] job), all loaded by one child and all their launches
+/// timed together in each sample, labelled `label`; the first job's device
+/// and limits are the child's.
+impl BenchExecutor for CudaExecutor {
+    fn start_bench(
         &self,
         jobs: &[&Job],
         label: &str,
@@ -217,66 +265,6 @@ impl CudaExecutor {
             events,
             interrupt,
         )
-    }
-
-    /// Write `request` into the sandbox directory `dir`: the command that
-    /// runs the child on it.
-    fn write_request(&self, dir: &Path, request: &CudaRequest) -> Result<ChildCommand, ProbeError> {
-        let request_path = dir.join(REQUEST_NAME);
-        let setup = |source| ProbeError::Setup {
-            path: request_path.clone(),
-            source,
-        };
-        let json = serde_json::to_vec_pretty(request).map_err(|e| setup(e.into()))?;
-        std::fs::write(&request_path, json).map_err(setup)?;
-        Ok(ChildCommand {
-            program: self.program.clone(),
-            args: vec![CHILD_SUBCOMMAND.into(), request_path.into()],
-            env: self.child_env(),
-        })
-    }
-
-    /// The extra environment: eager module loading, the caller's, and
-    /// NVRTC's directory in front of `LD_LIBRARY_PATH` so that it finds
-    /// its `libnvrtc-builtins`.
-    ///
-    /// Since CUDA 12.2 the driver loads a module's kernels lazily, on first
-    /// use, and a missing image then fails at the first launch instead of
-    /// at load: `EAGER` keeps the failure in phase `load`, where the
-    /// device depth and a native module's load look for it.
-    fn child_env(&self) -> Vec<(OsString, OsString)> {
-        let mut env = vec![(MODULE_LOADING.0.into(), MODULE_LOADING.1.into())];
-        env.extend(self.env.iter().cloned());
-        if let Some(dir) = self.nvrtc.as_deref().and_then(Path::parent) {
-            let mut paths = vec![dir.to_path_buf()];
-            // The caller's own path, else this process's, follows.
-            let given = self
-                .env
-                .iter()
-                .rev()
-                .find(|(k, _)| k == "LD_LIBRARY_PATH")
-                .map(|(_, v)| v.clone());
-            if let Some(old) = given.or_else(|| std::env::var_os("LD_LIBRARY_PATH")) {
-                paths.extend(std::env::split_paths(&old));
-            }
-            if let Ok(joined) = std::env::join_paths(paths) {
-                env.push(("LD_LIBRARY_PATH".into(), joined));
-            }
-        }
-        env
-    }
-}
-
-/// A native target is timed as a whole: every module job in one child.
-impl BenchExecutor for CudaExecutor {
-    fn start_bench(
-        &self,
-        jobs: &[&Job],
-        label: &str,
-        spec: &BenchSpec,
-        interrupt: &Cancel,
-    ) -> Result<BenchChild, ProbeError> {
-        self.bench(jobs, label, spec, interrupt)
     }
 }
 
