@@ -177,7 +177,18 @@ fn a_forked_child_reports_its_memory() {
 /// `preflight check --json` of `repo` with `PREFLIGHT_FORK=fork`, on the
 /// cache in `cache`: each result's `made` and `cached`.
 fn check(repo: &Repo, cache: &std::path::Path, fork: &str) -> Vec<(Option<String>, bool)> {
+    check_with(repo, cache, fork, &[])
+}
+
+/// [`check`] with `env` added to preflight's environment.
+fn check_with(
+    repo: &Repo,
+    cache: &std::path::Path,
+    fork: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Vec<(Option<String>, bool)> {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
+        .envs(env.iter().copied())
         .arg("check")
         .arg(repo.root())
         .arg("--python")
@@ -217,4 +228,32 @@ fn a_forked_outcome_is_cached_apart_from_a_fresh_one() {
     // A fresh probe is other evidence: not answered by the forked one.
     assert_eq!(check(&repo, cache.path(), "0"), [(None, false)]);
     assert_eq!(check(&repo, cache.path(), "0"), [(None, true)]);
+}
+
+#[test]
+fn a_probe_run_fresh_after_its_server_was_given_up_is_cached() {
+    // Where the fork server cannot be used (here: it started a thread), a
+    // forked job runs fresh; that outcome is kept, or every later run would
+    // probe again.
+    let site = torch_site();
+    site.file(
+        "preflight_threads.py",
+        "import threading, time\nthreading.Thread(target=time.sleep, args=(600,), daemon=True).start()\n",
+    );
+    let repo = Repo::new();
+    repo.variant("torch-universal", "add = lambda a, b: a + b\n");
+    let cache = tempfile::tempdir().expect("temp dir");
+    let run = || {
+        check_with(
+            &repo,
+            cache.path(),
+            "1",
+            &[
+                ("PYTHONPATH", site.dir.path().as_os_str()),
+                (PRELOAD_ENV, std::ffi::OsStr::new("preflight_threads")),
+            ],
+        )
+    };
+    assert_eq!(run(), [(None, false)]);
+    assert_eq!(run(), [(None, true)]);
 }

@@ -285,9 +285,13 @@ pub(super) fn store(
     outcome: &Outcome,
     timings: &Timings,
 ) -> Result<(), String> {
-    // A probe made another way than its key says (a forked job whose fork
-    // server was given up ran fresh) is not the evidence the key names.
-    if outcome.made != key.key.parts.job.made {
+    // Forked evidence never answers a key for a fresh probe. The other way
+    // round it may: a forked job whose fork server was given up ran fresh,
+    // in a process of its own as the caller's will be, which is all a
+    // forked probe shows and more; and where forking cannot work at all (no
+    // namespaces) nothing would be cached otherwise. Its outcome says how
+    // it was made.
+    if outcome.made == Made::Forked && key.key.parts.job.made == Made::Fresh {
         return Ok(());
     }
     let record = OutcomeRecord {
