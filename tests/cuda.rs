@@ -249,6 +249,8 @@ fn native_targets_become_one_job_per_module_in_the_plan() {
     let target = load(dir.path());
     assert_eq!(target.modules.len(), 2);
     let fingerprint = Fingerprint::fast(&Sources::from_process(), &NoStore).unwrap();
+    // No python executor: a native target needs none.
+    let executors = Executors::new().with(executor());
     let plan = Plan::new(
         vec![Named {
             given: "axpy".into(),
@@ -256,6 +258,7 @@ fn native_targets_become_one_job_per_module_in_the_plan() {
         }],
         &fingerprint,
         &PlanOptions::default(),
+        &executors,
         None,
     );
     let names: Vec<&str> = plan.jobs.iter().map(|j| j.name.as_str()).collect();
@@ -265,11 +268,9 @@ fn native_targets_become_one_job_per_module_in_the_plan() {
             .iter()
             .all(|j| j.skip.is_none() && j.key.is_none())
     );
-    assert!(!plan.needs_python());
-    let executors = Executors {
-        python: None,
-        cuda: Some(executor()),
-    };
+    executors
+        .ready_for(&plan)
+        .expect("the cuda executor runs every job");
     let finished = std::sync::Mutex::new(Vec::new());
     let report = run::run(&plan, &executors, 2, &Cancel::new(), &|e: RunEvent<'_>| {
         if let RunEvent::Finished { job, .. } = e {

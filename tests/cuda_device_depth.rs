@@ -77,6 +77,21 @@ struct Run {
     outcome: Outcome,
 }
 
+/// The device step the cuda executor gives the import of the variant
+/// `name` (a compiled CUDA variant: its embedded code, at device depth).
+fn device_step(executor: &CudaExecutor, name: &str) -> Job {
+    let import = Job::new(Subject::Variant {
+        name: VARIANT.parse().unwrap(),
+        path: variant(name),
+    });
+    let step = executor
+        .device_step(&import)
+        .expect("a compiled CUDA variant has a device step");
+    assert_eq!(step.depth, Depth::Device);
+    assert!(matches!(step.subject, Subject::DeviceCode { .. }));
+    step
+}
+
 /// The cuda executor's device-depth job for the variant `name`, on the
 /// stand-in driver with `env`.
 fn device_depth(name: &str, env: &[(&str, &str)]) -> Run {
@@ -85,13 +100,7 @@ fn device_depth(name: &str, env: &[(&str, &str)]) -> Run {
     executor
         .env
         .extend(env.iter().map(|(k, v)| ((*k).into(), (*v).into())));
-    let job = Job {
-        depth: Depth::Device,
-        ..Job::new(Subject::Variant {
-            name: VARIANT.parse().unwrap(),
-            path: variant(name),
-        })
-    };
+    let job = device_step(&executor, name);
     let evidence = executor.run(&job, &Cancel::new()).expect("run");
     Run {
         report: evidence.report(),
@@ -333,13 +342,7 @@ fn relocatable_images_are_told_by_their_elf_type_and_jit_options() {
 /// driver (`libcuda.so.1`, or `PREFLIGHT_LIBCUDA`).
 fn on_the_gpu(name: &str) -> Run {
     let executor = CudaExecutor::new(env!("CARGO_BIN_EXE_preflight"));
-    let job = Job {
-        depth: Depth::Device,
-        ..Job::new(Subject::Variant {
-            name: VARIANT.parse().unwrap(),
-            path: variant(name),
-        })
-    };
+    let job = device_step(&executor, name);
     let evidence = executor.run(&job, &Cancel::new()).expect("run");
     Run {
         report: evidence.report(),

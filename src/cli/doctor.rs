@@ -4,8 +4,8 @@ use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::doctor::{self, DoctorOptions};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
+use kernel_preflight::probe::cuda::CudaExecutor;
 use kernel_preflight::report;
-use kernel_preflight::run::{Executors, Needs};
 use kernel_preflight::sandbox::{self, Limits};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,14 +49,8 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         timeout,
         ..Limits::default()
     };
-    let needs = Needs {
-        python: false,
-        cuda: true,
-    };
-    let executor = Executors::for_machine(&fingerprint, None, needs)
-        .map_err(|e| Internal(e.to_string()))?
-        .cuda
-        .ok_or_else(|| Internal("no cuda executor".into()))?;
+    let executor = CudaExecutor::for_machine(&fingerprint)
+        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
     let options = DoctorOptions {
         executor,
         cuda_limits: limits.clone(),

@@ -1,12 +1,14 @@
 //! The one executor interface: a [`Job`] goes in, [`Evidence`] comes out.
 //! No executor classifies; `classify` reads the evidence.
 
+use super::BenchExecutor;
 use super::SmokeSource;
 use super::cuda::{Launch, ModuleSpec};
-use crate::protocol::{Depth, Evidence, ExecutorKind};
+use crate::protocol::{Depth, Evidence, ExecutorKind, Made};
 use crate::sandbox::{Cancel, Limits, SandboxError};
 use crate::variant::VariantName;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// What a job probes.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +28,15 @@ pub enum Subject {
         /// Its launches, in order.
         launches: Vec<Launch>,
     },
+    /// The device code a compiled variant's shared objects embed, loaded
+    /// on the device without importing the variant: a variant's device
+    /// step ([`Executor::device_step`]), run before its import.
+    DeviceCode {
+        /// The variant's name.
+        name: VariantName,
+        /// Its directory.
+        path: PathBuf,
+    },
     /// The device alone: is there a driver, and does the device answer.
     Device,
     /// Every device the driver enumerates, described without creating a
@@ -39,7 +50,9 @@ impl Subject {
     /// cache), a native module's folder.
     pub fn protected(&self) -> Option<PathBuf> {
         match self {
-            Subject::Variant { path, .. } => Some(super::kernel_files(path)),
+            Subject::Variant { path, .. } | Subject::DeviceCode { path, .. } => {
+                Some(super::kernel_files(path))
+            }
             Subject::Module { spec, .. } => std::path::absolute(&spec.path)
                 .ok()
                 .and_then(|p| p.parent().map(PathBuf::from)),
@@ -51,6 +64,7 @@ impl Subject {
     pub fn describe(&self) -> String {
         match self {
             Subject::Variant { name, .. } => format!("variant {name}"),
+            Subject::DeviceCode { name, .. } => format!("the device code of variant {name}"),
             Subject::Module { spec, .. } => format!("module {}", spec.path.display()),
             Subject::Device => "the device".to_owned(),
             Subject::Devices => "the device list".to_owned(),
@@ -150,26 +164,74 @@ impl Job {
     }
 }
 
-/// Runs jobs in sandboxed children and returns what it saw. A third kind
-/// of device (ROCm) is one more implementation of this trait.
+/// Runs jobs in sandboxed children and returns what it saw. An executor
+/// is this one implementation plus one line of registration
+/// (`run::Executors::for_machine`): everything a run asks of it — which
+/// subjects it takes, what identifies its code in keys, a compiled
+/// variant's device step, how it makes children, bench children, work
+/// beside the first probes — is asked here, never by its name.
 pub trait Executor: Send + Sync {
     /// Which executor this is (recorded in evidence and cache keys).
     fn kind(&self) -> ExecutorKind;
 
     /// Whether this executor runs `subject`: a run sends each job to the
-    /// executor of its registry that accepts it.
+    /// first executor of its registry that accepts it.
     fn accepts(&self, subject: &Subject) -> bool;
 
-    /// What identifies this executor's own code in every key of its jobs
-    /// ([`super::code_identity`]).
-    fn code_identity(&self) -> &'static str {
-        super::code_identity(self.kind())
+    /// What identifies this executor's own code, in every key made of its
+    /// jobs: a new version of it may reach another verdict on the same job.
+    fn code_identity(&self) -> &'static str;
+
+    /// How this executor makes its children (part of its jobs' keys: a
+    /// forked probe's evidence never answers a fresh one's job).
+    fn made(&self) -> Made {
+        Made::Fresh
+    }
+
+    /// The job that loads the device code embedded in `job`'s subject on
+    /// the device, to run (by the executor that accepts it) before `job`
+    /// itself, when this executor has such a step for it: the cuda
+    /// executor's for a compiled CUDA variant. Its outcome joins the
+    /// job's ([`crate::classify::with_device_code`]) and its executor's
+    /// code is part of the job's key.
+    fn device_step(&self, _job: &Job) -> Option<Job> {
+        None
     }
 
     /// Run `job` in a fresh sandbox; `cancel` stops it (the evidence then
     /// says `Cancelled`). An error means the child could not be run at all.
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError>;
+
+    /// This executor as a timer of bench participants, when it is one.
+    fn bench(&self) -> Option<&dyn BenchExecutor> {
+        None
+    }
+
+    /// A copy of this executor for one run, when it keeps what a run
+    /// learns (the python executor: the verdicts its judge leaves); `None`:
+    /// this executor serves every run as it is.
+    fn for_run(&self) -> Option<Arc<dyn Executor>> {
+        None
+    }
+
+    /// Work that runs beside the first probes of a run whose `pending`
+    /// jobs are probed `parallel` at a time (the python executor: one
+    /// child that judges the hub's acceptance of the variants probed
+    /// later), when this executor has some. It ends, or is stopped by
+    /// its `Cancel`, with the run; what it fails to do changes nothing.
+    fn ahead<'a>(&'a self, _pending: &[&'a Job], _parallel: usize) -> Option<Ahead<'a>> {
+        None
+    }
+
+    /// What a run should be told once it has run, if anything (the python
+    /// executor: why its probes ran as fresh processes, not forked).
+    fn after_run(&self) -> Option<String> {
+        None
+    }
 }
+
+/// Work an executor does beside a run's first probes ([`Executor::ahead`]).
+pub type Ahead<'a> = Box<dyn FnOnce(&Cancel) + Send + 'a>;
 
 /// A probe that could not be run at all: always preflight's fault, or a
 /// job given to an executor that cannot run it.

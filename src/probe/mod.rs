@@ -22,9 +22,9 @@ mod python;
 pub use crate::protocol::{Evidence, ExecutorKind};
 pub use bench::{BenchChild, BenchExecutor, BenchRole, BenchSpec, Stopped};
 pub use fork::PRELOAD_ENV;
-pub use job::{Executor, Identity, Job, Placement, ProbeError, Subject};
+pub use job::{Ahead, Executor, Identity, Job, Placement, ProbeError, Subject};
 pub use python::{
-    COMPARE, DRIVER, DRIVER_FILES, FORK_ENV, PYTHON_DEPENDS, PythonExecutor, made_on, torch_device,
+    COMPARE, DRIVER, DRIVER_FILES, FORK_ENV, PYTHON_DEPENDS, PythonExecutor, torch_device,
 };
 
 use crate::discover::KernelRepo;
@@ -167,29 +167,22 @@ pub fn find_python(python: &Path) -> Option<PathBuf> {
     })
 }
 
-/// What identifies an executor's own code, in every key made of its jobs:
-/// a new version of it may reach another verdict on the same job. One
-/// exhaustive match, so a new executor names its code here. The python
-/// executor: sha256 of its driver and every file the driver loads
-/// ([`DRIVER_FILES`]) and of the fork server and client (computed once per
-/// process); the cuda executor: this
-/// binary's version (its child is this binary).
-pub fn code_identity(kind: ExecutorKind) -> &'static str {
+/// What identifies the python executor's code: sha256 of its driver, every
+/// file the driver loads ([`DRIVER_FILES`]) and the fork server and client
+/// (computed once per process).
+fn python_code_identity() -> &'static str {
     static PYTHON: OnceLock<String> = OnceLock::new();
-    match kind {
-        ExecutorKind::Python => PYTHON.get_or_init(|| {
-            let mut h = Sha256::new();
-            // A forked probe also runs the fork server and its client.
-            let fork = [
-                ("fork_server.py", fork::SERVER),
-                ("fork_client.py", fork::CLIENT),
-            ];
-            for (name, text) in DRIVER_FILES.iter().chain(&fork) {
-                h.update(name.as_bytes());
-                h.update(text.as_bytes());
-            }
-            format!("python driver {}", crate::hash::hex(&h.finalize()))
-        }),
-        ExecutorKind::Cuda => concat!("cuda ", env!("CARGO_PKG_VERSION")),
-    }
+    PYTHON.get_or_init(|| {
+        let mut h = Sha256::new();
+        // A forked probe also runs the fork server and its client.
+        let fork = [
+            ("fork_server.py", fork::SERVER),
+            ("fork_client.py", fork::CLIENT),
+        ];
+        for (name, text) in DRIVER_FILES.iter().chain(&fork) {
+            h.update(name.as_bytes());
+            h.update(text.as_bytes());
+        }
+        format!("python driver {}", crate::hash::hex(&h.finalize()))
+    })
 }

@@ -5,13 +5,16 @@
 
 use super::fork::{self, Forking};
 use super::judge::Verdicts;
-use super::{Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for};
+use super::{
+    Ahead, BenchExecutor, Executor, Job, Placement, ProbeError, SmokeSource, Subject, device_for,
+};
 use crate::fingerprint::Fingerprint;
 use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Made, Tail};
-use crate::sandbox::{Cancel, ChildCommand, Sandbox};
+use crate::sandbox::{Cancel, ChildCommand, Limits, Sandbox};
 use crate::variant::VariantName;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The variable that turns on the Python package's verification of every
 /// `kernels` load (`python/kernel_preflight/_enable.py`).
@@ -257,12 +260,6 @@ fn torch_installed(fingerprint: &Fingerprint) -> bool {
         .is_some_and(|p| p.packages.get("torch").is_some_and(Option::is_some))
 }
 
-/// How the python executor of a run on `fingerprint` makes its children
-/// ([`PythonExecutor::for_machine`]): what their keys say before they run.
-pub fn made_on(fingerprint: &Fingerprint) -> Made {
-    PythonExecutor::for_machine("python3", fingerprint).made()
-}
-
 /// The torch device string for a variant placed on `placement` (`cuda`,
 /// `cuda:1`, `cpu`, `auto`): what its child is told to run on.
 pub fn torch_device(name: &VariantName, placement: Placement) -> String {
@@ -280,8 +277,55 @@ impl Executor for PythonExecutor {
         ExecutorKind::Python
     }
 
+    /// Hub variants, imported the way the hub loader imports them.
     fn accepts(&self, subject: &Subject) -> bool {
         matches!(subject, Subject::Variant { .. })
+    }
+
+    fn code_identity(&self) -> &'static str {
+        super::python_code_identity()
+    }
+
+    fn made(&self) -> Made {
+        PythonExecutor::made(self)
+    }
+
+    fn bench(&self) -> Option<&dyn BenchExecutor> {
+        Some(self)
+    }
+
+    /// A copy that keeps the verdicts a judge leaves for this run's probes
+    /// ([`PythonExecutor::judging`]).
+    fn for_run(&self) -> Option<Arc<dyn Executor>> {
+        Some(Arc::new(self.judging()))
+    }
+
+    /// One child to judge the hub's acceptance of the pending hub variants
+    /// ([`PythonExecutor::judge_ahead`]), when some of their probes start
+    /// after the first `parallel`: those replay its verdicts instead of
+    /// importing the hub's validators again; the first ones, and any it
+    /// leaves out, judge themselves.
+    fn ahead<'a>(&'a self, pending: &[&'a Job], parallel: usize) -> Option<Ahead<'a>> {
+        let variants: Vec<(PathBuf, &Limits)> = pending
+            .iter()
+            .filter_map(|job| match &job.subject {
+                Subject::Variant { path, .. } => Some((path.clone(), &job.limits)),
+                _ => None,
+            })
+            .collect();
+        if variants.len() <= parallel.max(1) {
+            return None;
+        }
+        let limits = variants[0].1.clone();
+        let paths: Vec<PathBuf> = variants.into_iter().map(|(path, _)| path).collect();
+        Some(Box::new(move |cancel: &Cancel| {
+            let _ = self.judge_ahead(&paths, &limits, cancel);
+        }))
+    }
+
+    fn after_run(&self) -> Option<String> {
+        self.fork_fallback()
+            .map(|why| format!("probes ran as fresh processes, not forked: {why}"))
     }
 
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {

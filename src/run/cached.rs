@@ -13,7 +13,7 @@ use crate::classify::{Outcome, Timings};
 use crate::discover::Metadata;
 use crate::discover::native::{ModuleKind, ModuleSpec};
 use crate::fingerprint::Fingerprint;
-use crate::probe::{self, ExecutorKind, Subject};
+use crate::probe::{self, Executor, Subject};
 use crate::protocol::{Made, PROTOCOL_VERSION};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -81,17 +81,18 @@ pub(super) fn bench_lookup(cache: &RunCache, key: &JobKey, workload: &str) -> Op
     cache.cache.bench().get(&key.bench(workload)).hit()
 }
 
-/// The key of `job`, made from its [`probe::Job::identity`] alone (with
-/// `metadata`, a hub variant's parsed `metadata.json`, for the identity of
-/// its files; and for a compiled CUDA variant, `device_code`: its device
-/// load runs too). `Err` says why its files could not be identified, or
-/// that the job is not one kept (the job is then probed and not kept).
+/// The key of `job`, made from its [`probe::Job::identity`] and the code
+/// of the executors that run it: `executor`, and for a job with a device
+/// step, `device_step`'s (with `metadata`, a hub variant's parsed
+/// `metadata.json`, for the identity of its files). `Err` says why its
+/// files could not be identified, or that the job is not one kept (the
+/// job is then probed and not kept).
 pub(super) fn job_key(
     cache: &RunCache,
     job: &probe::Job,
     metadata: Option<&Metadata>,
-    device_code: bool,
-    made: Made,
+    executor: &dyn Executor,
+    device_step: Option<&dyn Executor>,
 ) -> Result<JobKey, String> {
     let probe::Identity {
         subject,
@@ -107,17 +108,16 @@ pub(super) fn job_key(
                 .identify_witnessed(path, metadata)
                 .map_err(|e| e.to_string())?;
             let identity = JobIdentity {
-                executor: ExecutorKind::Python,
-                code: probe::code_identity(ExecutorKind::Python).to_owned(),
+                executor: executor.kind(),
+                code: executor.code_identity().to_owned(),
                 name: name.to_string(),
                 device: probe::torch_device(name, device),
                 files,
                 smoke: smoke_identity(smoke).map_err(|e| e.to_string())?,
                 depth,
                 protocol: PROTOCOL_VERSION,
-                device_code: device_code
-                    .then(|| probe::code_identity(ExecutorKind::Cuda).to_owned()),
-                made,
+                device_code: device_step.map(|e| e.code_identity().to_owned()),
+                made: executor.made(),
             };
             Ok(JobKey {
                 key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -152,8 +152,8 @@ pub(super) fn job_key(
                 target: target.as_deref(),
             };
             let identity = JobIdentity {
-                executor: ExecutorKind::Cuda,
-                code: probe::code_identity(ExecutorKind::Cuda).to_owned(),
+                executor: executor.kind(),
+                code: executor.code_identity().to_owned(),
                 name: spec.name(),
                 device: device.ordinal().to_string(),
                 files: VariantFiles {
@@ -163,8 +163,8 @@ pub(super) fn job_key(
                 smoke: format!("launches:{}", digest(launches)),
                 depth,
                 protocol: PROTOCOL_VERSION,
-                device_code: None,
-                made: Made::Fresh,
+                device_code: device_step.map(|e| e.code_identity().to_owned()),
+                made: executor.made(),
             };
             Ok(JobKey {
                 key: OutcomeKey::new(&cache.fingerprint, identity),
@@ -172,7 +172,7 @@ pub(super) fn job_key(
                 witness: None,
             })
         }
-        Subject::Device | Subject::Devices => Err(format!(
+        Subject::DeviceCode { .. } | Subject::Device | Subject::Devices => Err(format!(
             "{} is a question about the machine, not a job that is kept",
             subject.describe()
         )),

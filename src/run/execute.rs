@@ -1,118 +1,146 @@
-//! Where a planned job meets an executor: the executors of this machine,
-//! and the one function that runs a job in a sandboxed child and turns what
-//! the child did into an outcome.
+//! Where a planned job meets an executor: the registry of this machine's
+//! executors, and the one function that runs a job in a sandboxed child and
+//! turns what the child did into an outcome.
 
 use super::plan::Job;
 use crate::classify::{self, Machine, Outcome, Phase, Timings};
-use crate::fingerprint::{Fingerprint, Toolkits};
-use crate::probe::cuda::{self, CudaExecutor};
+use crate::fingerprint::Fingerprint;
+use crate::probe::cuda::CudaExecutor;
 use crate::probe::{self, BenchExecutor, Executor, PythonExecutor, Subject};
 use crate::protocol::Depth;
 use crate::sandbox::Cancel;
+use std::sync::Arc;
 use std::time::Instant;
 
-/// The executors a run (or `doctor`) uses.
-#[derive(Debug, Clone)]
+/// The executors a run (or a library caller) uses, in the order a job is
+/// offered to them: every question a run has of an executor (which one
+/// takes a subject, a variant's device step, bench children, work beside
+/// the first probes) is asked of this registry through
+/// [`probe::Executor`], never of an executor by name.
+#[derive(Clone, Default)]
 pub struct Executors {
-    /// Imports hub variants; `None` when no interpreter is known (a plan
-    /// with hub jobs then cannot run: see [`super::Plan::needs_python`]).
-    pub python: Option<PythonExecutor>,
-    /// Loads and launches native modules; `None` when the plan has none.
-    pub cuda: Option<CudaExecutor>,
+    registered: Vec<Arc<dyn Executor>>,
+    /// Why an executor of this machine could not be made, for each one
+    /// that could not: what a plan that needs it is told.
+    missing: Vec<ExecutorsError>,
+}
+
+impl std::fmt::Debug for Executors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<_> = self.registered.iter().map(|e| e.kind()).collect();
+        f.debug_struct("Executors")
+            .field("registered", &kinds)
+            .field("missing", &self.missing)
+            .finish()
+    }
 }
 
 impl Executors {
-    /// The cuda executor of this machine: the running binary re-executed in
-    /// its child mode, with the NVRTC library a kernel would use (found
-    /// among `toolkits`).
-    fn cuda_for(toolkits: &Toolkits) -> std::io::Result<CudaExecutor> {
-        Ok(CudaExecutor::current()?.with_nvrtc(cuda::nvrtc_library(toolkits)))
+    /// No executor yet.
+    pub fn new() -> Executors {
+        Executors::default()
     }
 
-    /// A copy for one run: its python executor keeps the verdicts a judge
-    /// leaves for this run's probes ([`PythonExecutor::judging`]).
-    pub(super) fn for_run(&self) -> Executors {
-        Executors {
-            python: self.python.as_ref().map(PythonExecutor::judging),
-            cuda: self.cuda.clone(),
+    /// This registry with `executor` offered jobs after those registered
+    /// before it.
+    pub fn with(mut self, executor: impl Executor + 'static) -> Executors {
+        self.registered.push(Arc::new(executor));
+        self
+    }
+
+    /// This registry with `made`'s executor registered, or, when it could
+    /// not be made, the reason kept for a plan that needs it.
+    pub fn with_made<E: Executor + 'static>(self, made: Result<E, ExecutorsError>) -> Executors {
+        match made {
+            Ok(executor) => self.with(executor),
+            Err(why) => {
+                let mut executors = self;
+                executors.missing.push(why);
+                executors
+            }
         }
     }
 
-    /// The executors of a run of `plan` on the machine its fingerprint
-    /// describes ([`Executors::for_machine`], needing what the plan's jobs
-    /// need). `check`, `select`, `warmup` and `bench` get theirs here.
-    pub fn for_plan(
-        plan: &super::Plan,
-        python: Option<&std::path::Path>,
-    ) -> Result<Executors, ExecutorsError> {
-        let needs = Needs {
-            python: plan.needs_python(),
-            cuda: plan.needs_cuda(),
-        };
-        Executors::for_machine(&plan.fingerprint, python, needs)
-    }
-
-    /// The executors of the machine `fingerprint` describes, registered:
-    /// the python executor (`python`, else the fingerprint's interpreter;
-    /// an error when `needs.python` and there is none) and, when
-    /// `needs.cuda`, the cuda executor (the running binary in its child
-    /// mode, with the NVRTC library a kernel would use). The one place
-    /// executors are made: runs get theirs through
-    /// [`Executors::for_plan`], `doctor` its own directly.
-    pub fn for_machine(
-        fingerprint: &Fingerprint,
-        python: Option<&std::path::Path>,
-        needs: Needs,
-    ) -> Result<Executors, ExecutorsError> {
+    /// The executors of the machine `fingerprint` describes, registered in
+    /// the order jobs are offered to them: the python executor (`python`,
+    /// else the fingerprint's interpreter), then the cuda executor (the
+    /// running binary in its child mode, with the NVRTC library a kernel
+    /// would use). The one place a run's executors are made, and the one
+    /// line a new executor adds. One that cannot be made is missing, and
+    /// said so only to a plan that needs it ([`Executors::ready_for`]).
+    pub fn for_machine(fingerprint: &Fingerprint, python: Option<&std::path::Path>) -> Executors {
         let python = python
             .map(std::path::Path::to_path_buf)
             .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .map(|python| PythonExecutor::for_machine(python, fingerprint));
-        if needs.python && python.is_none() {
-            return Err(ExecutorsError::NoPython);
+            .map(|python| PythonExecutor::for_machine(python, fingerprint))
+            .ok_or(ExecutorsError::NoPython);
+        let cuda = CudaExecutor::for_machine(fingerprint)
+            .map_err(|e| ExecutorsError::NoBinary(e.to_string()));
+        Executors::new().with_made(python).with_made(cuda)
+    }
+
+    /// `Ok` when every job `plan` will probe (and every device step) has
+    /// an executor here; else why the first executor that could not be
+    /// made is missing (a plan of hub variants without an interpreter:
+    /// [`ExecutorsError::NoPython`]).
+    pub fn ready_for(&self, plan: &super::Plan) -> Result<(), ExecutorsError> {
+        let unserved = plan
+            .jobs
+            .iter()
+            .filter(|job| job.skip.is_none())
+            .flat_map(|job| std::iter::once(&job.probe).chain(&job.device_code))
+            .any(|job| self.for_subject(&job.subject).is_none());
+        match self.missing.first() {
+            Some(why) if unserved => Err(why.clone()),
+            _ => Ok(()),
         }
-        let cuda = needs
-            .cuda
-            .then(|| Executors::cuda_for(&fingerprint.toolkits))
-            .transpose()
-            .map_err(ExecutorsError::NoBinary)?;
-        Ok(Executors { python, cuda })
+    }
+
+    /// A copy for one run: each executor that keeps what a run learns
+    /// replaced by its copy for the run ([`Executor::for_run`]).
+    pub(super) fn for_run(&self) -> Executors {
+        Executors {
+            registered: self
+                .registered
+                .iter()
+                .map(|e| e.for_run().unwrap_or_else(|| Arc::clone(e)))
+                .collect(),
+            missing: self.missing.clone(),
+        }
     }
 
     /// Every executor registered, in the order a job is offered to them.
-    fn registered(&self) -> impl Iterator<Item = &dyn Executor> {
-        let python = self.python.as_ref().map(|e| e as &dyn Executor);
-        let cuda = self.cuda.as_ref().map(|e| e as &dyn Executor);
-        python.into_iter().chain(cuda)
-    }
-
-    /// The executor that times `subject` in bench children: the first
-    /// registered one that accepts it (`bench` starts every participant
-    /// through it, one shape for both executors).
-    pub fn bench_executor(&self, subject: &Subject) -> Option<&dyn BenchExecutor> {
-        let python = self.python.as_ref().map(|e| e as &dyn BenchExecutor);
-        let cuda = self.cuda.as_ref().map(|e| e as &dyn BenchExecutor);
-        python.into_iter().chain(cuda).find(|e| e.accepts(subject))
+    pub fn registered(&self) -> impl Iterator<Item = &dyn Executor> {
+        self.registered.iter().map(|e| e.as_ref())
     }
 
     /// The executor that runs `subject`: the first registered one that
     /// accepts it.
-    fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
+    pub fn for_subject(&self, subject: &Subject) -> Option<&dyn Executor> {
         self.registered().find(|e| e.accepts(subject))
+    }
+
+    /// The device step of `job` ([`Executor::device_step`]): the first
+    /// registered executor's that has one.
+    pub fn device_step(&self, job: &probe::Job) -> Option<probe::Job> {
+        self.registered().find_map(|e| e.device_step(job))
+    }
+
+    /// The executor that times `subject` in bench children: the one that
+    /// runs it, when it is a bench executor (`bench` starts every
+    /// participant through it, one shape for every executor).
+    pub fn bench_executor(&self, subject: &Subject) -> Option<&dyn BenchExecutor> {
+        self.for_subject(subject)?.bench()
+    }
+
+    /// What the executors tell a run once it has run ([`Executor::after_run`]).
+    pub fn after_run(&self) -> Vec<String> {
+        self.registered().filter_map(Executor::after_run).collect()
     }
 }
 
-/// What a caller's executors must be able to run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
-    /// Hub variants (imported by the python executor).
-    pub python: bool,
-    /// Native modules and the CUDA capability probes (the cuda executor).
-    pub cuda: bool,
-}
-
 /// Why a run's executors cannot be had.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ExecutorsError {
     /// Hub variants to import, and no interpreter to import them in (a
     /// user's fault: exit 2).
@@ -120,7 +148,7 @@ pub enum ExecutorsError {
     NoPython,
     /// The running binary, which the cuda child is, cannot be found.
     #[error("cannot find the preflight binary: {0}")]
-    NoBinary(std::io::Error),
+    NoBinary(String),
 }
 
 /// What running one job showed.
@@ -134,8 +162,8 @@ pub(super) struct Executed {
 }
 
 /// Runs one job in fresh sandboxed children of its executors and
-/// classifies the evidence. A compiled CUDA variant's embedded code is
-/// loaded on the device first; when that fails, the import still runs (what
+/// classifies the evidence. A job with a device step (a compiled CUDA
+/// variant's embedded code, loaded on the device) runs that first; when that fails, the import still runs (what
 /// stops it earlier is the better answer) but no smoke does. A fault of
 /// preflight (no executor for the job, a sandbox that fails) is a
 /// `probe_error` outcome and a fault, never an abandoned run. The evidence
@@ -150,8 +178,8 @@ pub(super) fn execute(
     let Some(device_job) = &job.device_code else {
         return execute_one(&job.probe, import, cancel, machine);
     };
-    let cuda = executors.cuda.as_ref().map(|e| e as &dyn Executor);
-    let device = execute_one(device_job, cuda, cancel, machine);
+    let device = executors.for_subject(&device_job.subject);
+    let device = execute_one(device_job, device, cancel, machine);
     let mut import_job = job.probe.clone();
     if !device.outcome.kind.passed() {
         import_job.depth = import_job.depth.min(Depth::Device);

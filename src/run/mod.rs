@@ -22,7 +22,7 @@ pub mod warm;
 
 pub use cached::JobKey;
 pub use event::{Reporter, RunEvent};
-pub use execute::{Executors, ExecutorsError, Needs};
+pub use execute::{Executors, ExecutorsError};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
 pub use result::{CheckReport, CheckResult, Declared};
 pub use session::{Session, SessionError, SessionOptions};
@@ -129,16 +129,17 @@ pub fn run(
     let probed: Vec<(CheckResult, Option<String>)> = if pending.is_empty() {
         Vec::new()
     } else {
-        // The judge of hub variants works beside the first probes; it ends
-        // (or is stopped) with the run. A thread that cannot be started
-        // leaves every probe to judge itself.
+        // What executors do beside the first probes (the judge of hub
+        // variants) ends, or is stopped, with the run. A thread that
+        // cannot be started leaves that work undone (every probe then
+        // judges itself).
         let judged = Cancel::new();
         std::thread::scope(|scope| {
-            if let Some(judge) = judge_ahead(&pending, executors, jobs) {
+            for work in ahead(&pending, executors, jobs) {
                 let judged = &judged;
                 let _ = std::thread::Builder::new()
-                    .name("judge".into())
-                    .spawn_scoped(scope, move || judge(judged));
+                    .name("ahead".into())
+                    .spawn_scoped(scope, move || work(judged));
             }
             let probed = match rayon::ThreadPoolBuilder::new()
                 .num_threads(jobs.max(1))
@@ -187,34 +188,25 @@ pub fn run(
     }
 }
 
-/// One child to judge the hub's acceptance of the pending hub variants
-/// ([`crate::probe::PythonExecutor::judge_ahead`]), when some of their
-/// probes start after the first `jobs`: those replay its verdicts instead
-/// of importing the hub's validators again; the first ones, and any it
-/// leaves out, judge themselves. A judge that fails changes nothing.
-fn judge_ahead<'a>(
+/// The work the executors do beside the first probes
+/// ([`crate::probe::Executor::ahead`]; the python executor's judge of the
+/// hub's acceptance), each given the pending jobs it accepts.
+fn ahead<'a>(
     pending: &[&'a Job],
     executors: &'a Executors,
     jobs: usize,
-) -> Option<impl FnOnce(&Cancel) + Send + 'a> {
-    let python = executors.python.as_ref()?;
-    let variants: Vec<(&std::path::Path, &crate::sandbox::Limits)> = pending
-        .iter()
-        .filter_map(|job| match &job.probe.subject {
-            crate::probe::Subject::Variant { path, .. } => {
-                Some((path.as_path(), &job.probe.limits))
-            }
-            _ => None,
+) -> Vec<crate::probe::Ahead<'a>> {
+    executors
+        .registered()
+        .filter_map(|executor| {
+            let own: Vec<&crate::probe::Job> = pending
+                .iter()
+                .map(|job| &job.probe)
+                .filter(|probe| executor.accepts(&probe.subject))
+                .collect();
+            executor.ahead(&own, jobs)
         })
-        .collect();
-    if variants.len() <= jobs.max(1) {
-        return None;
-    }
-    let limits = variants[0].1;
-    let paths: Vec<std::path::PathBuf> = variants.iter().map(|(p, _)| p.to_path_buf()).collect();
-    Some(move |cancel: &Cancel| {
-        let _ = python.judge_ahead(&paths, limits, cancel);
-    })
+        .collect()
 }
 
 fn row(

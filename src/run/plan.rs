@@ -5,6 +5,7 @@
 //! `select` and `warmup` differ only in the options they plan with and in
 //! what they do with the rows.
 
+use super::Executors;
 use super::cached::{self, JobKey, RunCache};
 use super::result::Declared;
 use crate::cache::Cache;
@@ -16,9 +17,7 @@ use crate::discover::{
 };
 use crate::fingerprint::Fingerprint;
 use crate::probe::{self, SmokeSource, Subject};
-use crate::protocol::{Depth, Made};
 use crate::sandbox::Limits;
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,9 +64,10 @@ pub struct Job {
     /// What its executor runs: the subject, the device, the smoke, the
     /// depth and the child's limits.
     pub probe: probe::Job,
-    /// For a compiled CUDA variant: the cuda executor's job that loads the
-    /// code embedded in its shared objects on the device (its device
-    /// depth), run before the import; its outcome joins the import's
+    /// Its device step, when an executor has one for it
+    /// ([`probe::Executor::device_step`]; a compiled CUDA variant: the
+    /// code embedded in its shared objects loaded on the device), run
+    /// before the job; its outcome joins the job's
     /// ([`crate::classify::with_device_code`]).
     pub device_code: Option<probe::Job>,
     /// Where its outcome is kept; `None`: not cached (`--no-cache`, or its
@@ -89,20 +89,20 @@ pub struct Plan {
     /// Findings that change no job (entries that are not variants, jobs
     /// that cannot be cached).
     pub warnings: Vec<String>,
-    /// How the run's python executor makes hub variants' children
-    /// ([`probe::made_on`]): part of their keys.
-    pub made: Made,
     pub(super) cache: Option<RunCache>,
 }
 
 impl Plan {
-    /// Plan `targets` on the machine `fingerprint` describes; with a
-    /// `cache`, each job gets its key there (reading the identity of its
-    /// files, which a stat record makes cheap after the first time).
+    /// Plan `targets` on the machine `fingerprint` describes, to be run
+    /// by `executors` (which give jobs their device steps, and whose code
+    /// is part of every key); with a `cache`, each job gets its key there
+    /// (reading the identity of its files, which a stat record makes cheap
+    /// after the first time).
     pub fn new(
         targets: Vec<Named>,
         fingerprint: &Fingerprint,
         options: &PlanOptions,
+        executors: &Executors,
         cache: Option<Arc<Cache>>,
     ) -> Plan {
         let mut plan = Plan {
@@ -110,17 +110,16 @@ impl Plan {
             targets: Vec::new(),
             jobs: Vec::new(),
             warnings: Vec::new(),
-            made: probe::made_on(fingerprint),
             cache: cache.map(|c| RunCache::new(c, fingerprint)),
         };
         let system = System::from_fingerprint(fingerprint);
         for (i, named) in targets.iter().enumerate() {
             let first = plan.jobs.len();
             match &named.target {
-                Target::Hub(d) => plan.add_variants(TargetId(i), d, &system, options),
+                Target::Hub(d) => plan.add_variants(TargetId(i), d, &system, options, executors),
                 Target::Native(t) => plan.add_modules(TargetId(i), t, options),
             }
-            plan.attach_keys(first, &named.target);
+            plan.attach_keys(first, &named.target, executors);
         }
         plan.targets = targets;
         plan
@@ -129,7 +128,7 @@ impl Plan {
     /// Give the jobs listed from `first` on (all of `target`) their cache
     /// keys, made from each job's identity ([`cached::job_key`]); a job
     /// that cannot be keyed is probed and not kept, with a warning.
-    fn attach_keys(&mut self, first: usize, target: &Target) {
+    fn attach_keys(&mut self, first: usize, target: &Target, executors: &Executors) {
         let Some(cache) = &self.cache else {
             return;
         };
@@ -145,11 +144,16 @@ impl Plan {
                     .and_then(|v| v.metadata.metadata()),
                 Target::Native(_) => None,
             };
-            let made = match job.probe.subject {
-                Subject::Variant { .. } => self.made,
-                _ => Made::Fresh,
+            let Some(executor) = executors.for_subject(&job.probe.subject) else {
+                // Not run either: the run's executors say why
+                // (`Executors::ready_for`), or the job is a probe error.
+                continue;
             };
-            match cached::job_key(cache, &job.probe, metadata, job.device_code.is_some(), made) {
+            let device_step = job
+                .device_code
+                .as_ref()
+                .and_then(|step| executors.for_subject(&step.subject));
+            match cached::job_key(cache, &job.probe, metadata, executor, device_step) {
                 Ok(key) => job.key = Some(key),
                 Err(e) => self
                     .warnings
@@ -193,22 +197,6 @@ impl Plan {
         self.jobs.iter().filter(|j| j.skip.is_none()).count()
     }
 
-    /// Whether some job needs the cuda executor (a native module, or the
-    /// device depth of a compiled CUDA variant).
-    pub fn needs_cuda(&self) -> bool {
-        self.jobs.iter().any(|j| {
-            j.skip.is_none()
-                && (j.device_code.is_some() || matches!(j.probe.subject, Subject::Module { .. }))
-        })
-    }
-
-    /// Whether some job needs the python executor.
-    pub fn needs_python(&self) -> bool {
-        self.jobs
-            .iter()
-            .any(|j| j.skip.is_none() && matches!(j.probe.subject, Subject::Variant { .. }))
-    }
-
     /// Add a job, not yet keyed.
     fn push(
         &mut self,
@@ -218,7 +206,9 @@ impl Plan {
         (probe, device_code): (probe::Job, Option<probe::Job>),
     ) {
         let (name, path) = match &probe.subject {
-            Subject::Variant { name, path } => (name.to_string(), path.clone()),
+            Subject::Variant { name, path } | Subject::DeviceCode { name, path } => {
+                (name.to_string(), path.clone())
+            }
             Subject::Module { spec, .. } => (spec.name(), spec.path.clone()),
             Subject::Device => ("device".to_owned(), PathBuf::new()),
             Subject::Devices => ("devices".to_owned(), PathBuf::new()),
@@ -242,6 +232,7 @@ impl Plan {
         d: &Discovery,
         system: &System,
         options: &PlanOptions,
+        executors: &Executors,
     ) {
         self.warnings.extend(d.warnings.iter().cloned());
         // One smoke source per kernel name, so that the repo is looked at once.
@@ -280,16 +271,15 @@ impl Plan {
                 name: variant.name.clone(),
                 path: variant.path.clone(),
             };
-            let device_code = (skip.is_none() && compiled_cuda(variant)).then(|| probe::Job {
-                depth: Depth::Device,
-                limits: options.limits.clone(),
-                ..probe::Job::new(subject.clone())
-            });
             let job = probe::Job {
                 smoke,
                 limits: options.limits.clone(),
                 ..probe::Job::new(subject)
             };
+            let device_code = skip
+                .is_none()
+                .then(|| executors.device_step(&job))
+                .flatten();
             self.push(target, declared, skip, (job, device_code));
         }
     }
@@ -309,18 +299,6 @@ impl Plan {
             self.push(target, declared, None, (job, None));
         }
     }
-}
-
-/// Whether `variant` is built for CUDA and ships shared objects, whose
-/// embedded code the device depth loads. Universal and CPU variants run
-/// no device code of their own; a variant of Python alone (Triton) has
-/// none to load.
-fn compiled_cuda(variant: &FoundVariant) -> bool {
-    let cuda = match &variant.name {
-        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-    };
-    cuda && probe::cuda::has_shared_objects(&variant.path)
 }
 
 /// The hub's name-level decision, then (when a GPU is judged and the name

@@ -111,9 +111,11 @@ impl Session {
         }
     }
 
-    /// The executors of a run of `plan` ([`Executors::for_plan`]).
-    pub fn executors(&self, plan: &Plan) -> Result<Executors, ExecutorsError> {
-        Executors::for_plan(plan, self.options.python.as_deref())
+    /// The executors of this session's runs on the machine `fingerprint`
+    /// describes ([`Executors::for_machine`], with the session's
+    /// interpreter).
+    pub fn executors(&self, fingerprint: &Fingerprint) -> Executors {
+        Executors::for_machine(fingerprint, self.options.python.as_deref())
     }
 
     /// `select`'s warm path: the variant a cold `select` (the hub's
@@ -190,19 +192,19 @@ impl Session {
         let fingerprint = self.fingerprint()?;
         let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
         let cache = (!self.options.no_cache).then(|| Arc::clone(&self.cache));
-        let plan = Plan::new(targets, &fingerprint, &options, cache);
+        let executors = self.executors(&fingerprint);
+        let plan = Plan::new(targets, &fingerprint, &options, &executors, cache);
         for message in &plan.warnings {
             reporter.report(RunEvent::Warning { job: None, message });
         }
-        let executors = self.executors(&plan)?;
+        executors.ready_for(&plan)?;
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let jobs = self
             .options
             .jobs
             .unwrap_or_else(|| plan.probe_count().min(cpus).clamp(1, 4));
         let report = super::run(&plan, &executors, jobs, cancel, reporter);
-        if let Some(why) = executors.python.as_ref().and_then(|p| p.fork_fallback()) {
-            let message = format!("probes ran as fresh processes, not forked: {why}");
+        for message in executors.after_run() {
             reporter.report(RunEvent::Warning {
                 job: None,
                 message: &message,

@@ -32,6 +32,7 @@ use super::bench::Fifos;
 use super::{BenchChild, BenchExecutor, BenchSpec, Executor, Job, ProbeError, Subject};
 use crate::protocol::{Depth, Evidence, ExecutorKind};
 use crate::sandbox::{Cancel, ChildCommand, Sandbox};
+use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,15 @@ impl CudaExecutor {
         Ok(CudaExecutor::new(std::env::current_exe()?))
     }
 
+    /// The cuda executor of the machine `fingerprint` describes: the
+    /// running binary in its child mode, with the NVRTC library a kernel
+    /// would use (found among its toolkits).
+    pub fn for_machine(
+        fingerprint: &crate::fingerprint::Fingerprint,
+    ) -> std::io::Result<CudaExecutor> {
+        Ok(CudaExecutor::current()?.with_nvrtc(nvrtc_library(&fingerprint.toolkits)))
+    }
+
     /// Uses this NVRTC library for CUDA C modules.
     pub fn with_nvrtc(mut self, nvrtc: Option<PathBuf>) -> CudaExecutor {
         self.nvrtc = nvrtc;
@@ -111,7 +121,7 @@ impl CudaExecutor {
             })
         };
         let variant = match &job.subject {
-            Subject::Variant { path, .. } => Some(absolute(path)?),
+            Subject::DeviceCode { path, .. } => Some(absolute(path)?),
             _ => None,
         };
         let (module, launches) = match &job.subject {
@@ -130,7 +140,10 @@ impl CudaExecutor {
                     launches,
                 )
             }
-            Subject::Device | Subject::Devices | Subject::Variant { .. } => (None, Vec::new()),
+            Subject::Device
+            | Subject::Devices
+            | Subject::DeviceCode { .. }
+            | Subject::Variant { .. } => (None, Vec::new()),
         };
         Ok(CudaRequest {
             device: job.device.ordinal(),
@@ -273,17 +286,58 @@ impl Executor for CudaExecutor {
         ExecutorKind::Cuda
     }
 
-    /// Modules and device questions; a compiled variant's device step (its
-    /// embedded code loaded, `run::execute`) is sent here by the run, its
-    /// import is the python executor's.
+    /// Modules, device questions and a compiled variant's device code (its
+    /// import is another executor's).
     fn accepts(&self, subject: &Subject) -> bool {
         match subject {
-            Subject::Module { .. } | Subject::Device | Subject::Devices => true,
+            Subject::Module { .. }
+            | Subject::DeviceCode { .. }
+            | Subject::Device
+            | Subject::Devices => true,
             Subject::Variant { .. } => false,
         }
     }
 
+    /// This binary's version: the child is this binary.
+    fn code_identity(&self) -> &'static str {
+        concat!("cuda ", env!("CARGO_PKG_VERSION"))
+    }
+
+    /// A CUDA variant (by its name) that ships shared objects: their
+    /// embedded code loaded on the device, at device depth. Universal and
+    /// CPU variants run no device code of their own; a variant of Python
+    /// alone (Triton) has none to load.
+    fn device_step(&self, job: &Job) -> Option<Job> {
+        let Subject::Variant { name, path } = &job.subject else {
+            return None;
+        };
+        let cuda = match name {
+            VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
+            VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
+        };
+        (cuda && has_shared_objects(path)).then(|| Job {
+            subject: Subject::DeviceCode {
+                name: name.clone(),
+                path: path.clone(),
+            },
+            device: job.device,
+            smoke: super::SmokeSource::LoadOnly,
+            depth: Depth::Device,
+            limits: job.limits.clone(),
+        })
+    }
+
+    fn bench(&self) -> Option<&dyn BenchExecutor> {
+        Some(self)
+    }
+
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
+        if !self.accepts(&job.subject) {
+            return Err(ProbeError::Unsupported {
+                executor: self.kind(),
+                subject: job.subject.describe(),
+            });
+        }
         let sandbox = job
             .subject
             .protected()
