@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What happened to a variant, from the design's taxonomy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, strum::VariantArray)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeKind {
     /// It loaded, and its smoke workload (if any) ran and matched.
@@ -174,28 +174,10 @@ impl OutcomeKind {
         self.fault() != Fault::NotProbed
     }
 
-    /// Every kind, in taxonomy order (tests, the Python mirror's check).
-    pub const ALL: [OutcomeKind; 19] = [
-        OutcomeKind::Pass,
-        OutcomeKind::Skipped,
-        OutcomeKind::NoDevice,
-        OutcomeKind::DriverTooOld,
-        OutcomeKind::UnsupportedArch,
-        OutcomeKind::PtxTooNew,
-        OutcomeKind::NvccMissing,
-        OutcomeKind::NvccTooOld,
-        OutcomeKind::JitCompileError,
-        OutcomeKind::MissingDependency,
-        OutcomeKind::DependencyVersion,
-        OutcomeKind::ImportError,
-        OutcomeKind::MissingSymbol,
-        OutcomeKind::WrongResult,
-        OutcomeKind::Crashed,
-        OutcomeKind::Exited,
-        OutcomeKind::Timeout,
-        OutcomeKind::OutOfMemory,
-        OutcomeKind::ProbeError,
-    ];
+    /// Every kind, in taxonomy order (declaration order; tests, the
+    /// Python mirror's check). Derived (`strum::VariantArray`), so a new
+    /// kind is in it without anyone listing it.
+    pub const ALL: &'static [OutcomeKind] = <OutcomeKind as strum::VariantArray>::VARIANTS;
 }
 
 /// Whose fault an outcome is: what a report marks it with, and whether a

@@ -537,7 +537,7 @@ fn a_killed_sandbox_is_a_crash_of_the_variant() {
 #[test]
 fn every_kind_says_whose_fault_it_is_and_whether_it_lasts() {
     use super::Fault;
-    for kind in OutcomeKind::ALL {
+    for &kind in OutcomeKind::ALL {
         assert_eq!(kind.passed(), kind == OutcomeKind::Pass, "{kind}");
         assert_eq!(kind.probed(), kind != OutcomeKind::Skipped, "{kind}");
         let fleeting = matches!(
@@ -551,8 +551,13 @@ fn every_kind_says_whose_fault_it_is_and_whether_it_lasts() {
             "{kind}"
         );
     }
-    // ALL holds each kind once, so the loop above saw the whole taxonomy.
+    // ALL is derived from the enum: the loop above saw the whole taxonomy,
+    // each kind under a name of its own, the one serde writes.
     let names: std::collections::BTreeSet<_> =
         OutcomeKind::ALL.iter().map(|k| k.as_str()).collect();
     assert_eq!(names.len(), OutcomeKind::ALL.len());
+    for kind in OutcomeKind::ALL {
+        assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+    }
+    assert_eq!(OutcomeKind::ALL.first(), Some(&OutcomeKind::Pass));
 }
