@@ -79,24 +79,6 @@ pub fn discover_repo(repo: &str, spec: &RevisionSpec) -> Result<Discovery, Failu
     Ok(discover::discover_hub(&snapshot(repo, spec)?)?)
 }
 
-/// Adds the snapshot of every ref of every kernel in the hub cache, named
-/// `ORG/NAME (refs)` ([`hub_cache::every_cached_ref`]); returns what could
-/// not be read (one broken folder does not stop the others).
-pub fn add_every_cached_ref(targets: &mut Targets) -> Vec<String> {
-    let mut problems = Vec::new();
-    for found in hub_cache::every_cached_ref(&hub_cache::cache_root()) {
-        match found {
-            Ok((given, snapshot)) => {
-                if let Err(e) = targets.add(given, &snapshot) {
-                    problems.push(e.to_string());
-                }
-            }
-            Err(problem) => problems.push(problem),
-        }
-    }
-    problems
-}
-
 /// The one target of a command that takes a TARGET or one `--repo`. A path
 /// is made absolute, so that a printed path can be loaded from anywhere.
 pub fn one_kernel(

@@ -53,7 +53,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         targets.add(path.display().to_string(), path)?;
     }
     for (given, pin) in &pinned {
-        targets.add(given.clone(), &super::repo::snapshot(&pin.repo, &pin.spec)?)?;
+        targets.add_pinned(given.clone(), pin)?;
     }
     if args.targets.is_empty()
         && pinned.is_empty()
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     }
     if args.targets.is_empty() && pinned.is_empty() {
         let root = hub_cache::cache_root();
-        for problem in super::repo::add_every_cached_ref(&mut targets) {
+        for problem in targets.add_every_cached_ref() {
             eprintln!("preflight: warning: {problem}");
         }
         if targets.is_empty() {
@@ -89,37 +89,15 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     Ok(Answer::Yes)
 }
 
-/// The kernels of `--repo` (named as given), `--lock` and `--project`
-/// (named `ORG/NAME (pin)`), each with the snapshot it names; a kernel
-/// named twice is warmed once.
+/// The kernels of `--repo`, `--lock` and `--project`
+/// ([`project::pins`]).
 fn pinned(args: &Args) -> Result<Vec<(String, Pinned)>, Failure> {
-    let spec = args.repo.spec();
-    let mut pins: Vec<(String, Pinned)> = args
-        .repo
-        .repo
-        .iter()
-        .map(|repo| {
-            let pin = Pinned {
-                repo: repo.clone(),
-                spec: spec.clone(),
-            };
-            (repo.clone(), pin)
-        })
-        .collect();
-    let mut from_files = Vec::new();
-    for lock in &args.lock {
-        from_files.extend(project::read_lock(lock)?);
-    }
-    for dir in &args.project {
-        from_files.extend(project::read_project(dir)?);
-    }
-    pins.extend(
-        from_files
-            .into_iter()
-            .map(|pin| (format!("{} ({})", pin.repo, pin.spec), pin)),
-    );
-    let mut seen = std::collections::HashSet::new();
-    pins.retain(|(_, p)| seen.insert((p.repo.clone(), p.spec.to_string())));
+    let pins = project::pins(
+        &args.repo.repo,
+        &args.repo.spec(),
+        &args.lock,
+        &args.project,
+    )?;
     if args.download && pins.is_empty() {
         return Err(BadInput(
             "--download fetches the kernels of --repo, --lock or --project: give one".into(),

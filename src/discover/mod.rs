@@ -57,6 +57,9 @@ pub enum DiscoverError {
     /// A `preflight.toml` that cannot be used.
     #[error(transparent)]
     Native(#[from] NativeError),
+    /// A pinned kernel without a snapshot for its revision or version.
+    #[error(transparent)]
+    Revision(Box<hub_cache::RevisionError>),
 }
 
 /// What a path holds: the two kinds of thing preflight probes.
@@ -122,6 +125,39 @@ impl Targets {
     pub fn add_repo(&mut self, repo: &str) -> Result<(), DiscoverError> {
         let folder = hub_cache::repo_folder(&hub_cache::cache_root(), repo)?;
         self.add(repo, &folder)
+    }
+
+    /// Discover the snapshot of the hub cache that `pin` names (its repo
+    /// at its revision or version, [`hub_cache::snapshot`]), named `given`.
+    pub fn add_pinned(
+        &mut self,
+        given: impl Into<String>,
+        pin: &project::Pinned,
+    ) -> Result<(), DiscoverError> {
+        let snapshot = hub_cache::snapshot(&hub_cache::cache_root(), &pin.repo, &pin.spec)
+            .map_err(|e| match e {
+                hub_cache::SnapshotError::Discover(e) => e,
+                hub_cache::SnapshotError::Revision(e) => DiscoverError::Revision(Box::new(e)),
+            })?;
+        self.add(given, &snapshot)
+    }
+
+    /// Discover the snapshot of every ref of every kernel in the hub cache,
+    /// named `ORG/NAME (refs)` ([`hub_cache::every_cached_ref`]); returns
+    /// what could not be read (one broken folder does not stop the others).
+    pub fn add_every_cached_ref(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for found in hub_cache::every_cached_ref(&hub_cache::cache_root()) {
+            match found {
+                Ok((given, snapshot)) => {
+                    if let Err(e) = self.add(given, &snapshot) {
+                        problems.push(e.to_string());
+                    }
+                }
+                Err(problem) => problems.push(problem),
+            }
+        }
+        problems
     }
 
     /// Whether nothing was added.

@@ -151,6 +151,43 @@ fn read_regular(path: &Path) -> Result<String, ProjectError> {
     crate::fs::read_small_text(path).map_err(unreadable)
 }
 
+/// The kernels a warmup prepares: each of `repos` at `spec` (named as
+/// given), then those the `locks` and `projects` pin (named
+/// `ORG/NAME (pin)`), each with the snapshot it names; a kernel named
+/// twice at one pin is kept once, under its first name.
+pub fn pins(
+    repos: &[String],
+    spec: &RevisionSpec,
+    locks: &[PathBuf],
+    projects: &[PathBuf],
+) -> Result<Vec<(String, Pinned)>, ProjectError> {
+    let mut pins: Vec<(String, Pinned)> = repos
+        .iter()
+        .map(|repo| {
+            let pin = Pinned {
+                repo: repo.clone(),
+                spec: spec.clone(),
+            };
+            (repo.clone(), pin)
+        })
+        .collect();
+    let mut from_files = Vec::new();
+    for lock in locks {
+        from_files.extend(read_lock(lock)?);
+    }
+    for dir in projects {
+        from_files.extend(read_project(dir)?);
+    }
+    pins.extend(
+        from_files
+            .into_iter()
+            .map(|pin| (format!("{} ({})", pin.repo, pin.spec), pin)),
+    );
+    let mut seen = std::collections::HashSet::new();
+    pins.retain(|(_, p)| seen.insert((p.repo.clone(), p.spec.to_string())));
+    Ok(pins)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +220,32 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn pins_name_repos_as_given_and_pinned_kernels_by_their_pin_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = write(
+            dir.path(),
+            "kernels.lock",
+            r#"[{"dependency": {"repo-id": "acme/relu", "version": 1}, "lock": {"commit": "abc"}},
+                {"dependency": {"repo-id": "acme/relu", "version": 1}, "lock": {"commit": "abc"}},
+                {"dependency": {"repo-id": "acme/moe"}, "lock": {"commit": "def"}}]"#,
+        );
+        let repos = ["acme/moe".to_owned()];
+        let spec = RevisionSpec::Revision("def".into());
+        let pins = pins(&repos, &spec, &[lock], &[]).unwrap();
+        let names: Vec<&str> = pins.iter().map(|(given, _)| given.as_str()).collect();
+        // acme/moe at def is named by --repo first; the lock's copy goes.
+        assert_eq!(names, ["acme/moe", "acme/relu (abc)"]);
+        let missing = pins_of_missing_lock(dir.path());
+        assert!(missing.contains("cannot read"), "{missing}");
+    }
+
+    fn pins_of_missing_lock(dir: &Path) -> String {
+        pins(&[], &RevisionSpec::Main, &[dir.join("absent.lock")], &[])
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
