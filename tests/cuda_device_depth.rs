@@ -355,7 +355,7 @@ fn on_the_gpu(name: &str) -> Run {
 fn on_a_gpu_the_driver_refuses_sass_for_another_major_and_jit_compiles_ptx() {
     let run = on_the_gpu("sm80");
     let device = run.report.device.clone().expect("a GPU");
-    if device.major != 8 {
+    if device.capability().major != 8 {
         assert_eq!(
             (run.outcome.kind, run.outcome.phase),
             (OutcomeKind::UnsupportedArch, Phase::Load),
@@ -367,7 +367,7 @@ fn on_a_gpu_the_driver_refuses_sass_for_another_major_and_jit_compiles_ptx() {
     // nvcc 13.5's PTX (ISA 9.5) needs a CUDA 13.5 driver's JIT.
     let run = on_the_gpu("ptx80");
     let driver = run.report.runtime.cuda_driver.unwrap_or(0);
-    if device.major >= 8 && driver >= 13050 {
+    if device.capability().major >= 8 && driver >= 13050 {
         assert_eq!(
             (run.outcome.kind, run.outcome.depth),
             (OutcomeKind::Pass, Some(Depth::Device)),
@@ -377,7 +377,7 @@ fn on_a_gpu_the_driver_refuses_sass_for_another_major_and_jit_compiles_ptx() {
         let file = only_file(&run);
         assert_eq!(file.taken.as_deref(), Some("compute_80 PTX, JIT"));
         assert!(file.jit_ms.is_some_and(|ms| ms >= 0.0), "{file:?}");
-    } else if device.major >= 8 {
+    } else if device.capability().major >= 8 {
         assert_eq!(
             run.outcome.kind,
             OutcomeKind::PtxTooNew,

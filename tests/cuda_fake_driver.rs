@@ -10,7 +10,7 @@ use fake_cuda::{cu13, fake_libcuda};
 use kernel_preflight::classify::{self, Depth, Outcome, OutcomeKind, Phase};
 use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
 use kernel_preflight::probe::{Executor, Job, Subject};
-use kernel_preflight::protocol::{Evidence, Failure, Report, Timings};
+use kernel_preflight::protocol::{DeviceArch, Evidence, Failure, Report, Timings};
 use kernel_preflight::sandbox::{Cancel, Limits};
 use std::path::Path;
 use std::process::Command;
@@ -86,7 +86,10 @@ fn a_good_launch_is_verified_and_timed() {
     );
     assert!(o.message.contains("Fake GPU (sm_90)"), "{}", o.message);
     let device = run.report.device.as_ref().unwrap();
-    assert_eq!((device.major, device.minor, device.sm_count), (9, 0, 132));
+    assert_eq!(
+        (device.arch, device.sm_count),
+        (DeviceArch::Cuda { major: 9, minor: 0 }, 132)
+    );
     assert_eq!(run.report.runtime.cuda_driver, Some(13000));
     assert_eq!(run.report.compared, 300);
     let rounds: Vec<u32> = run.report.samples.iter().map(|s| s.round).collect();
@@ -548,7 +551,14 @@ fn a_device_list_job_describes_every_device_in_the_drivers_order() {
     let listed: Vec<(u32, &str, u32, Option<&str>)> = report
         .devices
         .iter()
-        .map(|d| (d.ordinal, d.name.as_str(), d.major, d.pci_bus_id.as_deref()))
+        .map(|d| {
+            (
+                d.ordinal,
+                d.name.as_str(),
+                d.capability().major,
+                d.pci_bus_id.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         listed,

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::protocol::{
-    Channel, CudaError, DeviceInfo, Event, ExecutorKind, NvrtcError, Runtime, VersionMismatch,
+    Channel, CudaError, DeviceArch, DeviceInfo, Event, ExecutorKind, NvrtcError, Runtime,
+    VersionMismatch,
 };
 use crate::sandbox::Termination;
 use std::time::Duration;
@@ -39,8 +40,7 @@ fn device() -> Event {
     Event::Device(DeviceInfo {
         ordinal: 0,
         name: "GPU".into(),
-        major: 9,
-        minor: 0,
+        arch: DeviceArch::Cuda { major: 9, minor: 0 },
         sm_count: 132,
         total_memory: 1 << 30,
         pci_bus_id: None,

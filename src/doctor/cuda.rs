@@ -200,10 +200,9 @@ pub(super) fn driver(
                 Verdict::Pass,
                 OutcomeKind::Pass,
                 format!(
-                    "{} (sm_{}{}, {} SMs, {:.1} GiB) is device 0 of {}; the driver supports CUDA {}.{}",
+                    "{} ({}, {} SMs, {:.1} GiB) is device 0 of {}; the driver supports CUDA {}.{}",
                     d.name,
-                    d.major,
-                    d.minor,
+                    d.sm(),
                     d.sm_count,
                     d.total_memory as f64 / (1u64 << 30) as f64,
                     facts.runtime.devices.unwrap_or(1),
@@ -402,7 +401,7 @@ impl Feature {
 
     /// Why this device cannot run the feature, if it cannot.
     fn unsupported(self, d: &DeviceInfo) -> Option<String> {
-        let cc = d.major * 10 + d.minor;
+        let cc = d.capability().major * 10 + d.capability().minor;
         match self {
             Feature::Bf16 if cc < 80 => {
                 Some(format!("needs sm_80 or newer; this GPU is {}", d.sm()))

@@ -196,10 +196,9 @@ fn summary(device: Option<&DeviceInfo>, driver: Option<&str>, checks: &[Check]) 
     );
     match device {
         Some(d) => format!(
-            "{} (sm_{}{}, {} SMs, {:.0} GiB), CUDA driver {}: {tally}",
+            "{} ({}, {} SMs, {:.0} GiB), CUDA driver {}: {tally}",
             d.name,
-            d.major,
-            d.minor,
+            d.sm(),
             d.sm_count,
             d.total_memory as f64 / (1u64 << 30) as f64,
             driver.unwrap_or("?")

@@ -291,15 +291,15 @@ pub struct BenchSetup {
 /// What a device said about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceInfo {
-    /// Its ordinal, as the driver counts (after `CUDA_VISIBLE_DEVICES`).
+    /// Its ordinal, as its driver counts (after `CUDA_VISIBLE_DEVICES`).
     pub ordinal: u32,
-    /// `cuDeviceGetName`.
+    /// Its name (`cuDeviceGetName`).
     pub name: String,
-    /// Compute capability major.
-    pub major: u32,
-    /// Compute capability minor.
-    pub minor: u32,
-    /// Streaming multiprocessors.
+    /// What it is, in its API's terms (on the wire: `"api"` and that
+    /// API's fields beside the others).
+    #[serde(flatten)]
+    pub arch: DeviceArch,
+    /// Its multiprocessors (CUDA's SMs).
     pub sm_count: u32,
     /// Total memory in bytes.
     pub total_memory: u64,
@@ -308,15 +308,33 @@ pub struct DeviceInfo {
     pub pci_bus_id: Option<String>,
 }
 
+/// What a device is, typed by the API that drives it: a device of another
+/// API (a HIP device's `gfx` target) is one more variant, and every place
+/// that reads a device's architecture then decides what it means there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "api", rename_all = "snake_case")]
+pub enum DeviceArch {
+    /// A CUDA device, by its compute capability.
+    Cuda {
+        /// Compute capability major.
+        major: u32,
+        /// Compute capability minor.
+        minor: u32,
+    },
+}
+
 impl DeviceInfo {
     /// `sm_XY`: the SASS target of this device.
     pub fn sm(&self) -> String {
-        format!("sm_{}{}", self.major, self.minor)
+        let c = self.capability();
+        format!("sm_{}{}", c.major, c.minor)
     }
 
     /// Its compute capability.
     pub fn capability(&self) -> ComputeCapability {
-        ComputeCapability::new(self.major, self.minor)
+        match self.arch {
+            DeviceArch::Cuda { major, minor } => ComputeCapability::new(major, minor),
+        }
     }
 }
 

@@ -23,7 +23,7 @@ mod tests;
 
 pub use channel::{CHANNEL_LIMIT, Channel, ChannelProblems, EventLog, Tail, VersionMismatch};
 pub use event::{
-    BenchSetup, CompileInfo, CudaError, DeviceInfo, DeviceState, EmbeddedLoad, Event,
+    BenchSetup, CompileInfo, CudaError, DeviceArch, DeviceInfo, DeviceState, EmbeddedLoad, Event,
     ExceptionInfo, Failure, Frame, HubCheck, NvrtcError, Provider, Runtime, Sample, Span,
 };
 pub use evidence::{Evidence, Made, Memory, Report, Timings};

@@ -56,8 +56,7 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
         Event::Device(DeviceInfo {
             ordinal: 0,
             name: String::new(),
-            major: 0,
-            minor: 0,
+            arch: DeviceArch::Cuda { major: 0, minor: 0 },
             sm_count: 0,
             total_memory: 0,
             pci_bus_id: None,

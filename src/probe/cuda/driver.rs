@@ -8,7 +8,7 @@
 //! 11 exports are used; a missing one is [`Failure::SymbolMissing`].
 
 use super::request::ModuleKind;
-use crate::protocol::{CudaError, DeviceInfo, Failure};
+use crate::protocol::{CudaError, DeviceArch, DeviceInfo, Failure};
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -180,8 +180,7 @@ fn query(ordinal: u32) -> Result<(c_int, DeviceInfo), Failure> {
     let info = DeviceInfo {
         ordinal,
         name: text(&name),
-        major,
-        minor,
+        arch: DeviceArch::Cuda { major, minor },
         sm_count,
         total_memory: total as u64,
         pci_bus_id: bus_id.ok().map(|()| text(&bus)),
