@@ -217,6 +217,31 @@ fn a_child_that_kills_or_stops_its_reaper_ends_only_its_own_run() {
     }
 }
 
+/// The reaper holds the exec status pipe open until it has started the
+/// child, so a child can stop it first (`kill -STOP $PPID`, a race seen
+/// once in about five suite runs): the wait on that pipe must notice, or
+/// the run hangs forever. A stand-in reaper that stops itself at once
+/// makes the race certain.
+#[test]
+fn a_reaper_stopped_before_it_started_the_child_does_not_hang_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let stand_in = dir.path().join("stopping-reaper");
+    std::fs::write(&stand_in, "#!/bin/sh\nkill -STOP $$\nsleep 60\n").unwrap();
+    std::fs::set_permissions(
+        &stand_in,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let sandbox = Sandbox::new()
+        .expect("sandbox")
+        .with_reaper(Some(stand_in))
+        .with_namespaces(false);
+    let result = sandbox.run(&sh("exit 0"), &quick(), &Cancel::new());
+    assert!(result.is_err(), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
 #[test]
 fn a_reaper_that_cannot_be_executed_is_named() {
     let sandbox = Sandbox::new()

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 const WIND_UP_LIMIT: Duration = Duration::from_secs(10);
 /// Longest wait for the reaper to start the child: it builds the probe's
 /// file system first, which takes milliseconds.
-const START_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const START_LIMIT: Duration = Duration::from_secs(30);
 /// How often a wait on the reaper looks whether it was stopped.
-const STOP_TICK: Duration = Duration::from_millis(25);
+pub(crate) const STOP_TICK: Duration = Duration::from_millis(25);
 /// Longest report line accepted.
 const LINE_LIMIT: usize = 64 * 1024;
 

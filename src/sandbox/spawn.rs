@@ -12,10 +12,10 @@
 use super::SandboxError;
 use super::held::{Group, Held};
 use super::isolation::Mode;
-use super::link::ReaperLink;
+use super::link::{ReaperLink, START_LIMIT, STOP_TICK};
 use super::reaper::{CONTROL_FD, FAIL_FD};
 use nix::fcntl::OFlag;
-use nix::unistd::{ForkResult, fork, pipe2};
+use nix::unistd::{ForkResult, Pid, fork, pipe2};
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, Write};
@@ -377,14 +377,14 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
     };
     drop((out_w, err_w, fail_w, stdin));
     // From here on, every way out kills and reaps the child.
-    let held = match control {
+    let mut held = match control {
         None => Held::Group(Group::new(child)),
         Some((ours, theirs)) => {
             drop(theirs);
             Held::Reaper(ReaperLink::new(child, ours, p.namespaces.is_some()))
         }
     };
-    let failure = read_failure(&fail_r)
+    let failure = read_failure(&fail_r, child, &mut held)
         .map_err(|e| SandboxError::Io("reading the child's exec status", e))?;
     if let Some((step, errno)) = failure {
         let source = io::Error::from_raw_os_error(errno);
@@ -409,7 +409,6 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
             .into(),
         });
     }
-    let mut held = held;
     if let Held::Reaper(link) = &mut held {
         link.wait_started()?;
     }
@@ -421,11 +420,39 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
 }
 
 /// Reads the child's report from the CLOEXEC pipe: end of file means
-/// `execve` succeeded; 8 bytes are a failed step and its errno.
-fn read_failure(fail_r: &OwnedFd) -> io::Result<Option<(Option<Step>, i32)>> {
+/// `execve` succeeded; 8 bytes are a failed step and its errno. The
+/// reaper holds the pipe open until it has started the child, so the
+/// child can stop it first (`kill -STOP $PPID`): while this waits, a
+/// stopped reaper is killed ([`Held::kill_if_stopped`]), and `forked` (the
+/// process forked, reaper or child) is killed once silent past
+/// [`START_LIMIT`]; either end closes the pipe.
+fn read_failure(
+    fail_r: &OwnedFd,
+    forked: Pid,
+    held: &mut Held,
+) -> io::Result<Option<(Option<Step>, i32)>> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let deadline = std::time::Instant::now() + START_LIMIT;
     let mut buf = [0u8; 8];
     let mut got = 0;
     while got < buf.len() {
+        let mut fds = [PollFd::new(fail_r.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(STOP_TICK).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(0) => {
+                held.kill_if_stopped();
+                if std::time::Instant::now() >= deadline {
+                    let _ = nix::sys::signal::kill(forked, nix::sys::signal::Signal::SIGKILL);
+                }
+                continue;
+            }
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
         match nix::unistd::read(fail_r, &mut buf[got..]) {
             Ok(0) => break,
             Ok(n) => got += n,
