@@ -10,7 +10,7 @@ use super::{
 };
 use crate::fingerprint::Fingerprint;
 use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Made, Tail};
-use crate::sandbox::{Cancel, ChildCommand, Limits, Sandbox};
+use crate::sandbox::{Cancel, ChildCommand, Sandbox};
 use crate::variant::VariantName;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -306,18 +306,18 @@ impl Executor for PythonExecutor {
     /// importing the hub's validators again; the first ones, and any it
     /// leaves out, judge themselves.
     fn ahead<'a>(&'a self, pending: &[&'a Job], parallel: usize) -> Option<Ahead<'a>> {
-        let variants: Vec<(PathBuf, &Limits)> = pending
+        // The run offers this executor only the jobs it accepts: variants.
+        let paths: Vec<PathBuf> = pending
             .iter()
             .filter_map(|job| match &job.subject {
-                Subject::Variant { path, .. } => Some((path.clone(), &job.limits)),
+                Subject::Variant { path, .. } => Some(path.clone()),
                 _ => None,
             })
             .collect();
-        if variants.len() <= parallel.max(1) {
+        if paths.len() <= parallel.max(1) {
             return None;
         }
-        let limits = variants[0].1.clone();
-        let paths: Vec<PathBuf> = variants.into_iter().map(|(path, _)| path).collect();
+        let limits = pending.first()?.limits.clone();
         Some(Box::new(move |cancel: &Cancel| {
             let _ = self.judge_ahead(&paths, &limits, cancel);
         }))

@@ -50,13 +50,15 @@ impl Executors {
 
     /// This registry with `made`'s executor registered, or, when it could
     /// not be made, the reason kept for a plan that needs it.
-    pub fn with_made<E: Executor + 'static>(self, made: Result<E, ExecutorsError>) -> Executors {
+    pub fn with_made<E: Executor + 'static>(
+        mut self,
+        made: Result<E, ExecutorsError>,
+    ) -> Executors {
         match made {
             Ok(executor) => self.with(executor),
             Err(why) => {
-                let mut executors = self;
-                executors.missing.push(why);
-                executors
+                self.missing.push(why);
+                self
             }
         }
     }
@@ -163,8 +165,9 @@ pub(super) struct Executed {
 
 /// Runs one job in fresh sandboxed children of its executors and
 /// classifies the evidence. A job with a device step (a compiled CUDA
-/// variant's embedded code, loaded on the device) runs that first; when that fails, the import still runs (what
-/// stops it earlier is the better answer) but no smoke does. A fault of
+/// variant's embedded code, loaded on the device) runs that first; when
+/// that fails, the import still runs (what stops it earlier is the better
+/// answer) but no smoke does. A fault of
 /// preflight (no executor for the job, a sandbox that fails) is a
 /// `probe_error` outcome and a fault, never an abandoned run. The evidence
 /// is classified on `machine`, the machine the plan is for.
