@@ -37,6 +37,9 @@ _OFF = ("", "0", "false", "no", "off")
 SEAM_MODULE = "kernels.load"
 SEAM_FUNCTION = "resolve_kernel_tree"
 SEAM_PARAMETERS = ("api", "kernel", "backend", "resolver", "seen")
+# The one entry point of that module that builds a kernel tree without
+# installing or loading it: under the flag it answers from probes at once.
+ANSWERING_FUNCTION = "has_kernel"
 
 # The resolvers read the pick's `metadata.json` with this name; a read that
 # fails is remembered, so that a broken pick falls back to another variant.
@@ -141,7 +144,13 @@ def patch(module: Any) -> None:
         return
     if not isinstance(reader, _RememberingReader):
         setattr(resolver, "Metadata", _RememberingReader(reader))
-    setattr(module, SEAM_FUNCTION, _verifying(current))
+    answers = getattr(getattr(module, ANSWERING_FUNCTION, None), "__code__", None)
+    if answers is None:
+        sys.stderr.write(
+            f"kernel_preflight: warning: {SEAM_MODULE}.{ANSWERING_FUNCTION} is not where this kernels release "
+            "was expected to have it; it answers by name only\n"
+        )
+    setattr(module, SEAM_FUNCTION, _verifying(current, answers))
 
 
 def seam_problem(function: Any) -> Optional[str]:
@@ -159,7 +168,11 @@ def seam_problem(function: Any) -> Optional[str]:
     return None
 
 
-def _verifying(original: Callable[..., Any]) -> Callable[..., Any]:
+def _verifying(original: Callable[..., Any], answers: Any) -> Callable[..., Any]:
+    """The seam's replacement. `answers` is the code of the one loader
+    entry point that builds a tree without loading it (`has_kernel`),
+    which is then verified at once rather than when it is installed."""
+
     def resolve_kernel_tree(api, kernel, backend, resolver, seen=None):  # type: ignore[no-untyped-def]
         if STATE.bad_value is not None:
             raise bad_value_error(STATE.bad_value)
@@ -168,13 +181,10 @@ def _verifying(original: Callable[..., Any]) -> Callable[..., Any]:
         scope = _verify.active_scope()
         if scope is None and not STATE.everywhere:
             return original(api=api, kernel=kernel, backend=backend, resolver=resolver, seen=seen)
-        return original(
-            api=api,
-            kernel=kernel,
-            backend=backend,
-            resolver=_verify.VerifyingResolver(resolver, python=_verify.python_of(scope, STATE.python)),
-            seen=seen,
-        )
+        verifying = _verify.VerifyingResolver(resolver, python=_verify.python_of(scope, STATE.python))
+        tree = original(api=api, kernel=kernel, backend=backend, resolver=verifying, seen=seen)
+        answer_only = answers is not None and sys._getframe(1).f_code is answers
+        return _verify.verified_tree(tree, verifying, api=api, answer_only=answer_only)
 
     resolve_kernel_tree.__doc__ = original.__doc__
     resolve_kernel_tree.__wrapped__ = original  # type: ignore[attr-defined]

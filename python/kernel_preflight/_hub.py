@@ -21,18 +21,25 @@ Trust = Union[bool, list[str]]
 
 
 class KernelLoadError(FileNotFoundError, NoWorkingVariant):
-    """No variant of a kernel works here: each the hub accepts by name failed
-    its probe (or nothing was left to fetch). `text` has a line per variant
-    with why; `selection` every variant with its outcome.
+    """No variant of a kernel could be loaded here: the loader's pick failed
+    its probe (or its files are broken) and so did every other candidate
+    the loader would take, or the loader's validators refused them. `text`
+    has a line per variant with why; `selection` every variant probed with
+    its outcome; `refused` the candidates the loader refused, with its
+    error.
 
     It is a `FileNotFoundError`, the type `kernels` raises when it finds no
     build variant for the system, so that the fallbacks callers already
     have (transformers' `lazy_load_kernel`, `kernelize`'s
     `KernelizeFallback.CANNOT_LOAD`) take it; and a `NoWorkingVariant`
-    (`PreflightError`, a `RuntimeError`). CPython cannot make one class an
-    `OSError` and an `ImportError` both (their instance layouts conflict),
-    so it is not an `ImportError`: transformers turns a `None` from
-    `lazy_load_kernel` into the `ImportError` its own fallbacks catch."""
+    (`PreflightError`, a `RuntimeError`). Where plain `kernels` would have
+    raised an error of its own for the same load (its pick's `metadata.json`
+    does not parse: a `ValueError`), the error is also of that type
+    (`carrying`), with kernels' message and notes, and the table as a note.
+    CPython cannot make one class an `OSError` and an `ImportError` both
+    (their instance layouts conflict): where the loader's import of its
+    pick raises, the loader's own exception is what the caller gets, with
+    the table as a note (docs/flag.md)."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "KernelLoadError":
         # OSError reads (errno, strerror, filename) from several arguments.
@@ -50,14 +57,65 @@ class KernelLoadError(FileNotFoundError, NoWorkingVariant):
         table = why_table(selection)
         if table:
             lines.append(table)
+        width = max([len(c.variant) for c in selection.alternatives] + [len(v) for v, _ in refused], default=0)
         for variant, error in refused:
-            lines.append(f"  {variant}: passed its probe, refused by the hub loader: {error}")
+            message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            lines.append(f"  {variant:<{width}}  refused by the hub loader: {message}")
         self.text = "\n".join(lines)
         self.args = (self.text,)
         self.refused = list(refused)
 
     def __str__(self) -> str:
         return self.text
+
+    @classmethod
+    def carrying(
+        cls,
+        error: BaseException,
+        repo_id: str,
+        selection: Optional[Selection],
+        refused: Sequence[tuple[str, BaseException]] = (),
+    ) -> BaseException:
+        """The error for a load where plain `kernels` raised `error`: a
+        `KernelLoadError` that is also of `error`'s type, whose message is
+        kernels' message, with kernels' notes and then the table of
+        variants as notes; `error` itself with the table as a note where
+        no class can be both (an `ImportError`)."""
+        table = cls(repo_id, selection, refused)
+        kind = _carrying_class(type(error))
+        if kind is None:
+            _note(error, table.text)
+            return error
+        combined = kind(repo_id, selection, refused)
+        combined.text = str(error)
+        combined.args = (combined.text,)
+        for note in [*getattr(error, "__notes__", ()), table.text]:
+            _note(combined, note)
+        return combined
+
+
+_CARRYING: dict[type, Optional[type]] = {}
+
+
+def _carrying_class(kind: type) -> Optional[type]:
+    """`KernelLoadError` made also a `kind`, or None when CPython cannot
+    (an `ImportError`, whose layout conflicts with `OSError`'s)."""
+    if issubclass(KernelLoadError, kind):
+        return KernelLoadError
+    if kind not in _CARRYING:
+        try:
+            made = type(KernelLoadError.__name__, (KernelLoadError, kind), {"__module__": __name__})
+        except TypeError:
+            made = None
+        _CARRYING[kind] = made
+    return _CARRYING[kind]
+
+
+def _note(error: BaseException, note: str) -> None:
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+    else:  # Python < 3.11: the attribute the traceback printer reads
+        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
 
 
 def _kernels_requirement() -> str:

@@ -38,6 +38,10 @@ class Outcome:
     made: str = "fresh"
     """How the probe's child was made: `fresh`, or `forked` from a fork
     server that had imported torch and `kernels` (docs/forked.md)."""
+    raised: Optional[str] = None
+    """The Python exception the variant's code raised (`builtins.ImportError`)
+    when it failed that way and its child survived (not an exit, a signal
+    or a deadline)."""
 
     @property
     def passed(self) -> bool:

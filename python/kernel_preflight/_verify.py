@@ -1,17 +1,35 @@
 """The verification `KERNEL_PREFLIGHT=1` puts in front of a `kernels` load.
 
-The hub loader's resolver runs first, as it always does: its publisher-trust
-check, the revision, version or lock pin, and its choice of variant by name
-(the hub's pick). Then, before the loader validates and imports anything,
-`preflight select` probes the variants of that snapshot that are on disk,
-each in a child process of its own, and the variant loaded is the first
-one in the loader's own preference order that passed. Online, nothing is
-fetched beyond what the hub fetches unless it is needed: the hub's pick
-(and the repository's small `benchmarks/`, the smoke source) first, one
-further candidate at a time only when every variant fetched so far failed.
-When nothing works, `KernelLoadError` — a `FileNotFoundError`, the type
-`kernels` raises for "no build variant", which `kernelize` and
-transformers fall back on — says why for each variant.
+The principle (docs/flag.md): under the flag the loader's own pick is
+loaded when it works; every refusal of the loader happens as and when the
+loader makes it; the only differences from plain `kernels` are a working
+variant instead of a dying or failing one, an exception instead of death,
+and `has_kernel` answering from evidence.
+
+So the loader runs as it always does, step by step, and this module only
+stands between two of its steps:
+
+1. Its resolver answers where each kernel of the tree is (publisher trust,
+   pin, its pick by name). `VerifyingResolver` passes that answer through
+   unchanged and remembers which of the loader's resolvers gave it.
+2. The loader validates the tree (python-depends allowlist, minimum
+   `kernels`, architecture) with its own validators; a refusal is its own
+   exception, raised before anything is downloaded.
+3. Where the loader installs the tree (downloads the pick online), the
+   tree built here installs the pick the same way, then probes it in a
+   child (`preflight check`). When it passes, the pick is what is loaded.
+   Only when it fails do the loader's other candidates get a turn, in the
+   loader's own preference order: each is first checked by the loader's
+   validators (a refused candidate is never downloaded, never probed),
+   then fetched when it is not on disk, then probed; the first that works
+   is loaded.
+4. The loader imports what step 3 answered, with its own code.
+
+When nothing works: where the loader would have raised (the pick's import
+raises a Python exception), the loader imports the pick and raises its own
+exception, with preflight's table of variants as a note; where it would
+have died or had nothing to load, `KernelLoadError`, a `FileNotFoundError`
+(`_hub`).
 """
 
 from __future__ import annotations
@@ -21,12 +39,12 @@ import contextvars
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from ._binary import run, run_json
+from ._binary import PreflightError, run_json
 
 if TYPE_CHECKING:
-    from ._types import Selection
+    from ._types import Candidate
 
 _SCOPE: contextvars.ContextVar[Optional["_Scope"]] = contextvars.ContextVar("kernel_preflight_scope", default=None)
 
@@ -36,15 +54,10 @@ FAILED_READS: contextvars.ContextVar[Optional[list]] = contextvars.ContextVar(
     "kernel_preflight_failed_reads", default=None
 )
 
-# What this process already verified: (target, backend) -> the variant
-# chosen. A process loads a kernel's variant once (`kernels` keeps it), so
-# a later load of the same target asks nothing again.
-_CHOSEN: dict[tuple, Path] = {}
-
-# The kernels whose dependencies are being verified (a cycle guard).
-_RESOLVING: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
-    "kernel_preflight_resolving", default=frozenset()
-)
+# What this process already verified: (pick, backend, dependencies) -> the
+# location loaded. A process loads a kernel's variant once (`kernels` keeps
+# it), so a later load of the same pick probes nothing again.
+_CHOSEN: dict[tuple, Any] = {}
 
 
 class _Scope:
@@ -86,121 +99,188 @@ def scope(python: Optional[Any] = None) -> Iterator[None]:
         _SCOPE.reset(token)
 
 
+# ---------------------------------------------------------------- the tree
+
+
+def verified_tree(tree: Any, resolver: "VerifyingResolver", *, api: Any, answer_only: bool) -> Any:
+    """The loader's kernel tree, as a tree whose `install` verifies each
+    kernel (its dependencies first) and whose `load` says why when the
+    loader's import of a failed pick raises. For `has_kernel`
+    (`answer_only`), which never installs, the verification runs now: a
+    tree whose kernels do not all have a working variant raises
+    `KernelLoadError`, which `has_kernel` answers with False."""
+    node = _tree_class().of(tree, resolver)
+    if not answer_only:
+        return node
+    node.validate_picks()
+    return node.install(api=api, answer_only=True)
+
+
+_TREE: Optional[type] = None
+
+
+def _tree_class() -> type:
+    """`_VerifiedTree`, made on first use: it derives from the loader's
+    `DepTreeNode`, which exists only once `kernels` is imported."""
+    global _TREE
+    if _TREE is not None:
+        return _TREE
+    from kernels.deps import DepTreeNode
+
+    class _VerifiedTree(DepTreeNode):  # type: ignore[misc, valid-type]
+        """A `kernels.deps.DepTreeNode` (so every check of the loader on
+        its type holds) with the verification between install and load."""
+
+        resolver: Optional[VerifyingResolver] = None
+        note: Optional[str] = None
+
+        @classmethod
+        def of(cls, tree: Any, resolver: Optional[VerifyingResolver]) -> Any:
+            node = cls(location=tree.location, deps={r: cls.of(d, resolver) for r, d in tree.deps.items()})
+            node.resolver = resolver
+            return node
+
+        def validate_picks(self) -> None:
+            """The validators every loading entry point applies, on each
+            kernel's pick (has_kernel answers for get_kernel)."""
+            for dep in self.deps.values():
+                dep.validate_picks()
+            if self.resolver is not None:
+                self.resolver.validate_pick(self.location)
+
+        def install(self, *, api: Any, answer_only: bool = False) -> Any:  # type: ignore[override]
+            deps = {r: d.install(api=api, answer_only=answer_only) for r, d in self.deps.items()}
+            location, note = self.location, None
+            if self.resolver is not None:
+                paths = {r: os.fspath(d.location.variant_path) for r, d in deps.items()}
+                location, note = self.resolver.verify(
+                    self.location, api=api, dependencies=paths, answer_only=answer_only
+                )
+            node = type(self)(location=location, deps=deps)
+            node.note = note
+            return node
+
+        def load(self) -> Any:
+            try:
+                return super().load()
+            except BaseException as e:
+                if self.note is not None and self.note not in getattr(e, "__notes__", ()):
+                    from ._hub import _note
+
+                    _note(e, self.note)
+                raise
+
+    _TREE = _VerifiedTree
+    return _TREE
+
+
+# ---------------------------------------------------------------- the resolver
+
+
 class VerifyingResolver:
-    """A `kernels` resolver (its `Resolver` protocol) that asks the
-    loader's own resolver where a kernel is, then answers with the variant
-    seen to work here instead of the one chosen by name. A pick whose
-    `metadata.json` the loader cannot read is a failed variant like any
-    other: the others are tried."""
+    """A `kernels` resolver (its `Resolver` protocol) that answers exactly
+    what the loader's own resolver answers, remembering which of the
+    loader's resolvers answered, so that the tree can verify the pick when
+    the loader installs it. The one answer it changes is a refusal the
+    loader makes only because the pick's files are broken or half there: a
+    pick whose `metadata.json` cannot be read, and (offline) a snapshot the
+    hub's own `get_kernel` fetched one variant of; there the working
+    candidate in the loader's order is answered instead."""
 
     def __init__(self, inner: Any, *, python: str) -> None:
         self.inner = inner
         self.python = python
+        self._picks: dict[int, _Pick] = {}
 
     def resolve(self, *, api: Any, backend: Optional[str], kernel: Any) -> Any:
         failed: list = []
         token = FAILED_READS.set(failed)
+        leaf = None
         try:
-            location = self.inner.resolve(api=api, backend=backend, kernel=kernel)
+            location = None
+            for leaf in _leaves(self.inner):
+                location = leaf.resolve(api=api, backend=backend, kernel=kernel)
+                if location is not None:
+                    break
         except Exception as e:
             if failed:
-                return self._instead_of_unreadable(Path(failed[-1][0]).parent, api=api, backend=backend, kernel=kernel)
-            cached = self._from_the_cache(e, kernel=kernel, backend=backend)
+                pick = _Pick(self, None, kernel, backend, leaf, unreadable=Path(failed[-1][0]).parent)
+                return pick.instead_of_unreadable(api, e)
+            cached = self._from_the_cache(e, kernel=kernel, backend=backend, leaf=leaf)
             if cached is None:
                 raise
             return cached
         finally:
             FAILED_READS.reset(token)
-        if location is None:
-            return None
-        from kernels.resolver import RemoteKernel
+        if location is not None:
+            self._picks[id(location)] = _Pick(self, location, kernel, backend, leaf)
+        return location
 
-        probes = _Probes(self.python, self._dependencies(location, api=api, backend=backend, kernel=kernel))
-        if isinstance(location, RemoteKernel):
-            installed = location.install(api=api)
-            return _verified_remote(
-                _Pinned(location.repo_id, location.revision),
-                Path(installed.variant_path).parent.parent,
-                installed,
-                api=api,
-                backend=backend,
-                probes=probes,
-            )
-        return _verified_local(location, repo_id=kernel.repo_id, backend=backend, probes=probes)
-
-    def _dependencies(self, location: Any, *, api: Any, backend: Optional[str], kernel: Any) -> dict[str, str]:
-        """The kernels the pick depends on (`kernel-depends`), each verified
-        first: the variant the loader will load of each, so that a probe of
-        this kernel imports it with those (`LOCAL_KERNELS` in the probe's
-        environment; the hub loader's first resolver reads it)."""
-        depends = list(getattr(location.metadata, "kernel_depends", None) or [])
-        if not depends:
-            return {}
-        resolving = _RESOLVING.get()
-        if kernel.repo_id in resolving:
-            return {}  # a cycle: the loader's own tree walk refuses it
-        token = _RESOLVING.set(resolving | {kernel.repo_id})
+    def validate_pick(self, location: Any) -> None:
+        """The loader's default validators on a pick; a refusal is a
+        `KernelLoadError` (has_kernel's False), never its `ValueError`."""
+        pick = self._picks.get(id(location))
+        if pick is None:
+            return
         try:
-            found = {}
-            for dep in depends:
-                verified = self.resolve(api=api, backend=backend, kernel=dep)
-                if verified is not None:
-                    found[dep.repo_id] = os.fspath(verified.variant_path)
-            return found
-        finally:
-            _RESOLVING.reset(token)
+            _validate(location.metadata, location.variant_str, arch=False)
+        except Exception as e:
+            raise _no_variant(pick.repo_id, [], [(location.variant_str, e)]) from e
 
-    def _instead_of_unreadable(self, variant: Path, *, api: Any, backend: Optional[str], kernel: Any) -> Any:
-        """The loader's pick is `variant`, whose metadata it could not read:
-        on the hub (a snapshot folder, and a resolver that fetches), the
-        other candidates of that commit; on disk, the variants beside it."""
-        snapshot = variant.parent.parent
-        probes = _Probes(self.python, {})
-        if variant.parent.name == "build" and snapshot.parent.name == "snapshots" and _fetches(self.inner):
-            pinned = _Pinned(kernel.repo_id, snapshot.name)
-            return _verified_remote(pinned, snapshot, None, api=api, backend=backend, probes=probes)
-        return _verified_local(_Unreadable(variant), repo_id=kernel.repo_id, backend=backend, probes=probes)
+    def verify(
+        self, location: Any, *, api: Any, dependencies: dict[str, str], answer_only: bool
+    ) -> tuple[Any, Optional[str]]:
+        """The location to load instead of the loader's pick `location`
+        (the pick itself when it works), and a note for the loader's own
+        error when it is left to raise it."""
+        pick = self._picks.get(id(location))
+        if pick is None:  # answered here already (an unreadable pick's stand-in)
+            return location, None
+        return pick.verify(api, _Probes(self.python, dependencies), answer_only=answer_only)
 
-    def _from_the_cache(self, error: BaseException, *, kernel: Any, backend: Optional[str]) -> Any:
-        """Offline, the loader refuses a cached snapshot whose tree listing
-        (kept by `huggingface_hub` when the snapshot was fetched) names
-        files that were never fetched — which is every snapshot the hub's
-        own `get_kernel` fetched, one variant of it. The snapshot the pin
-        names is used as it is on disk instead, found the way the loader
-        finds it (`select --repo`); None when that is not the refusal, or
-        there is no such snapshot either."""
+    def _from_the_cache(self, error: BaseException, *, kernel: Any, backend: Optional[str], leaf: Any) -> Any:
+        """Offline, `kernels` 0.17.2 with `huggingface_hub` 2.4 refuses a
+        cached snapshot whose tree listing names files that were never
+        fetched — which is every snapshot its own online `get_kernel`
+        fetched, one variant of it. That snapshot's variants on disk are
+        the candidates instead, in the loader's order; None when that is
+        not the refusal or there is no such snapshot either."""
         from huggingface_hub.errors import LocalEntryNotFoundError
 
         if not isinstance(error, FileNotFoundError) or not isinstance(error.__cause__, LocalEntryNotFoundError):
             return None
-        pin = _cache_pin(self.inner, kernel)
+        pin = _cache_pin(leaf, kernel)
         if pin is None:
             return None
-        from ._binary import PreflightError
-
-        target = ["--repo", kernel.repo_id, *pin]
         try:
-            chosen, selection = _working(target, backend=backend, probes=_Probes(self.python, {}))
+            doc, _ = run_json(["resolve", "--repo", kernel.repo_id, *pin, "--python", self.python], answers=(0, 1))
         except PreflightError:
             return None  # no such snapshot either: the loader's error stands
-        if chosen is None:
-            from ._hub import KernelLoadError
+        paths = [Path(d["path"]) for d in doc.get("decisions", []) if d.get("path")]
+        if not paths:
+            return None
+        pick = _Pick(self, None, kernel, backend, leaf, unreadable=None)
+        return pick.instead_of_refused(error, paths[0].parent)
 
-            raise KernelLoadError(kernel.repo_id, selection) from error
-        from kernels.resolver import LocalKernel
 
-        return LocalKernel(variant_path=chosen, metadata=_metadata(chosen))
+def _leaves(resolver: Any) -> Iterator[Any]:
+    """The resolvers a `SequentialResolver` tries, in its order (it answers
+    with the first that answers), so that the one that answered is known."""
+    from kernels.resolver import SequentialResolver
+
+    if isinstance(resolver, SequentialResolver):
+        for inner in resolver.resolvers:
+            yield from _leaves(inner)
+    else:
+        yield resolver
 
 
 def _cache_pin(resolver: Any, kernel: Any) -> Optional[list[str]]:
     """The pin a resolver that reads the hub cache gives `kernel`, as
-    `select`'s arguments (a lock's commit, else the kernel's own pin)."""
+    `resolve`'s arguments (a lock's commit, else the kernel's own pin)."""
     from kernels._rust import KernelVersion
-    from kernels.resolver import HubCacheResolver, LockedHubCacheResolver, SequentialResolver
+    from kernels.resolver import HubCacheResolver, LockedHubCacheResolver
 
-    if isinstance(resolver, SequentialResolver):
-        pins = [_cache_pin(r, kernel) for r in resolver.resolvers]
-        return next((pin for pin in pins if pin is not None), None)
     if isinstance(resolver, LockedHubCacheResolver):
         lock = resolver.kernel_locks.get(kernel, None)
         return None if lock is None else ["--revision", lock.commit]
@@ -212,7 +292,7 @@ def _cache_pin(resolver: Any, kernel: Any) -> Optional[list[str]]:
 
 
 class _Probes:
-    """How `select` probes: in which interpreter, and with which verified
+    """How probes run: in which interpreter, and with which verified
     variants of the kernels a kernel depends on (repo id -> variant)."""
 
     def __init__(self, python: str, dependencies: dict[str, str]) -> None:
@@ -221,12 +301,240 @@ class _Probes:
 
     def env(self) -> Optional[dict[str, str]]:
         """The probes' `LOCAL_KERNELS`: the user's overrides, then the
-        verified dependencies."""
+        verified dependencies (the loader's first resolver reads it)."""
         if not self.dependencies:
             return None
         entries = [e for e in os.environ.get("LOCAL_KERNELS", "").split(":") if e]
         entries += [f"{repo}={path}" for repo, path in sorted(self.dependencies.items())]
         return {"LOCAL_KERNELS": ":".join(entries)}
+
+    def key(self) -> tuple:
+        return (self.python, tuple(sorted(self.dependencies.items())))
+
+    def run(self, variants: Sequence[Path]) -> list["Candidate"]:
+        """Each variant probed in a child of its own (`preflight check`,
+        answered from the outcome cache when it holds them), in order."""
+        from ._types import Candidate, Outcome
+
+        if not variants:
+            return []
+        targets = [os.path.abspath(v) for v in variants]
+        doc, _ = run_json(["check", *targets, "--python", self.python], answers=(0, 1), env=self.env())
+        found = {os.path.abspath(r["path"]): r for r in doc.get("results", [])}
+        probed = []
+        for target in targets:
+            r = found.get(target)
+            if r is None:  # preflight said nothing of it: not a pass
+                outcome = Outcome(kind="probe_error", message="preflight check reported nothing for this variant")
+                probed.append(Candidate(variant=Path(target).name, path=target, outcome=outcome))
+            else:
+                probed.append(Candidate.from_json(r))
+        return probed
+
+
+# ---------------------------------------------------------------- one pick
+
+
+class _Pick:
+    """The loader's pick of one kernel, where it came from, and how to find
+    the candidates that come after it in the loader's order."""
+
+    def __init__(
+        self,
+        resolver: VerifyingResolver,
+        location: Any,
+        kernel: Any,
+        backend: Optional[str],
+        leaf: Any,
+        *,
+        unreadable: Optional[Path] = None,
+    ) -> None:
+        self.resolver = resolver
+        self.location = location
+        self.kernel = kernel
+        self.backend = backend
+        self.leaf = leaf
+        self.unreadable = unreadable
+
+    @property
+    def repo_id(self) -> str:
+        return self.kernel.repo_id
+
+    def remote(self) -> Any:
+        """The pinned hub repository the candidates are fetched from, or
+        None when the loader answered from disk."""
+        from kernels.resolver import RemoteKernel
+
+        if isinstance(self.location, RemoteKernel):
+            return _Pinned(self.location.repo_id, self.location.revision)
+        if self.unreadable is not None and _fetches(self.leaf):
+            snapshot = self.unreadable.parent.parent
+            if self.unreadable.parent.name == "build" and snapshot.parent.name == "snapshots":
+                return _Pinned(self.repo_id, snapshot.name)
+        return None
+
+    def explicit(self, variant: Path) -> bool:
+        """Whether the caller named this very variant folder (a local path
+        that holds a `metadata.json`): the loader loads exactly it, and has
+        no other candidate."""
+        from kernels.resolver import KernelPathsResolver, RepoPathsResolver
+
+        if isinstance(self.leaf, RepoPathsResolver):
+            named = self.leaf.local_kernels.get(self.repo_id)
+        elif isinstance(self.leaf, KernelPathsResolver):
+            named = self.leaf.kernel_paths.get(self.kernel, None)
+        else:
+            return False
+        return named is not None and os.path.abspath(named) == os.path.abspath(variant)
+
+    def verify(self, api: Any, probes: _Probes, *, answer_only: bool) -> tuple[Any, Optional[str]]:
+        key = (_identity(self.location), self.backend, probes.key())
+        known = _CHOSEN.get(key)
+        if known is not None:
+            return known, None
+        installed = self.location.install(api=api)
+        variant = Path(installed.variant_path)
+        remote = self.remote()
+        if remote is not None:
+            _fetch_benchmarks(api, remote, variant.parent.parent)
+        (tried,) = probes.run([variant])
+        if tried.outcome.passed:
+            _CHOSEN[key] = installed
+            return installed, None
+        chosen, others, refused = self.candidates(api, probes, after=variant, origin=installed.origin)
+        if chosen is not None:
+            _CHOSEN[key] = chosen
+            return chosen, None
+        error = _no_variant(self.repo_id, [tried, *others], refused)
+        if _raises_in_import(tried) and not answer_only:
+            # The loader's own import of its pick raises rather than dies:
+            # its exception, with the reasons of every variant as a note.
+            return installed, str(error)
+        raise error
+
+    def instead_of_unreadable(self, api: Any, error: BaseException) -> Any:
+        """The loader could not read its pick's `metadata.json` and raised
+        `error`: the working candidate after it in the loader's order; when
+        none works, `error`'s types and message with the reasons of every
+        variant."""
+        variant = self.unreadable
+        assert variant is not None
+        if self.explicit(variant):
+            raise _no_variant(self.repo_id, [], [(variant.name, error)], loader_error=error) from error
+        probes = _Probes(self.resolver.python, {})
+        remote = self.remote()
+        if remote is not None:
+            _fetch_benchmarks(api, remote, variant.parent.parent)
+        chosen, others, refused = self.candidates(api, probes, after=variant, origin=None)
+        if chosen is not None:
+            return chosen
+        refused = [(variant.name, error), *refused]
+        raise _no_variant(self.repo_id, others, refused, loader_error=error) from error
+
+    def instead_of_refused(self, error: BaseException, build: Path) -> Any:
+        """The loader refused a cached snapshot whose variants are on disk
+        (`_from_the_cache`): the first that works, in the loader's order."""
+        probes = _Probes(self.resolver.python, {})
+        chosen, others, refused = self._first_working(None, None, probes, _accepted_local(build, self.backend), build)
+        if chosen is not None:
+            return chosen
+        raise _no_variant(self.repo_id, others, refused, loader_error=error) from error
+
+    def candidates(
+        self, api: Any, probes: _Probes, *, after: Path, origin: Any
+    ) -> tuple[Any, list["Candidate"], list[tuple[str, BaseException]]]:
+        """The first working candidate after the pick `after`, in the
+        loader's order: validated by the loader's validators first,
+        fetched only then (online), probed last."""
+        if self.explicit(after):
+            return None, [], []
+        remote = self.remote()
+        build = after.parent
+        if remote is None:
+            names = _accepted_local(build, self.backend)
+        else:
+            from kernels.variants import get_variants, resolve_variants
+
+            variants = get_variants(api, repo_id=remote.repo_id, revision=remote.revision)
+            names = [v.variant_str for v in resolve_variants(variants, self.backend)[0]]
+        names = [n for n in names if n != after.name]
+        chosen, probed, refused = self._first_working(api, remote, probes, names, build)
+        if chosen is not None and origin is not None and remote is None:
+            chosen = _local(Path(chosen.variant_path), chosen.metadata, origin)
+        return chosen, probed, refused
+
+    def _first_working(
+        self, api: Any, remote: Optional[_Pinned], probes: _Probes, names: list[str], build: Path
+    ) -> tuple[Any, list["Candidate"], list[tuple[str, BaseException]]]:
+        """The first of `names` (variants of `build`, in the loader's order)
+        that the loader's validators accept and that passes its probe.
+        Those on disk are probed together; one that is not is fetched from
+        `remote` (None: nothing is fetched) only when every one before it
+        failed, and only after its `metadata.json` passed the validators."""
+        refused: list[tuple[str, BaseException]] = []
+        metadata: dict[str, Any] = {}
+
+        def accepted(name: str) -> bool:
+            try:
+                path = build / name / "metadata.json"
+                if not path.is_file() and remote is not None:
+                    path = _fetch_metadata(api, remote, name)
+                metadata[name] = _read(path)
+                _validate(metadata[name], name, arch=True)
+            except Exception as e:
+                refused.append((name, e))
+                return False
+            return True
+
+        on_disk = [n for n in names if (build / n / "metadata.json").is_file() and accepted(n)]
+        results = {c.variant: c for c in probes.run([build / n for n in on_disk])}
+        probed: list[Candidate] = []
+        for name in names:
+            if name not in results:
+                if remote is None or name in on_disk or not accepted(name):
+                    continue
+                _fetch(api, remote, [f"build/{name}/*"])
+                results.update({c.variant: c for c in probes.run([build / name])})
+            tried = results[name]
+            probed.append(tried)
+            if tried.outcome.passed:
+                from kernels.validate import DirtyValidator
+
+                DirtyValidator().validate_metadata(metadata=metadata[name], variant=name)
+                origin = None if remote is None else _remote_origin(remote, name, metadata[name])
+                return _local(build / name, metadata[name], origin), probed, refused
+        return None, probed, refused
+
+
+def _raises_in_import(tried: "Candidate") -> bool:
+    """Whether the variant's import raised a Python exception that its
+    child survived: the loader's own import of it raises, rather than
+    ending its caller."""
+    outcome = tried.outcome
+    return outcome.phase == "import" and outcome.raised is not None
+
+
+def _no_variant(
+    repo_id: str,
+    probed: Sequence["Candidate"],
+    refused: Sequence[tuple[str, BaseException]],
+    loader_error: Optional[BaseException] = None,
+) -> BaseException:
+    from ._hub import KernelLoadError
+    from ._types import Selection
+
+    selection = Selection(chosen=None, alternatives=list(probed), cached=False, raw={})
+    if loader_error is None:
+        return KernelLoadError(repo_id, selection, refused)
+    return KernelLoadError.carrying(loader_error, repo_id, selection, refused)
+
+
+def _identity(location: Any) -> tuple:
+    from kernels.resolver import RemoteKernel
+
+    if isinstance(location, RemoteKernel):
+        return ("remote", location.repo_id, location.revision, location.variant_str)
+    return ("local", os.path.abspath(location.variant_path))
 
 
 class _Pinned:
@@ -237,25 +545,15 @@ class _Pinned:
         self.revision = revision
 
 
-class _Unreadable:
-    """A variant on disk that the loader picked and could not read."""
-
-    def __init__(self, variant_path: Path) -> None:
-        self.variant_path = variant_path
-        self.origin = None
-
-
 def _fetches(resolver: Any) -> bool:
-    """Whether `resolver` (or one it tries in turn) fetches from the hub."""
-    from kernels.resolver import HubResolver, LockedHubResolver, SequentialResolver
+    """Whether `resolver` fetches from the hub."""
+    from kernels.resolver import HubResolver, LockedHubResolver
 
-    if isinstance(resolver, SequentialResolver):
-        return any(_fetches(r) for r in resolver.resolvers)
     return isinstance(resolver, (HubResolver, LockedHubResolver))
 
 
-def _accepted(folder: Path, backend: Optional[str]) -> list[str]:
-    """The variants in `folder` the hub loader accepts by name here, in its
+def _accepted_local(folder: Path, backend: Optional[str]) -> list[str]:
+    """The variants in `folder` the loader accepts by name here, in its
     preference order (its own code decides)."""
     from kernels.variants import get_variants_local, resolve_variants
 
@@ -263,152 +561,79 @@ def _accepted(folder: Path, backend: Optional[str]) -> list[str]:
     return [v.variant_str for v in accepted]
 
 
-def _working(
-    target: list[str], *, backend: Optional[str], probes: _Probes
-) -> tuple[Optional[Path], Optional[Selection]]:
-    """The variant of `target` (`select`'s arguments: a folder of variants,
-    one variant, or `--repo` with its pin) to load: the first in the hub
-    loader's preference order that passed its probe; else None, and the
-    selection saying why for each variant."""
-    key = (tuple(target), backend, tuple(sorted(probes.dependencies.items())))
-    python, env = probes.python, probes.env()
-    known = _CHOSEN.get(key)
-    if known is not None:
-        return known, None
-    if backend is None:
-        # `select` ranks by the loader's own rule for this interpreter, and
-        # answers warm from one record.
-        done = run(["select", *target, "--python", python], answers=(0, 1), env=env)
-        if done.returncode == 0:
-            chosen = Path(done.stdout.strip())
-            _CHOSEN[key] = chosen
-            return chosen, None
-    from ._types import Selection
+def _validate(metadata: Any, variant: str, *, arch: bool) -> None:
+    """The loader's validators that refuse (its dirty-build check only
+    warns, and is left to the variant that is loaded)."""
+    from kernels.validate import ArchValidator, DependencyValidator, MinverValidator
 
-    doc, _ = run_json(["select", *target, "--python", python], answers=(0, 1), env=env)
-    selection = Selection.from_json(doc)
-    passed = [Path(c.path) for c in selection.passing]
-    if backend is None or not passed:
-        return None, selection
-    # A backend the caller chose: the loader's order for it decides among
-    # the variants that passed (a variant given on its own is the only one).
-    folder = passed[0].parent
-    alone = len(passed) == 1 and not _is_variant(passed[0].name)
-    order = passed if alone else [folder / name for name in _accepted(folder, backend)]
-    for chosen in order:
-        if chosen in passed:
-            _CHOSEN[key] = chosen
-            return chosen, selection
-    return None, selection
+    validators: list[Any] = [DependencyValidator(), MinverValidator()]
+    if arch:
+        validators.append(ArchValidator())
+    for validator in validators:
+        validator.validate_metadata(metadata=metadata, variant=variant)
 
 
-def _same(a: Path, b: Path) -> bool:
-    """Whether two paths name one directory (`select` prints absolute
-    paths, the loader keeps the cache folder as configured)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+def _read(path: Path) -> Any:
+    from kernels._rust import Metadata
+
+    return Metadata.read_from_file(path)
 
 
-def _is_variant(name: str) -> bool:
-    from kernels.variants import parse_variant
-
-    try:
-        parse_variant(name)
-    except ValueError:
-        return False
-    return True
-
-
-def _verified_local(location: Any, *, repo_id: str, backend: Optional[str], probes: _Probes) -> Any:
-    """A kernel already on disk (the hub cache offline, a lock, a local
-    path): the first working variant among those beside the loader's pick
-    (a directory that is one variant on its own has nothing beside it)."""
+def _local(variant: Path, metadata: Any, origin: Any) -> Any:
     from kernels.resolver import LocalKernel
 
-    pick = Path(location.variant_path)
-    target = pick.parent if _is_variant(pick.name) else pick
-    chosen, selection = _working([os.fspath(target)], backend=backend, probes=probes)
-    if chosen is None:
-        from ._hub import KernelLoadError
-
-        raise KernelLoadError(repo_id, selection)
-    if _same(chosen, pick):
-        return location
-    return LocalKernel(variant_path=chosen, metadata=_metadata(chosen), origin=location.origin)
+    return LocalKernel(variant_path=variant, metadata=metadata, origin=origin)
 
 
-def _verified_remote(
-    pinned: _Pinned, snapshot: Path, installed: Any, *, api: Any, backend: Optional[str], probes: _Probes
-) -> Any:
-    """A kernel on the hub, its pick already fetched into `snapshot` as the
-    hub fetches it (`installed`; None when the pick's metadata could not be
-    read): the first working variant fetched, fetching one more candidate
-    at a time while none fetched works."""
-    from kernels.resolver import LocalKernel, RemoteKernel
-    from kernels.variants import get_variants, parse_variant, resolve_variants
+def _remote_origin(pinned: _Pinned, name: str, metadata: Any) -> Any:
+    from kernels.resolver import RemoteKernel
+    from kernels.variants import parse_variant
 
-    build = snapshot / "build"
-    _fetch_benchmarks(api, pinned, snapshot)
-    everything: Optional[list[str]] = None
-    fetched: set[str] = set()
-    while True:
-        chosen, selection = _working([os.fspath(build)], backend=backend, probes=probes)
-        if chosen is not None:
-            if installed is not None and _same(chosen, Path(installed.variant_path)):
-                return installed
-            metadata = _metadata(chosen)
-            origin = RemoteKernel(
-                repo_id=pinned.repo_id,
-                revision=pinned.revision,
-                metadata=metadata,
-                variant=parse_variant(chosen.name),
-            )
-            return LocalKernel(variant_path=chosen, metadata=metadata, origin=origin)
-        if everything is None:
-            variants = get_variants(api, repo_id=pinned.repo_id, revision=pinned.revision)
-            everything = [v.variant_str for v in resolve_variants(variants, backend)[0]]
-        # A variant folder on disk has been tried (the hub fetches a
-        # variant whole; an unreadable pick has only its metadata).
-        missing = [name for name in everything if not (build / name).is_dir() and name not in fetched]
-        if not missing:
-            from ._hub import KernelLoadError
-
-            raise KernelLoadError(pinned.repo_id, selection)
-        fetched.add(missing[0])
-        _fetch(api, pinned, [f"build/{missing[0]}/*"])
+    return RemoteKernel(
+        repo_id=pinned.repo_id, revision=pinned.revision, metadata=metadata, variant=parse_variant(name)
+    )
 
 
-def _fetch(api: Any, location: Any, patterns: list[str]) -> None:
+def _fetch_metadata(api: Any, pinned: _Pinned, name: str) -> Path:
+    """A candidate's `metadata.json`, fetched as the loader fetches its
+    pick's: the one file, before any of the variant's code."""
+    from kernels.hf_hub import CACHE_DIR
+
+    return Path(
+        api.hf_hub_download(
+            pinned.repo_id,
+            repo_type="kernel",
+            filename=f"build/{name}/metadata.json",
+            cache_dir=CACHE_DIR,
+            revision=pinned.revision,
+            local_files_only=False,
+        )
+    )
+
+
+def _fetch(api: Any, pinned: _Pinned, patterns: list[str]) -> None:
     """Files of the pinned snapshot, as the hub loader fetches a variant."""
     from kernels.hf_hub import CACHE_DIR
     from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
 
     api.snapshot_download(
-        location.repo_id,
+        pinned.repo_id,
         repo_type="kernel",
         allow_patterns=patterns,
         ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
         cache_dir=CACHE_DIR,
-        revision=location.revision,
+        revision=pinned.revision,
         local_files_only=False,
     )
 
 
-def _fetch_benchmarks(api: Any, location: Any, snapshot: Path) -> None:
+def _fetch_benchmarks(api: Any, pinned: _Pinned, snapshot: Path) -> None:
     """The repository's `benchmarks/` (its smoke source: a few small
     scripts), unless this snapshot has it; a repository without one, or a
     failed fetch, leaves the probes without a smoke of its own."""
     if (snapshot / "benchmarks").is_dir():
         return
     try:
-        _fetch(api, location, ["benchmarks/*"])
+        _fetch(api, pinned, ["benchmarks/*"])
     except Exception:  # the smoke is evidence on top; the load goes on
         pass
-
-
-def _metadata(variant: Path) -> Any:
-    from kernels import Metadata
-
-    return Metadata.read_from_file(variant / "metadata.json")

@@ -240,6 +240,14 @@ pub struct Outcome {
     /// How the probe's child was made (absent: a fresh process).
     #[serde(default, skip_serializing_if = "Made::is_fresh")]
     pub made: Made,
+    /// The Python exception the variant's code raised (`builtins.ImportError`),
+    /// when the failure was one it raised and the child survived, as opposed
+    /// to one that ended the child (an exit, a signal, a deadline). The hub
+    /// loader, importing the same variant in its caller, raises rather than
+    /// dies: `KERNEL_PREFLIGHT=1` relies on this to keep the loader's own
+    /// exception types (docs/flag.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised: Option<String>,
 }
 
 impl Outcome {
@@ -264,6 +272,7 @@ impl Outcome {
             embedded: Vec::new(),
             warning: None,
             made: Made::Fresh,
+            raised: None,
         }
     }
 
@@ -331,6 +340,12 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     termination::record(&mut outcome, evidence);
     outcome.embedded = report.embedded;
     outcome.made = evidence.made;
+    if let Some((_, Failure::Exception(e))) = &report.failure
+        && !outcome.kind.passed()
+        && outcome.kind != OutcomeKind::ProbeError
+    {
+        outcome.raised = Some(e.qualified_name());
+    }
     outcome
 }
 

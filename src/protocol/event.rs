@@ -619,6 +619,15 @@ pub struct Provider {
 }
 
 impl ExceptionInfo {
+    /// The class's qualified name (`builtins.ImportError`), or its bare
+    /// name when the child did not say its module.
+    pub fn qualified_name(&self) -> String {
+        match self.module.as_str() {
+            "" => self.type_name.clone(),
+            module => format!("{module}.{}", self.type_name),
+        }
+    }
+
     /// Whether the class is, or derives from, a class named `name`
     /// (compared on the unqualified name).
     pub fn is_a(&self, name: &str) -> bool {

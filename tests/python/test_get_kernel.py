@@ -189,12 +189,16 @@ def test_nothing_working_raises_with_each_reason(hub_cache):
     assert error["variants"] == [PREFERRED, FALLBACK]
 
 
-def test_a_variant_refused_by_the_hub_validators_is_skipped_for_the_next(hub_cache):
-    # The preferred one declares a dependency the hub's validator refuses:
-    # its probe runs that validator and fails, so the next one is loaded.
+def test_a_pick_the_hub_validators_refuse_is_the_loaders_own_error(hub_cache):
+    # The preferred one declares a dependency outside the loader's
+    # allowlist: the loader refuses it before anything of it runs or is
+    # fetched, with its own ValueError; a refusal is the loader's decision,
+    # not a failure to route around (docs/flag.md).
     two_variants(hub_cache, "acme/deps", preferred={"metadata": {"python-depends": ["no-such-dependency"]}})
-    code, [loaded], stderr = our_get_kernel("acme/deps", {"version": 1})
-    assert loaded["variant"] == FALLBACK, (loaded, stderr)
+    code, [hub], stderr = hub_get_kernel("acme/deps", {"version": 1})
+    assert hub["error"] == "ValueError", (hub, stderr)
+    code, [ours], stderr = our_get_kernel("acme/deps", {"version": 1})
+    assert ours == hub, stderr
 
 
 def test_local_kernels_overrides_the_hub_as_in_get_kernel(hub_cache, tmp_path):
