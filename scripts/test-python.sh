@@ -33,6 +33,20 @@ rm -rf "$TEST_VENV"
 "$PY" -m venv "$TEST_VENV"
 install "$TEST_VENV" "$wheel" -r scripts/requirements-wheel-test.txt
 unset PREFLIGHT_BIN
+# Plain `kernels`, without kernel-preflight, for tests/python/test_transparency.py;
+# and the hub loader's own test suite, from its sdist, for test_kernels_suite.py.
+PLAIN_VENV=.plain-venv
+[ -x "$PLAIN_VENV/bin/python" ] || "$PY" -m venv "$PLAIN_VENV"
+install "$PLAIN_VENV" kernels==0.17.2
+export PREFLIGHT_PLAIN_PYTHON=$PWD/$PLAIN_VENV/bin/python
+sdist=target/kernels-sdist
+if [ ! -d "$sdist/kernels-0.17.2/kernels/tests" ]; then
+  rm -rf "$sdist" && mkdir -p "$sdist"
+  "$TEST_VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+    -d "$sdist" kernels==0.17.2
+  tar -xzf "$sdist"/kernels-0.17.2.tar.gz -C "$sdist"
+fi
+export PREFLIGHT_KERNELS_TESTS=$PWD/$sdist/kernels-0.17.2/kernels
 # The tests' folders outside /tmp: a probe's writes to /tmp stay in its own
 # private layer (docs/sandbox.md), and some tests read what a probe wrote.
 "$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$PWD/target/pytest-tmp" "$@"

@@ -6,6 +6,7 @@ test itself stays offline."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,9 @@ class ToyBenchmark(Benchmark):
 """
 
 
+ILLEGAL = {"python-depends": ["kepler-22b"]}
+
+
 def repository(commit: str, broken: bool = True) -> dict[str, bytes]:
     files = {"README.md": b"# toy relu\n", "benchmarks/benchmark.py": BENCHMARK}
     for variant in ACCEPTED + REJECTED:
@@ -53,6 +57,17 @@ def hub(hub_cache):
             "shady/relu": Repo(commits={sha(3): repository(sha(3))}, branches={"main": sha(3), "v1": sha(3)}),
             "acme/good": Repo(
                 commits={sha(4): repository(sha(4), broken=False)}, branches={"main": sha(4), "v1": sha(4)}
+            ),
+            # The hub's pick declares a dependency outside the loader's
+            # allowlist (kernels' own test_deps_validated_before_download).
+            "acme/illegal-dep": Repo(
+                commits={sha(5): {**repository(sha(5), broken=False), **variant_files("torch-cpu", metadata=ILLEGAL)}},
+                branches={"main": sha(5), "v1": sha(5)},
+            ),
+            # The pick dies; the next candidate is one the loader refuses.
+            "acme/refused-next": Repo(
+                commits={sha(6): {**repository(sha(6)), **variant_files("torch-universal", metadata=ILLEGAL)}},
+                branches={"main": sha(6), "v1": sha(6)},
             ),
         },
         trusted={"acme": True, "shady": False},
@@ -179,3 +194,31 @@ def test_without_the_flag_online_the_hubs_pick_kills_the_caller(hub, hub_cache):
     )
     assert code == 1 and lines == [], stderr
     assert variant_files_of(hub.fetched()) == ["torch-cpu"]
+
+
+def test_the_flag_online_lets_the_loader_refuse_its_pick_before_anything_is_fetched(hub, hub_cache):
+    call = ["kernels.get_kernel('acme/illegal-dep', version=1)"]
+    _, [plain], _ = load_in_child(call, env=online(hub), unset=("KERNEL_PREFLIGHT",))
+    plain_fetched = hub.fetched()
+    hub.log.clear()
+    shutil.rmtree(hub_cache.folder("acme/illegal-dep"))
+    code, [flagged], stderr = load_in_child(call, env={**online(hub), "KERNEL_PREFLIGHT": "1"})
+    # The loader's own ValueError, in its words, and not one file of the
+    # variant fetched: only the metadata.json its validators read.
+    assert plain["error"] == "ValueError" and "kepler-22b" in plain["message"], plain
+    assert flagged == plain, stderr
+    assert hub.fetched() == plain_fetched == ["build/torch-cpu/metadata.json"]
+
+
+def test_the_flag_online_never_fetches_a_candidate_the_loader_refuses(hub, hub_cache):
+    code, [loaded], stderr = load_in_child(
+        ["kernels.get_kernel('acme/refused-next', version=1)"], env={**online(hub), "KERNEL_PREFLIGHT": "1"}
+    )
+    # The pick exits in its probe; the next candidate's metadata is read
+    # and refused by the loader's validator, so none of its code is fetched
+    # or run; nothing is left: the error transformers falls back on.
+    assert "FileNotFoundError" in loaded["is_a"], (loaded, stderr)
+    assert "torch-universal" in loaded["message"] and "kepler-22b" in loaded["message"], loaded
+    fetched = hub.fetched()
+    assert "build/torch-universal/metadata.json" in fetched
+    assert "build/torch-universal/__init__.py" not in fetched, fetched

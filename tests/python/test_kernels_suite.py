@@ -1,0 +1,51 @@
+"""The hub loader's own test suite (the `kernels/tests` its 0.17.2 sdist
+ships, unpacked by scripts/test-python.sh into `PREFLIGHT_KERNELS_TESTS`),
+run as it is and again with `KERNEL_PREFLIGHT=1`: every test must end the
+same way, for the same reason. Without the network most of its tests stop
+at a refusal of the hub or at a missing torch; they must stop at the same
+one under the flag."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(?: - (.*))?$")
+
+
+def outcomes(suite: Path, basetemp: Path, flag: bool) -> dict[str, tuple[str, str]]:
+    env = {**os.environ}
+    env.pop("KERNEL_PREFLIGHT", None)
+    if flag:
+        env["KERNEL_PREFLIGHT"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider", "-q", "-rA",
+         "--continue-on-collection-errors", "--basetemp", str(basetemp)],
+        cwd=suite,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**env, "COLUMNS": "400"},
+    )
+    found = {}
+    for line in done.stdout.splitlines():
+        m = OUTCOME.match(line)
+        if m:
+            found[m.group(2)] = (m.group(1), m.group(3) or "")
+    assert found, done.stdout[-3000:] + done.stderr[-3000:]
+    return found
+
+
+def test_the_loaders_own_suite_ends_the_same_way_under_the_flag(tmp_path):
+    suite = os.environ.get("PREFLIGHT_KERNELS_TESTS")
+    assert suite and (Path(suite) / "tests").is_dir(), (
+        "PREFLIGHT_KERNELS_TESTS must name the kernels 0.17.2 sdist's kernels/ folder (scripts/test-python.sh unpacks it)"
+    )
+    plain = outcomes(Path(suite), tmp_path / "run", flag=False)
+    flagged = outcomes(Path(suite), tmp_path / "run", flag=True)
+    assert sum(1 for kind, _ in plain.values() if kind == "PASSED") >= 100, plain
+    differ = {t: (plain.get(t), flagged.get(t)) for t in plain.keys() | flagged.keys() if plain.get(t) != flagged.get(t)}
+    assert not differ, differ
