@@ -33,6 +33,8 @@ rm -rf "$TEST_VENV"
 "$PY" -m venv "$TEST_VENV"
 install "$TEST_VENV" "$wheel" -r scripts/requirements-wheel-test.txt
 unset PREFLIGHT_BIN
-# The tests' folders outside /tmp: a probe's writes to /tmp stay in its own
-# private layer (docs/sandbox.md), and some tests read what a probe wrote.
-"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$PWD/target/pytest-tmp" "$@"
+# The tests' folders where a probe's writes reach them (scripts/scratch.sh):
+# some tests read what a probe wrote.
+. scripts/scratch.sh
+basetemp="$(scratch_base)/pytest-tmp"
+"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$basetemp" "$@"
