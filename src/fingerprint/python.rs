@@ -262,23 +262,24 @@ fn check_named(interpreter: &Path, tools: &ToolAnswers) -> Result<String, Finger
 
 /// Ask `python` for its version (`3.11.2`).
 fn ask_python(python: &Path) -> Asked {
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(python).is_ok_and(|m| m.permissions().mode() & 0o111 == 0) {
+        return Asked::Failed("not executable".into());
+    }
     match child::ask(python, &["-E", "-s", "-S", "-c", ASK_PYTHON], ASK_TIMEOUT) {
         Ok(said) => match said.trim().strip_prefix("python ") {
             Some(v) if v.parse::<Version>().is_ok() => Asked::Version(v.to_string()),
             _ => {
                 let said: String = said.trim().chars().take(80).collect();
                 Asked::Failed(if said.is_empty() {
-                    "asked for its version as Python is, it printed nothing: not a Python interpreter"
-                        .into()
+                    "not a Python interpreter (asked its version, it printed nothing)".into()
                 } else {
-                    format!(
-                        "asked for its version as Python is, it printed {said:?}: not a Python interpreter"
-                    )
+                    format!("not a Python interpreter (asked its version, it printed {said:?})")
                 })
             }
         },
         Err(Asked::Failed(why)) => Asked::Failed(format!(
-            "asked for its version as Python is, it {why}: not a Python interpreter that works"
+            "not a Python interpreter that works (asked its version: {why})"
         )),
         Err(other) => other,
     }
