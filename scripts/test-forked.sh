@@ -10,4 +10,4 @@ tests=(probe probe_diagnosis probe_device probe_flood hub_acceptance hub_judged
   smoke_library sandbox_hostile sandbox_escape)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
-PREFLIGHT_TEST_FORKED=1 cargo test --locked "${args[@]}" "$@"
+PREFLIGHT_TEST_FORKED=1 cargo test --locked --no-fail-fast "${args[@]}" "$@"

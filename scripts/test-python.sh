@@ -47,6 +47,8 @@ if [ ! -d "$sdist/kernels-0.17.2/kernels/tests" ]; then
   tar -xzf "$sdist"/kernels-0.17.2.tar.gz -C "$sdist"
 fi
 export PREFLIGHT_KERNELS_TESTS=$PWD/$sdist/kernels-0.17.2/kernels
-# The tests' folders outside /tmp: a probe's writes to /tmp stay in its own
-# private layer (docs/sandbox.md), and some tests read what a probe wrote.
-"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$PWD/target/pytest-tmp" "$@"
+# The tests' folders where a probe's writes reach them (scripts/scratch.sh):
+# some tests read what a probe wrote.
+. scripts/scratch.sh
+basetemp="$(scratch_base)/pytest-tmp"
+"$TEST_VENV/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$basetemp" "$@"

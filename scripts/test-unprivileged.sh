@@ -10,10 +10,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "unprivileged: already not root, nothing to add"
   exit 0
 fi
-# Not under /tmp: what a probe writes there stays in its private layer, and
-# the tests read what their children wrote into this folder.
-mkdir -p target
-scratch=$(mktemp -d "$PWD/target/unprivileged.XXXXXX")
+# Where a probe's writes reach the tests, which read what their children
+# wrote into this folder (scripts/scratch.sh).
+. scripts/scratch.sh
+scratch=$(mktemp -d "$(scratch_base)/unprivileged.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 chmod 1777 "$scratch"
 tests=(sandbox sandbox_escape sandbox_interrupt sandbox_fds sandbox_env)

@@ -5,25 +5,41 @@
 # tests against the wheel built from this checkout (scripts/test-python.sh);
 # the probe fixtures once more with forked probes (scripts/test-forked.sh).
 # As root it also runs the sandbox tests as nobody (scripts/test-unprivileged.sh).
+# Every stage runs even when one before it failed; the last line is the
+# whole suite's count, and the exit status is non-zero if anything failed.
 # Needs a Rust toolchain, python3 with venv, a C compiler, and access to
 # crates.io and PyPI.
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-env.sh
-cargo fmt --all -- --check
-cargo clippy --all-targets --locked -- -D warnings
-scripts/layers.sh
-# Every doc link resolves (a public item's docs naming a private one is a
-# dead link in the rendered docs).
-RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --locked --quiet
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test --all-targets --locked 2>&1 | tee "$log"
+# Every stage runs, whatever an earlier one gave; the run fails at the end
+# if any did. A stage's output also goes to the log the closing line counts.
+failed=()
+stage() {
+  local name=$1
+  shift
+  if ! "$@" 2>&1 | tee -a "$log"; then
+    failed+=("$name")
+    echo "stage failed: $name" >&2
+  fi
+}
+stage setup-env scripts/setup-env.sh
+stage fmt cargo fmt --all -- --check
+stage clippy cargo clippy --all-targets --locked -- -D warnings
+stage layers scripts/layers.sh
+# Every doc link resolves (a public item's docs naming a private one is a
+# dead link in the rendered docs).
+stage doc env RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --locked --quiet
+stage cargo-test cargo test --all-targets --locked --no-fail-fast
 # The probe fixtures again, every probe forked from a fork server.
-scripts/test-forked.sh 2>&1 | tee -a "$log"
+stage forked scripts/test-forked.sh
 # As root, the sandbox's tests again as nobody (the user-namespace path).
-scripts/test-unprivileged.sh 2>&1 | tee -a "$log"
-scripts/test-python.sh 2>&1 | tee -a "$log"
+stage unprivileged scripts/test-unprivileged.sh
+stage python scripts/test-python.sh
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "failed stages: ${failed[*]}"
+fi
 # One closing line for the whole suite (cargo prints one per test binary,
 # pytest its own; an expected failure counts as skipped).
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
@@ -35,3 +51,4 @@ awk '/^test result:/ { p += $4; f += $6; i += $8 }
        }
      }
      END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, i }' "$log"
+[ ${#failed[@]} -eq 0 ]

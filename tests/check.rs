@@ -163,7 +163,7 @@ fn the_table_puts_declared_next_to_observed_and_explains_failures() {
         "✗ torch-cuda — no_device in load: the cuda device is not usable: torch is not installed here",
         "✗ torch-xpu — import_error in import: hub loader (kernels ",
         "hint: ",
-        "1 of 5 variants work here; the best working variant is torch-universal",
+        "1 of 5 variants works here; the best working variant is torch-universal",
     ] {
         assert!(text.contains(needle), "{needle:?} not in:\n{text}");
     }

@@ -4,6 +4,7 @@
 //! libcuda built from `tests/fixtures/native/fake_libcuda.c` (the real
 //! driver needs a GPU; `scripts/gpu-check.sh` covers it).
 
+mod common;
 mod fake_cuda;
 
 use fake_cuda::{cu13, fake_libcuda};
@@ -462,9 +463,9 @@ fn a_target_named_twice_is_checked_once() {
 /// When each probe of a check began and ended loading its module, by the
 /// probes' own clocks (ns).
 fn load_spans(dir: &Path, jobs: &str) -> Vec<(i128, i128)> {
-    // Not beside the modules (read-only to their probes) nor under /tmp
-    // (private to each probe).
-    let logs = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Not beside the modules (read-only to their probes) nor where a probe
+    // writes to a private layer.
+    let logs = tempfile::tempdir_in(common::scratch_root()).unwrap();
     let log = logs.path().join(format!("loads-{jobs}.log"));
     let cache = tempfile::tempdir().unwrap();
     let doc = check_json(

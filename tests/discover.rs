@@ -273,7 +273,10 @@ fn resolve_on_a_directory_shows_metadata_beside_decisions() {
     let table = stdout(&out);
     assert!(table.contains("8.0 9.0a 10.0+PTX"), "{table}");
     assert!(table.contains("metadata missing"), "{table}");
-    assert!(table.contains("metadata invalid"), "{table}");
+    assert!(
+        table.contains("Cannot parse metadata from metadata.json"),
+        "{table}"
+    );
     assert!(table.contains("einops"), "{table}");
     assert!(
         table.contains("would pick torch29-cxx11-cu128-x86_64-linux"),

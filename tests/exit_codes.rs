@@ -271,3 +271,47 @@ fn bench_with_nothing_that_passes_says_why_for_each_variant() {
         assert_eq!(row["status"]["outcome"], "import_error", "{row}");
     }
 }
+
+/// `--python` naming something that is not a working Python is bad input
+/// for every command that takes it: exit 2, one message naming the path
+/// and what it is; `fingerprint` asks the program instead of guessing
+/// from its path.
+#[test]
+fn a_python_that_is_not_a_working_python_is_bad_input_for_every_command() {
+    let tmp = fresh_dir("not-python");
+    let repo = kernel_repo(&tmp, "tiny", &variant_names(1), "X = 1\n");
+    let repo = repo.to_str().unwrap();
+    let plain = tmp.join("plain-file");
+    std::fs::write(&plain, "print('hi')\n").unwrap();
+    let old = tmp.join("python2");
+    std::fs::write(&old, "#!/bin/sh\necho 'python 2.7.18'\n").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pythons: [(&Path, &str); 5] = [
+        (Path::new("/bin/false"), "not a Python interpreter"),
+        (Path::new("/bin/true"), "not a Python interpreter"),
+        (Path::new("/nonexistent/python3"), "no such"),
+        (&plain, "not executable"),
+        (&old, "Python 2.7.18; probes need Python 3.9 or newer"),
+    ];
+    for (python, what) in pythons {
+        let py = python.to_str().unwrap();
+        let commands: [&[&str]; 8] = [
+            &["fingerprint", "--python", py],
+            &["fingerprint", "--full", "--python", py],
+            &["resolve", repo, "--python", py],
+            &["check", repo, "--python", py],
+            &["select", repo, "--python", py],
+            &["bench", repo, "--python", py],
+            &["warmup", repo, "--python", py],
+            &["doctor", "--python", py],
+        ];
+        for args in commands {
+            let out = preflight_cmd().args(args).output().unwrap();
+            let message = assert_one_message(&out, 2, "preflight: error: ");
+            assert!(
+                message.contains(py) && message.contains(what),
+                "{args:?}: {message}"
+            );
+        }
+    }
+}

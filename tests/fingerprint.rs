@@ -3,6 +3,7 @@
 //! real nvcc / NVRTC from the NVIDIA wheels in `.venv`, and fake
 //! site-packages. Every run starts from an empty environment.
 
+mod common;
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;
 

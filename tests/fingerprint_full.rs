@@ -3,6 +3,7 @@
 //! Python facts by the real interpreter when there is one, cached under the
 //! fast fingerprint; failures, passing states and hangs as facts.
 
+mod common;
 mod fake_cuda;
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;

@@ -1,6 +1,7 @@
 //! The fingerprint's hash: stable for an unchanged machine, changed by
 //! every field that changes.
 
+mod common;
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;
 
@@ -233,7 +234,10 @@ fn the_hash_covers_the_interpreter_not_the_way_it_was_found() {
     let m = Machine::new();
     // Two base installations alike in every file but their place.
     for base in ["base", "base2"] {
-        m.script(&format!("{base}/bin/python3.12"), "exit 3");
+        m.script(
+            &format!("{base}/bin/python3.12"),
+            &python_placeholder("3.12.4"),
+        );
         symlink("python3.12", m.path(&format!("{base}/bin/python3"))).expect("ln");
         m.write(
             &format!("{base}/include/python3.12/patchlevel.h"),

@@ -71,10 +71,14 @@ impl ProbeArgs {
         };
         let python = match &self.python {
             Some(p) => Some(probe::find_python(p).ok_or_else(|| {
-                BadInput(format!(
-                    "--python {}: no such executable (give a path, or a name on PATH)",
-                    p.display()
-                ))
+                let what = if p.is_dir() {
+                    "a folder, not a Python interpreter"
+                } else if p.is_file() {
+                    "not executable"
+                } else {
+                    "no such executable (give a path, or a name on PATH)"
+                };
+                BadInput(format!("--python {}: {what}", p.display()))
             })?),
             None => None,
         };

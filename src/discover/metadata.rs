@@ -109,12 +109,16 @@ impl MetadataStatus {
         }
     }
 
-    /// One line for people: `ok`, `metadata missing`, `metadata invalid: …`.
+    /// One line for people: `metadata missing`, or a broken one in the
+    /// words `check` reports it in (the hub loader's: `Cannot parse
+    /// metadata from metadata.json: …`); `None` when it parsed.
     pub fn finding(&self) -> Option<String> {
         match self {
             MetadataStatus::Ok { .. } => None,
             MetadataStatus::Missing => Some("metadata missing".into()),
-            MetadataStatus::Invalid { why } => Some(format!("metadata invalid: {why}")),
+            MetadataStatus::Invalid { why } => {
+                Some(format!("Cannot parse metadata from metadata.json: {why}"))
+            }
         }
     }
 }

@@ -2,7 +2,8 @@
 //! its own session and process group, a fresh working directory, no
 //! credentials, a time limit, bounded output, no process left behind.
 
-use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError};
+use super::facts::Asked;
+use crate::sandbox::{Cancel, ChildCommand, Limits, RunReport, Sandbox, SandboxError, Termination};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::Path;
@@ -74,4 +75,30 @@ pub(crate) fn run(
         })?;
     let result = std::fs::read(&result).ok();
     Ok(Ran { report, result })
+}
+
+/// Ask a tool about itself (`nvcc --version`, an interpreter its version):
+/// what it printed when it exited 0; otherwise why not, as a fact about it
+/// (it cannot start, it failed) or as inconclusive (timed out, the sandbox
+/// failed), which says nothing about the tool.
+pub(crate) fn ask(program: &Path, args: &[&str], timeout: Duration) -> Result<String, Asked> {
+    let ran = match run(program, args, None, &BTreeMap::new(), timeout) {
+        Ok(ran) => ran,
+        Err(NotRun::Unusable(why)) => return Err(Asked::Failed(why)),
+        Err(NotRun::Sandbox(why)) => return Err(Asked::Inconclusive(why)),
+    };
+    match ran.report.termination {
+        Termination::Exited { code: 0 } => Ok(ran.report.stdout.text()),
+        Termination::TimedOut { .. } | Termination::Cancelled => {
+            Err(Asked::Inconclusive(ran.report.termination.to_string()))
+        }
+        ended => {
+            let said = ran.report.stderr.tail_lines(1).trim().to_string();
+            Err(Asked::Failed(if said.is_empty() {
+                ended.to_string()
+            } else {
+                format!("{ended}: {said}")
+            }))
+        }
+    }
 }

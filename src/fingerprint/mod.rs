@@ -99,6 +99,15 @@ pub enum FingerprintError {
     /// `--python` (or `PREFLIGHT_PYTHON`) names no file.
     #[error("{}: no such Python interpreter", .0.display())]
     NoSuchPython(PathBuf),
+    /// `--python` (or `PREFLIGHT_PYTHON`) names a program that is not a
+    /// Python the probes can run in.
+    #[error("{}: {why}", path.display())]
+    NotPython {
+        /// The interpreter as named.
+        path: PathBuf,
+        /// What it is, as far as asking it told.
+        why: String,
+    },
 }
 
 impl Fingerprint {
@@ -106,9 +115,10 @@ impl Fingerprint {
     /// are kept in `store`.
     pub fn fast(src: &Sources, store: &dyn FactStore) -> Result<Fingerprint, FingerprintError> {
         let listings = sources::Listings::default();
-        let python = python::detect(src, &listings)?;
+        let tools = facts::ToolAnswers::new(store);
+        let python = python::detect(src, &listings, &tools)?;
         let site: &[PathBuf] = python.as_ref().map_or(&[], |p| &p.site_packages);
-        let toolkits = toolkit::detect(src, site, &facts::ToolAnswers::new(store), &listings)?;
+        let toolkits = toolkit::detect(src, site, &tools, &listings)?;
         Ok(Fingerprint {
             schema: SCHEMA,
             depth: Depth::Fast,

@@ -1,12 +1,18 @@
 //! The Python environment kernels would be loaded into, read from disk:
 //! the interpreter, its version, its site-packages and the versions of the
-//! packages that decide whether kernels run. Python is not started here.
+//! packages that decide whether kernels run. Python is started here only
+//! to check an interpreter the user named (`--python`, `PREFLIGHT_PYTHON`),
+//! once per `stat` of it.
 
+use super::child;
+use super::facts::{Asked, ToolAnswers};
 use super::packages::{installed, torch_build};
 use super::{FingerprintError, Sources};
+use crate::variant::Version;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub use super::packages::{distributions_digest, normalize, parse_dist_dir, version_py_field};
 
@@ -120,10 +126,26 @@ pub struct TorchBuild {
     pub cxx11_abi: Option<bool>,
 }
 
-/// Find and describe the Python environment; `None`: no interpreter.
+/// The oldest Python the probes' driver runs on (`requires-python` in
+/// `pyproject.toml`).
+pub const MIN_PYTHON: Version = Version::new(3, 9);
+
+/// What a named interpreter is asked: valid Python 2 and 3, so that an old
+/// Python is told apart from a program that is not Python at all.
+const ASK_PYTHON: &str =
+    "import sys; sys.stdout.write('python %d.%d.%d' % tuple(sys.version_info[:3]))";
+
+/// How long a named interpreter may take to say its version.
+const ASK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Find and describe the Python environment; `None`: no interpreter. An
+/// interpreter the user named is asked its version first (or the answer
+/// it gave for this `stat` is read from `tools`): a program that is not a
+/// Python the probes can run in is an error, never a guess from its path.
 pub(crate) fn detect(
     src: &Sources,
     listings: &super::sources::Listings,
+    tools: &ToolAnswers,
 ) -> Result<Option<PythonEnv>, FingerprintError> {
     // Checked even when there is no Python, so that a typo is reported.
     src.override_parsed("PREFLIGHT_TORCH_CXX11_ABI", parse_bool)?;
@@ -132,6 +154,10 @@ pub(crate) fn detect(
     };
     let interpreter = std::path::absolute(&interpreter).unwrap_or(interpreter);
     let interpreter = pyenv_target(src, &interpreter).unwrap_or(interpreter);
+    let said = match found_via {
+        PythonVia::Flag | PythonVia::Override => Some(check_named(&interpreter, tools)?),
+        _ => None,
+    };
     let real_path = crate::fs::canonicalize(&interpreter).unwrap_or_else(|_| interpreter.clone());
     // Python's own rule (`getpath`): a `pyvenv.cfg` beside the interpreter
     // as reached, or one folder up, makes a virtual environment there;
@@ -160,6 +186,16 @@ pub(crate) fn detect(
         if let Some(exact) = patchlevel(&base, minor) {
             version = Some(exact);
         }
+    }
+    // The files' version stands unless the interpreter itself says
+    // otherwise (or they say nothing): one interpreter, however it is
+    // reached, is one machine.
+    if let Some(said) = said
+        && !version
+            .as_deref()
+            .is_some_and(|v| said == v || said.starts_with(&format!("{v}.")))
+    {
+        version = Some(said);
     }
     let site_packages = match src.var("PREFLIGHT_SITE_PACKAGES") {
         Some(list) => std::env::split_paths(list).collect(),
@@ -198,6 +234,55 @@ pub(crate) fn detect(
     };
     apply_overrides(src, &mut env)?;
     Ok(Some(env))
+}
+
+/// The version of an interpreter the user named, asked of it; an error
+/// that says what it is when it is not a Python the probes can run in.
+fn check_named(interpreter: &Path, tools: &ToolAnswers) -> Result<String, FingerprintError> {
+    let not_python = |why: String| FingerprintError::NotPython {
+        path: interpreter.to_path_buf(),
+        why,
+    };
+    let answer = tools.answer(interpreter, || ask_python(interpreter));
+    let version = match (answer.version, answer.problem) {
+        (Some(v), _) => v,
+        (None, problem) => {
+            return Err(not_python(
+                problem.unwrap_or_else(|| "it did not say its version".into()),
+            ));
+        }
+    };
+    match version.parse::<Version>() {
+        Ok(v) if v >= MIN_PYTHON => Ok(version),
+        _ => Err(not_python(format!(
+            "it is Python {version}; probes need Python {MIN_PYTHON} or newer"
+        ))),
+    }
+}
+
+/// Ask `python` for its version (`3.11.2`).
+fn ask_python(python: &Path) -> Asked {
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::metadata(python).is_ok_and(|m| m.permissions().mode() & 0o111 == 0) {
+        return Asked::Failed("not executable".into());
+    }
+    match child::ask(python, &["-E", "-s", "-S", "-c", ASK_PYTHON], ASK_TIMEOUT) {
+        Ok(said) => match said.trim().strip_prefix("python ") {
+            Some(v) if v.parse::<Version>().is_ok() => Asked::Version(v.to_string()),
+            _ => {
+                let said: String = said.trim().chars().take(80).collect();
+                Asked::Failed(if said.is_empty() {
+                    "not a Python interpreter (asked its version, it printed nothing)".into()
+                } else {
+                    format!("not a Python interpreter (asked its version, it printed {said:?})")
+                })
+            }
+        },
+        Err(Asked::Failed(why)) => Asked::Failed(format!(
+            "not a Python interpreter that works (asked its version: {why})"
+        )),
+        Err(other) => other,
+    }
 }
 
 /// The overrides of facts that measuring may also set: the Python version

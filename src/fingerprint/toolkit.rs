@@ -2,14 +2,12 @@
 //! where kernels look for them. Versions come from files; nvcc is asked
 //! only when its `stat` changed since it was last asked.
 
-use super::child::{self, NotRun};
+use super::child;
 use super::facts::{Asked, ToolAnswers};
 use super::packages::dist_version;
 use super::sources::Listings;
 use super::{FingerprintError, Sources};
-use crate::sandbox::Termination;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -385,28 +383,12 @@ fn wheel_version(site: &Path, root: &Path, listings: &Listings) -> Option<String
 
 /// Run `nvcc --version` and read its `release X.Y, VX.Y.Z` line.
 fn ask_version(nvcc: &Path) -> Asked {
-    let ran = match child::run(nvcc, &["--version"], None, &BTreeMap::new(), NVCC_TIMEOUT) {
-        Ok(ran) => ran,
-        Err(NotRun::Unusable(why)) => return Asked::Failed(why),
-        Err(NotRun::Sandbox(why)) => return Asked::Inconclusive(why),
-    };
-    match ran.report.termination {
-        Termination::Exited { code: 0 } => {}
-        Termination::TimedOut { .. } | Termination::Cancelled => {
-            return Asked::Inconclusive(ran.report.termination.to_string());
-        }
-        ended => {
-            let said = ran.report.stderr.tail_lines(1).trim().to_string();
-            return Asked::Failed(if said.is_empty() {
-                ended.to_string()
-            } else {
-                format!("{ended}: {said}")
-            });
-        }
-    }
-    match parse_nvcc_version(&ran.report.stdout.text()) {
-        Some(v) => Asked::Version(v),
-        None => Asked::Failed("its output has no `release X.Y, VX.Y.Z` line".to_string()),
+    match child::ask(nvcc, &["--version"], NVCC_TIMEOUT) {
+        Ok(said) => match parse_nvcc_version(&said) {
+            Some(v) => Asked::Version(v),
+            None => Asked::Failed("its output has no `release X.Y, VX.Y.Z` line".to_string()),
+        },
+        Err(asked) => asked,
     }
 }
 

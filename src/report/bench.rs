@@ -111,7 +111,7 @@ fn conditions(report: &BenchReport, code: fn(&str) -> String) -> [String; 3] {
     let c = &report.criteria;
     [
         format!(
-            "on {} (fingerprint {}), timed with {}, {flush}",
+            "on {} (full fingerprint {}), timed with {}, {flush}",
             report.device,
             code(&report.fingerprint),
             if timers.is_empty() {

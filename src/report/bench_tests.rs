@@ -85,7 +85,7 @@ fn with_reference() -> BenchReport {
 fn table_for_people() {
     let expected = "\
 bench org/relu, workload smoke
-on NVIDIA H200 (fingerprint 0123abcd), timed with device events, L2 flushed before each sample
+on NVIDIA H200 (full fingerprint 0123abcd), timed with device events, L2 flushed before each sample
 stop: at least 10 samples and 0.5 s, then noise under 0.50 % or a plateau; at most 30 s
 vs: speedup = their median / this median, its 95 % bootstrap interval, the verdict
 ┌───┬────────────┬─────────┬────────┬────────┬─────────┬─────────┬──────────────────────────────┐
@@ -141,7 +141,7 @@ fn markdown_for_a_pr() {
     let expected = "\
 ### Benchmark of `org/relu`, workload `smoke`
 
-on NVIDIA H200 (fingerprint `0123abcd`), timed with device events, L2 flushed before each sample  
+on NVIDIA H200 (full fingerprint `0123abcd`), timed with device events, L2 flushed before each sample  
 stop: at least 10 samples and 0.5 s, then noise under 0.50 % or a plateau; at most 30 s  
 vs: speedup = their median / this median, its 95 % bootstrap interval, the verdict
 

@@ -96,9 +96,10 @@ fn hub_section(out: &mut String, discovery: &Discovery, rows: &[&CheckResult]) {
         .collect();
     let _ = write!(
         out,
-        "{} of {} work here",
+        "{} of {} {} here",
         passing.len(),
-        super::count(rows.len(), "variant")
+        super::count(rows.len(), "variant"),
+        super::works(passing.len())
     );
     match passing.first() {
         Some(best) => {

@@ -29,6 +29,11 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The verb of "N of M variants work here", agreeing with N.
+pub fn works(n: usize) -> &'static str {
+    if n == 1 { "works" } else { "work" }
+}
+
 /// A table in the house style, with a header row, that fits the width set
 /// by [`grid::set_width`] when printed.
 pub fn table(header: &[&str]) -> Grid {

@@ -67,7 +67,8 @@ pub fn section(
     let passing = rows.iter().filter(|r| r.outcome.kind.passed()).count();
     let _ = writeln!(
         out,
-        "{passing} of {} work here",
-        super::count(rows.len(), "module")
+        "{passing} of {} {} here",
+        super::count(rows.len(), "module"),
+        super::works(passing)
     );
 }

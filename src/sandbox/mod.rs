@@ -431,6 +431,29 @@ pub fn hide_by_default(path: impl Into<PathBuf>) {
     }
 }
 
+/// The folders whose writes a probe in namespaces keeps in a private layer:
+/// `/tmp`, and `TMPDIR` (where its sandbox lives) when that is elsewhere.
+///
+/// What a probe writes below them never reaches this machine's file
+/// system, so a file a caller wants back from a probe goes elsewhere.
+pub fn private_dirs() -> Vec<PathBuf> {
+    temp_layers(Some(&std::env::temp_dir()))
+}
+
+/// `/tmp`, and `parent` (a sandbox's parent folder, canonical) unless it
+/// is `/` or already below `/tmp`.
+fn temp_layers(parent: Option<&Path>) -> Vec<PathBuf> {
+    let tmp = Path::new("/tmp");
+    let mut temp = vec![tmp.to_path_buf()];
+    if let Some(parent) = parent.and_then(|p| std::fs::canonicalize(p).ok())
+        && !parent.starts_with(tmp)
+        && parent != Path::new("/")
+    {
+        temp.push(parent);
+    }
+    temp
+}
+
 /// An isolated place to run one child: a fresh temporary directory, removed
 /// when the sandbox is dropped.
 #[derive(Debug)]
@@ -690,14 +713,7 @@ impl Sandbox {
             found
         };
         let root = self.root.path();
-        let tmp = Path::new("/tmp");
-        let mut temp = vec![tmp.to_path_buf()];
-        if let Some(parent) = root.parent().and_then(|p| std::fs::canonicalize(p).ok())
-            && !parent.starts_with(tmp)
-            && parent != Path::new("/")
-        {
-            temp.push(parent);
-        }
+        let temp = temp_layers(root.parent());
         let credentials = env::credential_files(env);
         let jit = env::jit_caches(env);
         let hidden_missing: Vec<RawPath> = self

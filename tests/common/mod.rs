@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The project-local Python environment made by `scripts/setup-env.sh`.
@@ -44,15 +44,12 @@ pub fn preflight_cmd() -> Command {
     cmd
 }
 
-/// A new empty directory under cargo's scratch folder for integration tests
-/// (`target/tmp`, gone with `cargo clean`; `PREFLIGHT_TEST_SCRATCH` when
-/// set, for a run as another user), unique to this test process.
+/// A new empty directory under [`scratch_root`], unique to this test
+/// process.
 pub fn fresh_dir(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let scratch = std::env::var_os("PREFLIGHT_TEST_SCRATCH")
-        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from);
-    let dir = scratch.join(format!(
+    let dir = scratch_root().join(format!(
         "{what}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
@@ -60,6 +57,76 @@ pub fn fresh_dir(what: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch folder");
     dir
+}
+
+/// The folder the tests' scratch folders go in, one where what a probe or
+/// its child writes reaches the test that waits for it.
+///
+/// A probe's `/tmp` and `TMPDIR` are private layers
+/// ([`kernel_preflight::sandbox::private_dirs`]), so cargo's `target/tmp`
+/// serves only when the checkout is elsewhere; a checkout under `/tmp` gets
+/// a folder named after it in `/var/tmp` (which the tests' runs as `nobody`
+/// can reach too), else in `$XDG_CACHE_HOME` or `~/.cache`. `PREFLIGHT_TEST_SCRATCH` chooses another (a run as
+/// another user), and must not be private either.
+pub fn scratch_root() -> PathBuf {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        if let Some(given) = std::env::var_os("PREFLIGHT_TEST_SCRATCH") {
+            let given = PathBuf::from(given);
+            assert!(
+                reaches_the_host(&given),
+                "PREFLIGHT_TEST_SCRATCH={}: below a folder a probe keeps private ({:?})",
+                given.display(),
+                kernel_preflight::sandbox::private_dirs()
+            );
+            return given;
+        }
+        let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        if reaches_the_host(&target) {
+            return target;
+        }
+        let checkout = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            env!("CARGO_MANIFEST_DIR").hash(&mut h);
+            format!("{:016x}", h.finish())
+        };
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        let uid = nix::unistd::getuid();
+        // Shared with every user: only a folder this user made.
+        let var_tmp = PathBuf::from(format!("/var/tmp/kernel-preflight-tests-{uid}"));
+        let var_tmp = (std::fs::create_dir_all(&var_tmp).is_ok()
+            && std::fs::symlink_metadata(&var_tmp).is_ok_and(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.is_dir() && m.uid() == uid.as_raw()
+            }))
+        .then(|| var_tmp.join(&checkout));
+        [
+            var_tmp,
+            var("XDG_CACHE_HOME").map(|d| d.join("kernel-preflight-tests").join(&checkout)),
+            var("HOME").map(|d| d.join(".cache/kernel-preflight-tests").join(&checkout)),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|p| reaches_the_host(p))
+        .expect("a scratch folder outside /tmp and TMPDIR: set PREFLIGHT_TEST_SCRATCH")
+    })
+    .clone()
+}
+
+/// Whether `dir` can be made and lies outside every folder a probe keeps
+/// private.
+fn reaches_the_host(dir: &Path) -> bool {
+    std::fs::create_dir_all(dir).is_ok()
+        && std::fs::canonicalize(dir).is_ok_and(|real| {
+            !kernel_preflight::sandbox::private_dirs()
+                .iter()
+                .any(|private| real.starts_with(private))
+        })
 }
 
 /// Stdout as text.
