@@ -358,6 +358,16 @@ def test_the_seam_is_where_this_kernels_release_has_it():
         assert module.get_kernel is kernels.load.get_kernel
     # The resolvers read the pick's metadata through this name.
     assert hasattr(kernels.resolver.Metadata, "read_from_file")
+    # The loader installs, then loads, the tree the seam returns: the tree's
+    # class is where verification sits between the two; has_kernel is the
+    # one entry point that never installs it.
+    import inspect
+
+    body = inspect.getsource(kernels.load.get_kernel_with_resolver)
+    assert body.index("validate_metadata") < body.index(".install(") < body.index(".load()")
+    assert ".install(" not in inspect.getsource(kernels.load.has_kernel)
+    assert {"install", "load", "validate_metadata"} <= set(vars(kernels.deps.DepTreeNode))
+    assert _enable.ANSWERING_FUNCTION == kernels.load.has_kernel.__name__
 
 
 def test_a_kernel_that_depends_on_another_is_probed_with_its_dependency(hub_cache):
