@@ -406,9 +406,7 @@ fn kernel_name_above(dir: &Path) -> Option<String> {
     let dir = std::path::absolute(dir).ok()?;
     let repo = KernelRepo::above_variants(&dir)?;
     let repo = repo.dir();
-    hub_cache::snapshot_repo_id(repo)
-        .map(|id| id.to_string())
-        .or_else(|| Some(dir_name(repo)))
+    Some(hub_cache::snapshot_repo_id(repo).map_or_else(|| dir_name(repo), |id| id.to_string()))
 }
 
 /// The hub repository a directory of variants belongs to: the repo id of
