@@ -5,7 +5,10 @@
 mod probe_fixtures;
 
 use kernel_preflight::classify::{Depth, OutcomeKind, Phase};
-use kernel_preflight::probe::{Executor, PythonExecutor, SmokeSource};
+use kernel_preflight::discover::RepoId;
+use kernel_preflight::probe::{
+    Executor, Forks, LibraryEntry, PythonExecutor, SmokeChoice, SmokeSource,
+};
 use kernel_preflight::sandbox::{Limits, Termination};
 use probe_fixtures::{Repo, probe, probe_with, quick_limits};
 use std::time::{Duration, Instant};
@@ -390,7 +393,7 @@ class AddBenchmark(Benchmark):
 
 fn benchmarks(repo: &Repo) -> SmokeSource {
     repo.file("benchmarks/benchmark_add.py", BENCHMARK);
-    SmokeSource::choose(None, Some(&repo.root()), Some("fixture"))
+    SmokeSource::choose(&SmokeChoice::default(), Some(&repo.root()), None)
 }
 
 #[test]
@@ -450,29 +453,65 @@ fn benchmarks_run_without_the_kernels_package() {
 #[test]
 fn smoke_sources_are_chosen_most_specific_first() {
     let repo = Repo::new();
+    let root = repo.root();
     let explicit = repo.file("mine.py", "def smoke(kernel, device):\n    pass\n");
+    let activation = RepoId::parse("kernels-community/activation").unwrap();
+    let fork = RepoId::parse("myorg/activation").unwrap();
+    let relu = LibraryEntry::named("kernels-community/relu").unwrap();
+    let file = SmokeChoice {
+        file: Some(explicit.clone()),
+        library: Some(relu),
+        ..SmokeChoice::default()
+    };
+    let none = SmokeChoice::default();
+    let library_as_relu = SmokeChoice {
+        library: Some(relu),
+        ..SmokeChoice::default()
+    };
+    let forks = SmokeChoice {
+        forks: Forks::parse("myorg/activation=kernels-community/relu").unwrap(),
+        ..SmokeChoice::default()
+    };
+    let choose =
+        |choice: &SmokeChoice, id: Option<&RepoId>| SmokeSource::choose(choice, Some(&root), id);
     assert_eq!(
-        SmokeSource::choose(Some(&explicit), Some(&repo.root()), Some("activation")),
+        choose(&file, Some(&activation)),
         SmokeSource::File(explicit.clone())
     );
-    // No benchmarks/ yet: the library's smoke for a known kernel, else load only.
-    assert!(matches!(
-        SmokeSource::choose(
-            None,
-            Some(&repo.root()),
-            Some("kernels-community/activation")
-        ),
-        SmokeSource::Library { .. }
-    ));
+    // No benchmarks/ yet: the library's smoke for the repo id it was
+    // written for, else load only; never by the name alone.
+    let written_for = |s: SmokeSource| match s {
+        SmokeSource::Library(entry) => Some(entry.id()),
+        _ => None,
+    };
     assert_eq!(
-        SmokeSource::choose(None, Some(&repo.root()), Some("fixture")),
-        SmokeSource::LoadOnly
+        written_for(choose(&none, Some(&activation))),
+        Some("kernels-community/activation")
+    );
+    assert_eq!(choose(&none, Some(&fork)), SmokeSource::LoadOnly);
+    assert_eq!(choose(&none, None), SmokeSource::LoadOnly);
+    // What the user chose by name comes before the repo's own.
+    assert_eq!(
+        written_for(choose(&library_as_relu, None)),
+        Some("kernels-community/relu")
+    );
+    assert_eq!(
+        written_for(choose(&forks, Some(&fork))),
+        Some("kernels-community/relu")
     );
     repo.file("benchmarks/benchmark.py", BENCHMARK);
     assert!(matches!(
-        SmokeSource::choose(None, Some(&repo.root()), Some("activation")),
+        choose(&none, Some(&activation)),
         SmokeSource::Benchmarks { .. }
     ));
+    assert!(matches!(
+        choose(&forks, Some(&activation)),
+        SmokeSource::Benchmarks { .. }
+    ));
+    assert_eq!(
+        written_for(choose(&forks, Some(&fork))),
+        Some("kernels-community/relu")
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fresh_dir, kernel_repo, stderr, stdout, variant_names};
+use common::{age, fresh_dir, kernel_repo, stderr, stdout, variant_names};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -31,36 +31,6 @@ fn chose(out: &Output, variant: &str) {
         "expected {variant}: {printed}{}",
         stderr(out)
     );
-}
-
-/// Set the modification time of everything under `dir` (and `dir`) to a
-/// minute ago, children first, so that every `stat` of it is settled (a
-/// warm record trusts no file changed within the last 2 s).
-fn age(dir: &Path) {
-    if dir.is_dir() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            age(&entry.unwrap().path());
-        }
-    }
-    let ago = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        - 60;
-    let times = [
-        libc::timespec {
-            tv_sec: ago as libc::time_t,
-            tv_nsec: 0,
-        },
-        libc::timespec {
-            tv_sec: ago as libc::time_t,
-            tv_nsec: 0,
-        },
-    ];
-    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path and two timespecs.
-    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), times.as_ptr(), 0) };
-    assert_eq!(rc, 0, "utimensat {}", dir.display());
 }
 
 fn warm_records(cache: &Path) -> Vec<PathBuf> {

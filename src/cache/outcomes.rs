@@ -136,9 +136,9 @@ pub fn smoke_identity(smoke: &SmokeSource) -> Result<String, CacheError> {
             }
             "benchmarks"
         }
-        SmokeSource::Library { kernel, source } => {
-            h.update(kernel.as_bytes());
-            h.update(source.as_bytes());
+        SmokeSource::Library(entry) => {
+            h.update(entry.id().as_bytes());
+            h.update(entry.source().as_bytes());
             "library"
         }
         SmokeSource::LoadOnly => "load-only",
@@ -151,7 +151,7 @@ pub fn smoke_label(smoke: &SmokeSource) -> String {
     match smoke {
         SmokeSource::File(path) => format!("file:{}", path.display()),
         SmokeSource::Benchmarks { .. } => "benchmarks".into(),
-        SmokeSource::Library { kernel, .. } => format!("library:{kernel}"),
+        SmokeSource::Library(entry) => format!("library:{}", entry.id()),
         SmokeSource::LoadOnly => "load-only".into(),
     }
 }

@@ -92,6 +92,10 @@ pub struct Args {
     /// repo's benchmarks (hub kernels).
     #[arg(long, value_name = "FILE")]
     smoke: Option<PathBuf>,
+    /// Time preflight's library smoke written for the hub kernel ORG/NAME
+    /// (a fork of it, a local checkout), instead of the repo's benchmarks.
+    #[arg(long, value_name = "ORG/NAME", conflicts_with = "smoke")]
+    smoke_as: Option<String>,
     /// Probe every variant again, and keep no outcome and no bench result.
     #[arg(long)]
     no_cache: bool,
@@ -142,6 +146,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         grace: 5.0,
         python: args.python.clone(),
         smoke: args.smoke.clone(),
+        smoke_as: args.smoke_as.clone(),
         no_cache: args.no_cache,
     }
     .validate()?;
@@ -155,6 +160,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             (args.workload.is_some(), "--workload"),
             (args.variants.is_some(), "--variants"),
             (args.smoke.is_some(), "--smoke"),
+            (args.smoke_as.is_some(), "--smoke-as"),
         ] {
             if given {
                 return Err(BadInput(BenchError::HubOnly(name).to_string()));

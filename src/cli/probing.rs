@@ -6,7 +6,7 @@ use kernel_preflight::bench::{BenchOptions, BenchReporter, Benched};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::discover::Named;
 use kernel_preflight::fingerprint::Fingerprint;
-use kernel_preflight::probe;
+use kernel_preflight::probe::{self, SmokeChoice};
 use kernel_preflight::run::{
     CheckReport, ExecutorsError, Plan, Reporter, RunEvent, Session, SessionError, SessionOptions,
 };
@@ -36,6 +36,11 @@ pub struct ProbeArgs {
     /// benchmarks or preflight's own smoke library.
     #[arg(long, value_name = "FILE")]
     pub smoke: Option<PathBuf>,
+    /// Run preflight's library smoke written for the hub kernel ORG/NAME
+    /// (a fork of it, a local checkout), instead of the repo's benchmarks
+    /// or the library smoke of the kernel's own repo id.
+    #[arg(long, value_name = "ORG/NAME", conflicts_with = "smoke")]
+    pub smoke_as: Option<String>,
     /// Probe every variant again, and keep no outcome.
     #[arg(long)]
     pub no_cache: bool,
@@ -51,6 +56,22 @@ pub(super) fn seconds(name: &str, value: f64) -> Result<Duration, Failure> {
                 "--{name} {value}: expected a positive number of seconds"
             ))
         })
+}
+
+/// `--smoke-as ORG/NAME` as the library entry it names, else one message
+/// (exit 2).
+fn smoke_as(given: &str) -> Result<probe::LibraryEntry, Failure> {
+    probe::LibraryEntry::named(given).map_err(|e| BadInput(format!("--smoke-as {given}: {e}")))
+}
+
+/// The forks `PREFLIGHT_SMOKE_AS` names, else one message (exit 2).
+fn forks_from_env() -> Result<probe::Forks, Failure> {
+    let bad = |why: String| BadInput(format!("{}: {why}", probe::SMOKE_AS_ENV));
+    match std::env::var(probe::SMOKE_AS_ENV) {
+        Ok(value) => probe::Forks::parse(&value).map_err(|e| bad(e.to_string())),
+        Err(std::env::VarError::NotPresent) => Ok(probe::Forks::default()),
+        Err(std::env::VarError::NotUnicode(_)) => Err(bad("not valid UTF-8".into())),
+    }
 }
 
 /// Validated probing options, before the machine is known: the
@@ -90,10 +111,15 @@ impl ProbeArgs {
                 smoke.display()
             )));
         }
+        let smoke = SmokeChoice {
+            library: self.smoke_as.as_deref().map(smoke_as).transpose()?,
+            forks: forks_from_env()?,
+            file: self.smoke,
+        };
         let options = SessionOptions {
             limits,
             python: python.clone(),
-            smoke: self.smoke,
+            smoke,
             no_cache: self.no_cache,
             jobs: self.jobs.map(|n| n as usize),
             packages: Vec::new(),

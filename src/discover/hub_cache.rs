@@ -1,6 +1,6 @@
 //! The Hugging Face hub cache layout: `kernels--ORG--NAME/{refs,snapshots,blobs}`.
 
-use super::DiscoverError;
+use super::{DiscoverError, RepoId};
 use std::path::{Path, PathBuf};
 
 /// The hub cache root: `KERNELS_CACHE`, else `HF_HUB_CACHE`, else
@@ -20,16 +20,16 @@ pub fn cache_root() -> PathBuf {
 
 /// `ORG/NAME` for a cache folder name `kernels--ORG--NAME` (or the older
 /// model-type `models--ORG--NAME`).
-pub fn repo_id(folder: &str) -> Option<String> {
+pub fn repo_id(folder: &str) -> Option<RepoId> {
     let rest = folder
         .strip_prefix("kernels--")
         .or_else(|| folder.strip_prefix("models--"))?;
     let (org, name) = rest.split_once("--")?;
-    (!org.is_empty() && !name.is_empty()).then(|| format!("{org}/{name}"))
+    RepoId::parse(&format!("{org}/{name}")).ok()
 }
 
 /// `ORG/NAME` when `dir` is `<cache folder>/snapshots/<revision>`.
-pub fn snapshot_repo_id(dir: &Path) -> Option<String> {
+pub fn snapshot_repo_id(dir: &Path) -> Option<RepoId> {
     let dir = std::path::absolute(dir).ok()?;
     let snapshots = dir.parent()?;
     if snapshots.file_name()? != "snapshots" {
@@ -199,7 +199,7 @@ pub fn snapshot_for(folder: &Path, spec: &RevisionSpec) -> Result<PathBuf, Revis
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let repo = repo_id(&name).unwrap_or_else(|| name.clone());
+    let repo = repo_id(&name).map_or_else(|| name.clone(), |r| r.to_string());
     let revision = match spec {
         RevisionSpec::Main => return Ok(pick_snapshot(folder)?),
         RevisionSpec::Revision(r) => r.clone(),

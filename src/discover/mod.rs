@@ -8,10 +8,12 @@ pub mod metadata;
 pub mod native;
 pub mod project;
 pub mod repo;
+mod repo_id;
 
 pub use metadata::{Metadata, MetadataStatus};
 pub use native::{NativeError, NativeModule, NativeTarget};
 pub use repo::KernelRepo;
+pub use repo_id::RepoId;
 
 use crate::variant::VariantName;
 use serde::Serialize;
@@ -205,6 +207,10 @@ pub struct Discovery {
     pub kind: TargetKind,
     /// The kernel's name, when the layout tells it (`ORG/NAME` for the hub cache).
     pub kernel: Option<String>,
+    /// The hub repository the kernel is a snapshot of, when its place in
+    /// the hub cache says so; `None` for a folder elsewhere, whatever its
+    /// name.
+    pub repo_id: Option<RepoId>,
     /// The directory whose children are the variants.
     pub root: PathBuf,
     /// Variants, sorted by directory name.
@@ -229,6 +235,8 @@ pub struct Located {
     pub kind: TargetKind,
     /// The kernel's name, when the layout tells it.
     pub kernel: Option<String>,
+    /// The hub repository, when the hub cache layout tells it.
+    pub repo_id: Option<RepoId>,
     /// The directory whose children are the variants.
     pub root: PathBuf,
     /// A single variant: the target itself, named so.
@@ -253,11 +261,12 @@ pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
             target: target.to_path_buf(),
             kind: TargetKind::Variant,
             kernel: target.parent().and_then(kernel_name_above),
+            repo_id: target.parent().and_then(repo_id_above),
             root: target.parent().unwrap_or(target).to_path_buf(),
             variant: Some(name),
         });
     }
-    let (repo_dir, kind, kernel) = if let Some(repo) = hub_cache::repo_id(&file_name) {
+    let (repo_dir, kind, repo_id) = if let Some(repo) = hub_cache::repo_id(&file_name) {
         (
             hub_cache::pick_snapshot(target)?,
             TargetKind::HubCache,
@@ -266,16 +275,13 @@ pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
     } else if let Some(repo) = hub_cache::snapshot_repo_id(target) {
         (target.to_path_buf(), TargetKind::HubCache, Some(repo))
     } else if KernelRepo::at(target).is_some() {
-        (
-            target.to_path_buf(),
-            TargetKind::KernelRepo,
-            Some(file_name),
-        )
+        (target.to_path_buf(), TargetKind::KernelRepo, None)
     } else {
         return Ok(Located {
             target: target.to_path_buf(),
             kind: TargetKind::VariantsDir,
             kernel: kernel_name_above(target),
+            repo_id: repo_id_above(target),
             root: target.to_path_buf(),
             variant: None,
         });
@@ -286,7 +292,8 @@ pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
     Ok(Located {
         target: target.to_path_buf(),
         kind,
-        kernel,
+        kernel: Some(repo_id.as_ref().map_or(file_name, RepoId::to_string)),
+        repo_id,
         root,
         variant: None,
     })
@@ -305,6 +312,7 @@ impl Located {
                 target: self.target,
                 kind: self.kind,
                 kernel: self.kernel,
+                repo_id: self.repo_id,
                 root: self.root,
                 variants: vec![variant],
                 warnings: Vec::new(),
@@ -321,6 +329,7 @@ impl Located {
             target: self.target,
             kind: self.kind,
             kernel: self.kernel,
+            repo_id: self.repo_id,
             root: self.root,
             variants,
             warnings,
@@ -397,5 +406,12 @@ fn kernel_name_above(dir: &Path) -> Option<String> {
     let dir = std::path::absolute(dir).ok()?;
     let repo = KernelRepo::above_variants(&dir)?;
     let repo = repo.dir();
-    hub_cache::snapshot_repo_id(repo).or_else(|| Some(dir_name(repo)))
+    Some(hub_cache::snapshot_repo_id(repo).map_or_else(|| dir_name(repo), |id| id.to_string()))
+}
+
+/// The hub repository a directory of variants belongs to: the repo id of
+/// the hub cache snapshot above it, if it is in one.
+fn repo_id_above(dir: &Path) -> Option<RepoId> {
+    let dir = std::path::absolute(dir).ok()?;
+    hub_cache::snapshot_repo_id(KernelRepo::above_variants(&dir)?.dir())
 }

@@ -23,11 +23,12 @@ pub use crate::protocol::{Evidence, ExecutorKind};
 pub use bench::{BenchChild, BenchExecutor, BenchRole, BenchSpec, Stopped};
 pub use fork::PRELOAD_ENV;
 pub use job::{Ahead, Executor, Identity, Job, Placement, ProbeError, Subject};
+pub use library::{Entry as LibraryEntry, Forks, LibraryError, SMOKE_AS_ENV};
 pub use python::{
     COMPARE, DRIVER, DRIVER_FILES, FORK_ENV, PYTHON_DEPENDS, PythonExecutor, torch_device,
 };
 
-use crate::discover::KernelRepo;
+use crate::discover::{KernelRepo, RepoId};
 use crate::protocol::{Channel, Made};
 use crate::sandbox::RunReport;
 use crate::variant::{Backend, NoarchBackend, VariantName};
@@ -47,23 +48,44 @@ pub enum SmokeSource {
         /// The kernel repo (working directory while the scripts load).
         repo: PathBuf,
     },
-    /// preflight's own smoke file for a known hub kernel (`probes/kernels/`).
-    Library {
-        /// The kernel's name (`activation`).
-        kernel: String,
-        /// The file's text.
-        source: &'static str,
-    },
+    /// preflight's own smoke for a hub kernel (`probes/kernels/`).
+    Library(library::Entry),
     /// No workload: import only.
     LoadOnly,
 }
 
+/// What the user of a run chose for its smokes, over what each kernel
+/// would get by itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SmokeChoice {
+    /// `--smoke FILE`: every hub variant runs this file.
+    pub file: Option<PathBuf>,
+    /// `--smoke-as ORG/NAME`: every hub kernel runs this library smoke.
+    pub library: Option<library::Entry>,
+    /// Forks that run the library smoke of the repository they forked
+    /// (`PREFLIGHT_SMOKE_AS`).
+    pub forks: library::Forks,
+}
+
 impl SmokeSource {
-    /// Pick the first source that exists: the explicit file, the repo's
-    /// benchmarks, preflight's library entry for `kernel`, else load only.
-    pub fn choose(explicit: Option<&Path>, repo: Option<&Path>, kernel: Option<&str>) -> Self {
-        if let Some(file) = explicit {
-            return SmokeSource::File(file.to_path_buf());
+    /// Pick the first source that exists: what the user chose (the file,
+    /// the library smoke for every kernel, the one for this fork), the
+    /// repo's benchmarks, the library smoke written for `repo_id`, else
+    /// load only.
+    ///
+    /// A kernel is matched to the library by the hub repository it is a
+    /// snapshot of, never by its name: a smoke calls the API of the
+    /// repository it was written for, and judges any other kernel of that
+    /// name by an API it need not have.
+    pub fn choose(choice: &SmokeChoice, repo: Option<&Path>, repo_id: Option<&RepoId>) -> Self {
+        if let Some(file) = &choice.file {
+            return SmokeSource::File(file.clone());
+        }
+        if let Some(entry) = choice
+            .library
+            .or_else(|| repo_id.and_then(|id| choice.forks.entry(id)))
+        {
+            return SmokeSource::Library(entry);
         }
         if let Some(repo) = repo
             .map(KernelRepo::from_dir)
@@ -74,13 +96,9 @@ impl SmokeSource {
                 repo: repo.dir().to_path_buf(),
             };
         }
-        match kernel.and_then(|k| library::smoke_for(k).map(|s| (k, s))) {
-            Some((kernel, source)) => SmokeSource::Library {
-                kernel: kernel.to_string(),
-                source,
-            },
-            None => SmokeSource::LoadOnly,
-        }
+        repo_id
+            .and_then(library::Entry::for_repo)
+            .map_or(SmokeSource::LoadOnly, SmokeSource::Library)
     }
 }
 

@@ -199,8 +199,8 @@ impl PythonExecutor {
             SmokeSource::File(file) => {
                 args.extend(["--smoke".into(), absolute(file)?.into()]);
             }
-            SmokeSource::Library { source, .. } => {
-                let file = write(SMOKE_NAME, source)?;
+            SmokeSource::Library(entry) => {
+                let file = write(SMOKE_NAME, entry.source())?;
                 args.extend(["--smoke".into(), file.into()]);
                 args.extend(["--smoke-kind".into(), "library".into()]);
             }

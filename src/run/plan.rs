@@ -16,9 +16,8 @@ use crate::discover::{
     Discovery, FoundVariant, KernelRepo, Named, NativeModule, NativeTarget, Target,
 };
 use crate::fingerprint::Fingerprint;
-use crate::probe::{self, SmokeSource, Subject};
+use crate::probe::{self, SmokeChoice, SmokeSource, Subject};
 use crate::sandbox::Limits;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,8 +33,8 @@ pub struct JobId(pub usize);
 /// How to plan.
 #[derive(Debug, Clone, Default)]
 pub struct PlanOptions {
-    /// A smoke file that overrides every other smoke source of hub variants.
-    pub smoke: Option<PathBuf>,
+    /// What the user chose for the smokes of hub variants.
+    pub smoke: SmokeChoice,
     /// Probe variants for another OS or CPU too.
     pub all: bool,
     /// When set, declared verdicts include whether each job's embedded CUDA
@@ -235,8 +234,15 @@ impl Plan {
         executors: &Executors,
     ) {
         self.warnings.extend(d.warnings.iter().cloned());
-        // One smoke source per kernel name, so that the repo is looked at once.
-        let mut smokes: HashMap<Option<String>, SmokeSource> = HashMap::new();
+        // Every variant of a kernel runs the same smoke: the repo is looked
+        // at once.
+        let smoke = SmokeSource::choose(
+            &options.smoke,
+            KernelRepo::above_variants(&d.root)
+                .as_ref()
+                .map(KernelRepo::dir),
+            d.repo_id.as_ref(),
+        );
         for decision in declared::resolve(d.variants.iter().map(|v| &v.name), system) {
             let Some(variant) = d.variants.iter().find(|v| v.name == decision.variant) else {
                 continue;
@@ -250,29 +256,12 @@ impl Plan {
             // What cannot load here is not worth reading for its images.
             let judge = options.judge.filter(|_| skip.is_none());
             let declared = variant_declared(&decision, variant, judge);
-            let kernel = variant
-                .metadata
-                .metadata()
-                .map(|m| m.name.clone())
-                .or_else(|| d.kernel.clone());
-            let smoke = smokes
-                .entry(kernel)
-                .or_insert_with_key(|kernel| {
-                    SmokeSource::choose(
-                        options.smoke.as_deref(),
-                        KernelRepo::above_variants(&d.root)
-                            .as_ref()
-                            .map(KernelRepo::dir),
-                        kernel.as_deref(),
-                    )
-                })
-                .clone();
             let subject = Subject::Variant {
                 name: variant.name.clone(),
                 path: variant.path.clone(),
             };
             let job = probe::Job {
-                smoke,
+                smoke: smoke.clone(),
                 limits: options.limits.clone(),
                 ..probe::Job::new(subject)
             };

@@ -9,6 +9,7 @@ use crate::cache::Cache;
 use crate::declared::embedded::Judge;
 use crate::discover::Named;
 use crate::fingerprint::{Fingerprint, FingerprintError, Sources};
+use crate::probe::SmokeChoice;
 use crate::sandbox::{Cancel, Limits};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -21,9 +22,9 @@ pub struct SessionOptions {
     /// The interpreter the probes run in (resolved to a path); `None`: the
     /// fingerprint's.
     pub python: Option<PathBuf>,
-    /// A smoke file for every hub variant, over the repo's own benchmarks
-    /// and preflight's library.
-    pub smoke: Option<PathBuf>,
+    /// What the user chose for the smokes of hub variants, over the repo's
+    /// own benchmarks and preflight's library.
+    pub smoke: SmokeChoice,
     /// Probe every job again, and keep no outcome.
     pub no_cache: bool,
     /// Probes at the same time; `None`: min(probes, CPUs, 4).

@@ -83,17 +83,21 @@ fn smoke_witnesses(root: &Path) -> Vec<Witness> {
 }
 
 /// How `options` plan jobs, for the record's key; `None`: options the
-/// warm path does not answer for (`--smoke`, a judge). The probe driver,
+/// warm path does not answer for (`--smoke`, a judge). A library smoke
+/// chosen by name (`--smoke-as`, `PREFLIGHT_SMOKE_AS`) is in the line: the
+/// record of a run that chose otherwise does not answer. The probe driver,
 /// and every rule of planning and keying, are part of the binary, whose
 /// `stat` is in the key too ([`WarmParts::binary`]): hashing the driver's
 /// sources here would cost more than the rest of a warm `select`.
 fn plan_line(options: &PlanOptions) -> Option<String> {
-    if options.smoke.is_some() || options.judge.is_some() {
+    if options.smoke.file.is_some() || options.judge.is_some() {
         return None;
     }
     Some(format!(
-        "select all={} protocol={PROTOCOL_VERSION} outcomes=v{}",
+        "select all={} smoke-as={} forks={} protocol={PROTOCOL_VERSION} outcomes=v{}",
         options.all,
+        options.smoke.library.map_or("-", |e| e.id()),
+        options.smoke.forks,
         crate::cache::Bucket::Outcomes.version(),
     ))
 }
