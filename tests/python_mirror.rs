@@ -40,6 +40,7 @@ fn full(kind: OutcomeKind) -> Outcome {
         }],
         warning: Some("it keeps a thread".into()),
         made: Made::Forked,
+        raised: Some("builtins.ImportError".into()),
     }
 }
 

@@ -561,3 +561,40 @@ fn every_kind_says_whose_fault_it_is_and_whether_it_lasts() {
     }
     assert_eq!(OutcomeKind::ALL.first(), Some(&OutcomeKind::Pass));
 }
+
+#[test]
+fn an_exception_the_child_survived_is_said_as_raised_and_a_death_is_not() {
+    let raised = classify(&evidence(
+        exited(1),
+        &[
+            START.to_owned(),
+            IMPORT.to_owned(),
+            exception(
+                Phase::Import,
+                "ModuleNotFoundError",
+                "builtins",
+                &["builtins.ImportError", "builtins.Exception"],
+                "No module named 'relu_native'",
+                r#","name":"relu_native""#,
+            ),
+        ],
+        "",
+    ));
+    assert_eq!(raised.kind, OutcomeKind::MissingDependency);
+    assert_eq!(
+        raised.raised.as_deref(),
+        Some("builtins.ModuleNotFoundError")
+    );
+
+    // The same CUDA words printed before an exit(1): the child died, the
+    // loader's import would end its caller too.
+    let died = classify(&evidence(
+        exited(1),
+        &lines(&[START, IMPORT]),
+        "CUDA error (relu.cu:42): no kernel image is available for execution on the device\n",
+    ));
+    assert_eq!(died.kind, OutcomeKind::UnsupportedArch);
+    assert_eq!(died.raised, None);
+    let crashed = classify(&evidence(signaled("SIGSEGV"), &lines(&[START, IMPORT]), ""));
+    assert_eq!(crashed.raised, None);
+}
