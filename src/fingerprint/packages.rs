@@ -105,21 +105,48 @@ pub(crate) fn torch_build(site_packages: &[PathBuf]) -> TorchBuild {
         .as_ref()
         .and_then(|t| crate::fs::read_small_text(t.join("version.py")).ok())
         .unwrap_or_default();
-    let cxx11_abi = torch.as_ref().and_then(|t| {
-        let cmake =
-            crate::fs::read_small_text(t.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
-        let (_, rest) = cmake.split_once("_GLIBCXX_USE_CXX11_ABI=")?;
-        match rest.as_bytes().first() {
-            Some(b'1') => Some(true),
-            Some(b'0') => Some(false),
-            _ => None,
-        }
-    });
+    let cxx11_abi = torch
+        .as_ref()
+        .and_then(|t| cmake_abi(t).or_else(|| library_abi(t)));
     TorchBuild {
         cuda: version_py_field(&text, "cuda"),
         hip: version_py_field(&text, "hip"),
         xpu: version_py_field(&text, "xpu"),
         cxx11_abi,
+    }
+}
+
+/// The ABI torch's CMake config compiles extensions with (torch before
+/// 2.7 says it there).
+fn cmake_abi(torch: &Path) -> Option<bool> {
+    let cmake =
+        crate::fs::read_small_text(torch.join("share/cmake/Torch/TorchConfig.cmake")).ok()?;
+    let (_, rest) = cmake.split_once("_GLIBCXX_USE_CXX11_ABI=")?;
+    match rest.as_bytes().first() {
+        Some(b'1') => Some(true),
+        Some(b'0') => Some(false),
+        _ => None,
+    }
+}
+
+/// The ABI of torch's smallest C++ library, `lib/libc10.so`, from the names
+/// it exports: the C++11 ABI's strings are `std::__cxx11::basic_string`
+/// (mangled `St7__cxx11`), the old one's `std::string` (`Ss`). Reading it
+/// costs milliseconds; importing torch to ask costs seconds.
+fn library_abi(torch: &Path) -> Option<bool> {
+    const LIMIT: u64 = 64 << 20;
+    let path = torch.join("lib/libc10.so");
+    if std::fs::metadata(&path).ok()?.len() > LIMIT {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    if has(b"St7__cxx11") {
+        Some(true)
+    } else if has(b"_ZNKSs") || has(b"_ZNSs") {
+        Some(false)
+    } else {
+        None
     }
 }
 
@@ -178,8 +205,41 @@ pub(crate) fn digest_of(site_packages: &[PathBuf], listings: &Listings) -> Strin
 
 #[cfg(test)]
 mod tests {
-    use super::{normalize, normalizes_to};
+    use super::{normalize, normalizes_to, torch_build};
     use proptest::prelude::*;
+
+    /// A site-packages folder whose torch has `version.py` and, when given,
+    /// a `lib/libc10.so` holding `library` and a CMake config holding `cmake`.
+    fn site(library: Option<&[u8]>, cmake: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("site");
+        let torch = dir.path().join("torch");
+        std::fs::create_dir_all(torch.join("lib")).expect("lib");
+        std::fs::write(torch.join("version.py"), "cuda = '13.0'\n").expect("version.py");
+        if let Some(bytes) = library {
+            std::fs::write(torch.join("lib/libc10.so"), bytes).expect("libc10");
+        }
+        if let Some(text) = cmake {
+            std::fs::create_dir_all(torch.join("share/cmake/Torch")).expect("cmake");
+            std::fs::write(torch.join("share/cmake/Torch/TorchConfig.cmake"), text)
+                .expect("config");
+        }
+        dir
+    }
+
+    #[test]
+    fn torch_abi_from_its_files_without_importing_it() {
+        let abi =
+            |library, cmake| torch_build(&[site(library, cmake).path().to_path_buf()]).cxx11_abi;
+        let cxx11: &[u8] = b"\x7fELF..._ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\0";
+        let old: &[u8] = b"\x7fELF..._ZN3c106detail14torchCheckFailEPKcS2_jRKSs\0_ZNKSs4sizeEv\0";
+        assert_eq!(abi(Some(cxx11), None), Some(true));
+        assert_eq!(abi(Some(old), None), Some(false));
+        assert_eq!(abi(Some(b"\x7fELF no strings"), None), None);
+        assert_eq!(abi(None, None), None);
+        // The CMake config, where a torch has one, is said first.
+        let config = "set(TORCH_CXX_FLAGS \"-D_GLIBCXX_USE_CXX11_ABI=0\")";
+        assert_eq!(abi(Some(cxx11), Some(config)), Some(false));
+    }
 
     proptest! {
         #[test]

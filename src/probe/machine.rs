@@ -51,8 +51,15 @@ pub fn full_fingerprint(
 /// each within `timeout`.
 pub fn measure(src: &Sources, fast: &Fingerprint, preflight: &Path, timeout: Duration) -> Measured {
     let interpreter = fast.python.as_ref().map(|p| p.interpreter.as_path());
+    // torch's ABI is asked of an imported torch (seconds) only when its
+    // files did not say it.
+    let ask_torch = fast
+        .python
+        .as_ref()
+        .and_then(|p| p.torch.as_ref())
+        .is_some_and(|t| t.cxx11_abi.is_none());
     let (cuda, python) = std::thread::scope(|scope| {
-        let measure_python = || interpreter.map(|i| python(src, i, timeout));
+        let measure_python = || interpreter.map(|i| python(src, i, ask_torch, timeout));
         // No thread to spare (a process limit reached) is no reason to
         // panic: then one after the other.
         let spawned = std::thread::Builder::new().spawn_scoped(scope, measure_python);
@@ -186,27 +193,33 @@ fn ended(what: &str, termination: &Termination, last: &str) -> String {
     }
 }
 
-/// Runs in the Python child: the exact version, then torch's ABI if torch
-/// imports. Writes one JSON object (a [`PythonMeasured`]) to
-/// `$PREFLIGHT_RESULT`.
+/// Runs in the Python child: the exact version, then, when its argument
+/// is `torch`, torch's ABI if torch imports. Writes one JSON object (a
+/// [`PythonMeasured`]) to `$PREFLIGHT_RESULT`.
 const PYTHON_SCRIPT: &str = r#"
-import json, os, platform
+import json, os, platform, sys
 out = {"status": "ok", "version": platform.python_version(), "torch_cxx11_abi": None}
 try:
-    import torch
-    out["torch_cxx11_abi"] = bool(torch.compiled_with_cxx11_abi())
+    if sys.argv[1:] == ["torch"]:
+        import torch
+        out["torch_cxx11_abi"] = bool(torch.compiled_with_cxx11_abi())
 except Exception:
     pass
 with open(os.environ["PREFLIGHT_RESULT"], "w") as f:
     json.dump(out, f)
 "#;
 
-fn python(src: &Sources, interpreter: &Path, timeout: Duration) -> PythonMeasured {
+fn python(src: &Sources, interpreter: &Path, ask_torch: bool, timeout: Duration) -> PythonMeasured {
     let not_measured = |reason| PythonMeasured::NotMeasured { reason };
     // Not `-I`: the child must see PYTHONPATH and the user site as kernels
     // do. The sandbox's fresh working directory keeps a stray `torch/`
     // folder from shadowing the installed one.
-    let ran = match child::run(interpreter, &["-c", PYTHON_SCRIPT], None, &src.env, timeout) {
+    let args: &[&str] = if ask_torch {
+        &["-c", PYTHON_SCRIPT, "torch"]
+    } else {
+        &["-c", PYTHON_SCRIPT]
+    };
+    let ran = match child::run(interpreter, args, None, &src.env, timeout) {
         Ok(ran) => ran,
         Err(NotRun::Unusable(why) | NotRun::Sandbox(why)) => return not_measured(why),
     };
