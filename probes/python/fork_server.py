@@ -104,12 +104,10 @@ def thread_names():
 
 class OpenBLAS:
     """An OpenBLAS this process has loaded (numpy's `scipy_openblas`,
-    scipy's: each its own copy and pool), reached by
-    the symbols every pthreads build exports whatever prefix its public
-    API was given."""
+    scipy's: each its own copy and pool), reached by the symbols every
+    pthreads build exports whatever prefix its public API was given."""
 
-    def __init__(self, path, lib):
-        self.path = path
+    def __init__(self, lib):
         self.shutdown = lib.blas_thread_shutdown_
         self.init = lib.blas_thread_init
         self.avail = ctypes.c_int.in_dll(lib, "blas_server_avail")
@@ -119,7 +117,7 @@ class OpenBLAS:
     def of(cls, path):
         try:
             lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-            return cls(path, lib)
+            return cls(lib)
         except (OSError, ValueError, AttributeError):
             # Not loaded under this path, or without the pool's symbols:
             # not recognised, its threads refuse the fork.
@@ -173,6 +171,7 @@ class Pools:
 
 
 POOLS = Pools()
+
 
 def unsafe():
     """Why forking now would give a child a state a fresh process does not
