@@ -4,8 +4,10 @@
 //! 1. `warmup` of 8 uncached torch variants (8 kernels, one variant each):
 //!    the floor (one interpreter imports torch and `kernels`, then loads
 //!    each variant with `kernels.get_local_kernel`), fresh probes
-//!    (`PREFLIGHT_FORK=0`), forked probes (the default with torch). Goal:
-//!    forked at most 2× the floor.
+//!    (`PREFLIGHT_FORK=0`), forked probes (the default with torch), with
+//!    `--jobs 2` and `--jobs 1`. Goal: forked at most 2× the floor. Whether
+//!    the forked runs were forked is checked too (an environment whose fork
+//!    server is given up, as one with numpy was, runs them fresh).
 //! 2. A cold `select` (what a first `get_kernel` runs) of a kernel with 3
 //!    candidates the hub accepts here (`torch215-cxx11-cu132-x86_64-linux`,
 //!    `torch-cuda`, `torch-universal`: on a machine without a GPU the two
@@ -18,11 +20,11 @@
 //! hub kernels do. Outcomes are wiped before every probe run (the measured
 //! fingerprint is kept, as on a machine that ran preflight once).
 //!
-//! `scripts/bench-forked.sh` (or `cargo bench --bench forked`; rounds:
-//! `PREFLIGHT_BENCH_ROUNDS`, default 3). Needs an interpreter with torch and
-//! `kernels`: `PREFLIGHT_BENCH_TORCH_PYTHON`, else `.venv-real/bin/python`
-//! (`scripts/test-real-kernels.sh` makes it); without one it says so and
-//! measures nothing.
+//! `scripts/bench-forked.sh [VENV]` (or `cargo bench --bench forked`;
+//! rounds: `PREFLIGHT_BENCH_ROUNDS`, default 3). Needs an interpreter with
+//! torch and `kernels`: `PREFLIGHT_BENCH_TORCH_PYTHON`, else
+//! `.venv-real/bin/python` (`scripts/test-real-kernels.sh` makes it);
+//! without one it says so and measures nothing.
 
 mod support;
 
@@ -132,6 +134,32 @@ fn median(samples: &[Duration]) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort();
     quantile(&sorted, 0.5).as_secs_f64()
+}
+
+/// How many of the probes of one default `check --json --jobs 1` were
+/// forked, of how many, and preflight's warning when there was one.
+fn forked_count(python: &Path, repos: &[PathBuf], cache: &Path) -> (usize, usize, String) {
+    let out = preflight_run(
+        &["check", "--json", "--jobs", "1"],
+        repos,
+        python,
+        cache,
+        None,
+    )
+    .output()
+    .expect("check runs");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check --json");
+    let results = json["results"].as_array().expect("results");
+    let forked = results
+        .iter()
+        .filter(|r| r["outcome"]["made"] == "forked")
+        .count();
+    let warning = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    (forked, results.len(), warning)
 }
 
 /// The memory the probes of one `check --json` reported: (rss, pss) in MB, the medians.
@@ -256,6 +284,7 @@ fn main() {
     assert!(status.success(), "preflight fingerprint --full (bare)");
 
     let warmup = ["warmup", "--jobs", "2"];
+    let warmup1 = ["warmup", "--jobs", "1"];
     let select = ["select", "--json"];
     let check = ["check", "--json"];
     let mut cases: Vec<Case> = vec![
@@ -270,6 +299,10 @@ fn main() {
         case(
             "8 variants: warmup, forked probes",
             preflight_run(&warmup, &eight, &python, &cache, None),
+        ),
+        case(
+            "8 variants: warmup --jobs 1, forked probes",
+            preflight_run(&warmup1, &eight, &python, &cache, None),
         ),
         case("3 candidates: floor", floor(&python, &floor3)),
         case(
@@ -312,6 +345,7 @@ fn main() {
         floor8,
         fresh8,
         forked8,
+        forked8_1,
         floor3,
         fresh3,
         forked3,
@@ -322,7 +356,7 @@ fn main() {
         pure_default,
     ] = medians[..]
     else {
-        unreachable!("eleven cases")
+        unreachable!("twelve cases")
     };
     println!();
     println!(
@@ -330,6 +364,21 @@ fn main() {
         forked8 / floor8,
         fresh8 / floor8,
         judged(forked8 <= 2.0 * floor8)
+    );
+    println!(
+        "8 variants, --jobs 1: forked {:.2}× the floor (goal: at most 2×): {}",
+        forked8_1 / floor8,
+        judged(forked8_1 <= 2.0 * floor8)
+    );
+    let (forked, total, warning) = forked_count(&python, &eight, &cache);
+    println!(
+        "8 variants forked by default: {forked} of {total} (goal: all): {}{}",
+        judged(forked == total),
+        if warning.is_empty() {
+            String::new()
+        } else {
+            format!(" ({warning})")
+        }
     );
     println!(
         "3 candidates: forked {:+.2} s over the floor, fresh {:+.2} s (goal: at most +1 s): {}",

@@ -22,8 +22,9 @@ fi
   -r scripts/requirements-triton.txt
 echo "environment ready: $TRITON_VENV (triton $("$TRITON_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("triton"))'))"
 # Real parts installed beside the venvs, put where a test needs them only:
-# old einops / apache-tvm-ffi releases (API drift) and CUDA 12.2's ptxas.
-for target in drift:.deps-drift toolkit-12.2:.toolkit-12.2; do
+# old einops / apache-tvm-ffi releases (API drift), CUDA 12.2's ptxas and
+# numpy (the fork server's thread pools).
+for target in drift:.deps-drift toolkit-12.2:.toolkit-12.2 numpy:.deps-numpy; do
   req=scripts/requirements-${target%%:*}.txt dir=${target#*:}
   if [ ! -f "$dir/.installed" ] || ! cmp -s "$req" "$dir/.installed"; then
     rm -rf "$dir"

@@ -110,7 +110,64 @@ fn a_server_that_started_a_thread_falls_back_to_fresh_processes() {
     assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
     assert_eq!(run.evidence.made, Made::Fresh);
     let why = executor.fork_fallback().expect("the server was given up");
-    assert!(why.contains("threads"), "{why}");
+    // The threads are listed by name; no pool was there to stop.
+    assert!(why.contains("runs 2 threads ("), "{why}");
+    assert!(why.contains("(none loaded)"), "{why}");
+}
+
+/// The real numpy of `scripts/requirements-numpy.txt`, whose OpenBLAS
+/// starts its workers when it is imported.
+fn numpy_site() -> std::path::PathBuf {
+    let site = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".deps-numpy");
+    assert!(
+        site.join("numpy").is_dir(),
+        "run scripts/setup-env.sh (.deps-numpy)"
+    );
+    site
+}
+
+#[test]
+fn a_server_that_imported_numpy_forks_and_its_child_has_a_fresh_childs_blas_pool() {
+    let site = torch_site();
+    let path =
+        std::env::join_paths([site.dir.path().to_path_buf(), numpy_site()]).expect("a PYTHONPATH");
+    let mut executor = forking(&site);
+    executor.env.retain(|(name, _)| name != "PYTHONPATH");
+    executor.env.push(("PYTHONPATH".into(), path));
+    executor.env.push((PRELOAD_ENV.into(), "numpy".into()));
+    let repo = Repo::new();
+    // What a kernel can see of numpy's BLAS pool: its size, the process's
+    // threads once numpy is imported, and after a product big enough to
+    // run on every worker. The variant says it in its import error.
+    let variant = repo.variant(
+        "torch-universal",
+        "import ctypes, os, numpy\n\
+         threads = lambda: len(os.listdir('/proc/self/task'))\n\
+         after_import = threads()\n\
+         lib = next(l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l)\n\
+         blas = ctypes.CDLL(lib, mode=os.RTLD_NOLOAD)\n\
+         a = numpy.ones((512, 512))\n\
+         a @ a\n\
+         raise ImportError('blas pool %d, threads after import %d, after a product %d' % (\n\
+             blas.scipy_openblas_get_num_threads64_(), after_import, threads()))\n",
+    );
+    let job = job(&variant, SmokeSource::LoadOnly, quick_limits());
+    let (forked_run, forked) = probe_as_it_goes(&executor, &job);
+    assert_eq!(executor.fork_fallback(), None);
+    assert_eq!(forked_run.evidence.made, Made::Forked);
+    let mut fresh_executor = site.executor(&python());
+    fresh_executor.env = executor.env.clone();
+    let (_, fresh) = probe_job_fresh(&fresh_executor, &job);
+    assert!(fresh.message.contains("blas pool"), "{fresh:?}");
+    assert_eq!(forked.message, fresh.message);
+    // With more than one CPU the pool has workers: the server stopped them.
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+        assert!(
+            !fresh.message.contains("threads after import 1,"),
+            "{}",
+            fresh.message
+        );
+    }
 }
 
 #[test]

@@ -6,9 +6,26 @@ when installed) and nothing else, then forks one child per probe.
 It never queries a device (no `torch.cuda.is_available()`, no Triton
 driver, no hub arch check: a CUDA context made here poisons every forked
 child), never runs a workload (an OpenMP pool started here hangs forked
-children) and never starts a thread. Before every fork it checks that this
-still holds (`unsafe()`); when it does not, it says so and forks nothing:
-the executor then starts fresh processes.
+children) and starts no thread of its own. Before every fork it checks
+that it runs one thread (`unsafe()`); when it does not, it says so and
+forks nothing: the executor then starts fresh processes.
+
+One kind of thread its imports start is allowed, because it can be stopped
+before the fork and started again in the child exactly as a fresh process
+starts it: the workers of an OpenBLAS pool (`Pools`). numpy's wheel loads
+its OpenBLAS when imported (torch imports numpy where it is installed, so
+does transformers), and OpenBLAS starts its workers when it is loaded
+(`blas_thread_init`, sized from OPENBLAS_NUM_THREADS, GOTO_NUM_THREADS,
+OMP_NUM_THREADS and the CPUs the process may run on). The server stops
+them with OpenBLAS's own `blas_thread_shutdown_` (what its fork handler
+runs), counts its threads again, and the probe starts them again with
+`blas_thread_init`: the same pool size, the same threads, before the driver
+runs. Other pools need no exception: OpenMP (libgomp, torch's own), MKL and
+torch's intra- and inter-op pools start on the first parallel region, and
+the server runs none. Any other thread still refuses the fork, named.
+Pools read their size when they are loaded: the server's environment is
+the one every probe starts from (src/probe/fork.rs) and its CPUs are
+preflight's, as a fresh probe's are, so the sizes are a fresh probe's.
 
 A probe is asked for by a client (`fork_client.py`), which the sandbox
 starts in the probe's namespaces as it would start the driver. The client
@@ -73,11 +90,100 @@ def threads():
         return threading.active_count()
 
 
+def thread_names():
+    """The names of this process's threads (their `comm`)."""
+    names = []
+    for tid in sorted(os.listdir("/proc/self/task"), key=int):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    return names
+
+
+class OpenBLAS:
+    """An OpenBLAS this process has loaded (numpy's `scipy_openblas`,
+    scipy's: each its own copy and pool), reached by the symbols every
+    pthreads build exports whatever prefix its public API was given."""
+
+    def __init__(self, lib):
+        self.shutdown = lib.blas_thread_shutdown_
+        self.init = lib.blas_thread_init
+        self.avail = ctypes.c_int.in_dll(lib, "blas_server_avail")
+        self.started = False
+
+    @classmethod
+    def of(cls, path):
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            return cls(lib)
+        except (OSError, ValueError, AttributeError):
+            # Not loaded under this path, or without the pool's symbols:
+            # not recognised, its threads refuse the fork.
+            return None
+
+    def stop(self):
+        if self.avail.value:
+            # Its pool ran once the server's imports were done, as it does
+            # in a fresh process after the same imports.
+            self.started = True
+            self.shutdown()
+
+    def restart(self):
+        if self.started and not self.avail.value:
+            self.init()
+
+
+class Pools:
+    """The thread pools the server stops before a fork and the probe
+    starts again after it: OpenBLAS's, found by the libraries mapped in
+    this process."""
+
+    def __init__(self):
+        self.known = {}
+
+    def find(self):
+        try:
+            with open("/proc/self/maps") as f:
+                fields = [line.split(None, 5) for line in f]
+        except OSError:
+            return
+        paths = {f[5].strip() for f in fields if len(f) == 6}
+        for path in paths:
+            if "openblas" in os.path.basename(path).lower() and path not in self.known:
+                self.known[path] = OpenBLAS.of(path)
+
+    def stop(self):
+        self.find()
+        for pool in self.known.values():
+            if pool is not None:
+                pool.stop()
+
+    def restart(self):
+        for pool in self.known.values():
+            if pool is not None:
+                pool.restart()
+
+    def describe(self):
+        names = [os.path.basename(p) for p, pool in sorted(self.known.items()) if pool is not None]
+        return ", ".join(names) or "none loaded"
+
+
+POOLS = Pools()
+
+
 def unsafe():
     """Why forking now would give a child a state a fresh process does not
-    have, or None."""
+    have, or None. Stops the pools the server recognises first."""
+    POOLS.stop()
     if threading.active_count() != 1 or threads() != 1:
-        return "the fork server runs %d threads" % max(threading.active_count(), threads())
+        names = thread_names()
+        return "the fork server runs %d threads (%s) besides the OpenBLAS pools it stops (%s)" % (
+            max(threading.active_count(), len(names)),
+            ", ".join(names),
+            POOLS.describe(),
+        )
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     initialized = getattr(cuda, "is_initialized", None)
@@ -185,6 +291,9 @@ def probe(conn, request, fds, limits):
     for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    # The workers a fresh process's OpenBLAS started when it was loaded,
+    # started again under the probe's limits.
+    POOLS.restart()
     import runpy
 
     code = 0
