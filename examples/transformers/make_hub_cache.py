@@ -4,7 +4,7 @@ that fail the way real ones do: the hub's preferred variant of
 finegrained-fp8 calls exit(1) while it is imported (a build without code for
 the GPU), sonic-moe's crashes, nothing of nvfp4-gemm works, deep-gemm works.
 The variants are pure Python, without torch: demos of the failure modes,
-not the kernels' code.
+not the kernels' code, each repository with a smoke of its own.
 Without torch the hub loader prefers `torch-cpu` and accepts
 `torch-universal` too.
 
@@ -24,6 +24,23 @@ EXITS = (
 )
 CRASHES = "import ctypes\nctypes.string_at(0)\n"
 NEEDS_A_MODULE = "import nvfp4_native_ops\n"
+# Each demo repository's own smoke, in the hub's convention
+# (`benchmarks/benchmark.py`): a repository's own benchmarks come before
+# preflight's library, whose smokes for these repositories run the real
+# kernels' APIs (with torch, on a GPU).
+BENCHMARK = """from kernels.benchmark import Benchmark
+
+
+class DemoBenchmark(Benchmark):
+    def setup_small(self):
+        self.x = [-1.0, 2.0]
+
+    def benchmark_small(self):
+        self.out = self.kernel.relu(self.x)
+
+    def verify_small(self):
+        return [0.0, 2.0]
+"""
 
 KERNELS = {
     # repo: (commit, refs, torch-cpu body, torch-universal body)
@@ -37,9 +54,10 @@ KERNELS = {
 def main(root: Path) -> None:
     for repo, (commit, refs, cpu, universal) in KERNELS.items():
         folder = root / ("kernels--" + repo.replace("/", "--"))
-        # Named apart from the real kernels, whose smoke workloads in
-        # preflight's library (probes/kernels/) need torch and a GPU.
         name = repo.split("/")[1] + "-demo"
+        benchmarks = folder / "snapshots" / commit / "benchmarks"
+        benchmarks.mkdir(parents=True, exist_ok=True)
+        (benchmarks / "benchmark.py").write_text(BENCHMARK)
         for i, (variant, body) in enumerate((("torch-cpu", cpu), ("torch-universal", universal))):
             build = folder / "snapshots" / commit / "build" / variant
             build.mkdir(parents=True, exist_ok=True)

@@ -29,14 +29,35 @@ class layers:
 """
 
 
-def kernel(hub_cache, repo, commit, *, preferred=None, fallback=None, refs=("main", "v1")):
+def kernel(hub_cache, repo, commit, *, preferred=None, fallback=None, refs=("main", "v1"), benchmarks=False):
     """A kernel with the hub's two CPU variants: `preferred` and `fallback`
-    name the body of each (None: a working one)."""
+    name the body of each (None: a working one); with `benchmarks`, the
+    repository's own smoke of its `relu`."""
     files = {}
     for variant, body in ((PREFERRED, preferred), (FALLBACK, fallback)):
         body = body if body is not None else LAYERED.format(variant=variant, snapshot=commit)
         files.update(variant_files(variant, body=body, snapshot=commit))
+    if benchmarks:
+        files["benchmarks/benchmark.py"] = DEMO_BENCHMARK
     return hub_cache.add(repo, commit, files, refs=refs)
+
+
+# The repository's own smoke (hub convention), for the `kernels-community`
+# repositories below: preflight's library smoke for one of them runs the
+# real kernel's API (with torch), which these demos do not have.
+DEMO_BENCHMARK = b"""from kernels.benchmark import Benchmark
+
+
+class DemoBenchmark(Benchmark):
+    def setup_small(self):
+        self.x = [-1.0, 2.0]
+
+    def benchmark_small(self):
+        self.out = self.kernel.relu(self.x)
+
+    def verify_small(self):
+        return [0.0, 2.0]
+"""
 
 
 def run(program: str, *, flag: str | None, env: dict | None = None):
@@ -95,9 +116,10 @@ print(json.dumps({"done": True}))
 def community(hub_cache):
     """The kernels transformers loads, as a hub cache where some variants
     fail the way real ones do."""
-    kernel(hub_cache, "kernels-community/finegrained-fp8", sha(4), preferred=EXIT_1, refs=("main", "v4"))
-    kernel(hub_cache, "kernels-community/deep-gemm", sha(2), refs=("main", "v2"))
-    kernel(hub_cache, "kernels-community/sonic-moe", sha(5), preferred=SEGFAULT, refs=("ep-support",))
+    own = {"benchmarks": True}
+    kernel(hub_cache, "kernels-community/finegrained-fp8", sha(4), preferred=EXIT_1, refs=("main", "v4"), **own)
+    kernel(hub_cache, "kernels-community/deep-gemm", sha(2), refs=("main", "v2"), **own)
+    kernel(hub_cache, "kernels-community/sonic-moe", sha(5), preferred=SEGFAULT, refs=("ep-support",), **own)
     kernel(
         hub_cache,
         "kernels-community/nvfp4-gemm",
@@ -105,6 +127,7 @@ def community(hub_cache):
         preferred=EXIT_1,
         fallback=MISSING_DEPENDENCY,
         refs=("main", "v1"),
+        **own,
     )
     return hub_cache
 
