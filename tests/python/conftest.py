@@ -67,6 +67,20 @@ def variant_files(
     }
 
 
+def _example(name: str):
+    """A module of examples/transformers, loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / "transformers" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# A relu kernel repository's own smoke (`benchmarks/benchmark.py`, the hub's
+# convention), as the example hub cache ships it.
+RELU_BENCHMARK: bytes = _example("make_hub_cache").BENCHMARK.encode()
+
 EXIT_1 = (
     "import os, sys\n"
     "sys.stderr.write('CUDA error (relu.cu:42): no kernel image is available for execution on the device\\n')\n"

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXIT_1, load_in_child, run_python, sha, variant_files
+from conftest import EXIT_1, RELU_BENCHMARK, load_in_child, run_python, sha, variant_files
 from standin_hub import Repo, StandInHub
 
 import kernel_preflight as kp
@@ -18,26 +18,12 @@ import kernel_preflight as kp
 ACCEPTED = ["torch-cpu", "torch-universal"]  # by name, without torch
 REJECTED = ["torch-cuda", "torch-xpu", "torch29-cpu-x86_64-windows"]
 
-BENCHMARK = b"""from kernels.benchmark import Benchmark
-
-
-class ToyBenchmark(Benchmark):
-    def setup_small(self):
-        self.x = [-1.0, 2.0]
-
-    def benchmark_small(self):
-        self.out = self.kernel.relu(self.x)
-
-    def verify_small(self):
-        return [0.0, 2.0]
-"""
-
 
 ILLEGAL = {"python-depends": ["kepler-22b"]}
 
 
 def repository(commit: str, broken: bool = True) -> dict[str, bytes]:
-    files = {"README.md": b"# toy relu\n", "benchmarks/benchmark.py": BENCHMARK}
+    files = {"README.md": b"# toy relu\n", "benchmarks/benchmark.py": RELU_BENCHMARK}
     for variant in ACCEPTED + REJECTED:
         files.update(variant_files(variant, snapshot=commit))
     if broken:

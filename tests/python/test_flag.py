@@ -10,7 +10,7 @@ import json
 import textwrap
 
 import pytest
-from conftest import EXIT_1, MISSING_DEPENDENCY, SEGFAULT, run_python, sha, variant_files
+from conftest import EXIT_1, MISSING_DEPENDENCY, RELU_BENCHMARK, SEGFAULT, run_python, sha, variant_files
 
 PREFERRED, FALLBACK = "torch-cpu", "torch-universal"
 
@@ -38,26 +38,8 @@ def kernel(hub_cache, repo, commit, *, preferred=None, fallback=None, refs=("mai
         body = body if body is not None else LAYERED.format(variant=variant, snapshot=commit)
         files.update(variant_files(variant, body=body, snapshot=commit))
     if benchmarks:
-        files["benchmarks/benchmark.py"] = DEMO_BENCHMARK
+        files["benchmarks/benchmark.py"] = RELU_BENCHMARK
     return hub_cache.add(repo, commit, files, refs=refs)
-
-
-# The repository's own smoke (hub convention), for the `kernels-community`
-# repositories below: preflight's library smoke for one of them runs the
-# real kernel's API (with torch), which these demos do not have.
-DEMO_BENCHMARK = b"""from kernels.benchmark import Benchmark
-
-
-class DemoBenchmark(Benchmark):
-    def setup_small(self):
-        self.x = [-1.0, 2.0]
-
-    def benchmark_small(self):
-        self.out = self.kernel.relu(self.x)
-
-    def verify_small(self):
-        return [0.0, 2.0]
-"""
 
 
 def run(program: str, *, flag: str | None, env: dict | None = None):
