@@ -81,15 +81,15 @@ class KernelLoadError(FileNotFoundError, NoWorkingVariant):
         kernels' message, with kernels' notes and then the table of
         variants as notes; `error` itself with the table as a note where
         no class can be both (an `ImportError`)."""
-        table = cls(repo_id, selection, refused)
         kind = _carrying_class(type(error))
         if kind is None:
-            _note(error, table.text)
+            _note(error, cls(repo_id, selection, refused).text)
             return error
         combined = kind(repo_id, selection, refused)
+        table = combined.text
         combined.text = str(error)
         combined.args = (combined.text,)
-        for note in [*getattr(error, "__notes__", ()), table.text]:
+        for note in [*getattr(error, "__notes__", ()), table]:
             _note(combined, note)
         return combined
 

@@ -401,7 +401,7 @@ class _Pick:
         if tried.outcome.passed:
             _CHOSEN[key] = installed
             return installed, None
-        chosen, others, refused = self.candidates(api, probes, after=variant, origin=installed.origin)
+        chosen, others, refused = self.candidates(api, probes, after=variant)
         if chosen is not None:
             _CHOSEN[key] = chosen
             return chosen, None
@@ -425,7 +425,7 @@ class _Pick:
         remote = self.remote()
         if remote is not None:
             _fetch_benchmarks(api, remote, variant.parent.parent)
-        chosen, others, refused = self.candidates(api, probes, after=variant, origin=None)
+        chosen, others, refused = self.candidates(api, probes, after=variant)
         if chosen is not None:
             return chosen
         refused = [(variant.name, error), *refused]
@@ -441,7 +441,7 @@ class _Pick:
         raise _no_variant(self.repo_id, others, refused, loader_error=error) from error
 
     def candidates(
-        self, api: Any, probes: _Probes, *, after: Path, origin: Any
+        self, api: Any, probes: _Probes, *, after: Path
     ) -> tuple[Any, list["Candidate"], list[tuple[str, BaseException]]]:
         """The first working candidate after the pick `after`, in the
         loader's order: validated by the loader's validators first,
@@ -458,10 +458,7 @@ class _Pick:
             variants = get_variants(api, repo_id=remote.repo_id, revision=remote.revision)
             names = [v.variant_str for v in resolve_variants(variants, self.backend)[0]]
         names = [n for n in names if n != after.name]
-        chosen, probed, refused = self._first_working(api, remote, probes, names, build)
-        if chosen is not None and origin is not None and remote is None:
-            chosen = _local(Path(chosen.variant_path), chosen.metadata, origin)
-        return chosen, probed, refused
+        return self._first_working(api, remote, probes, names, build)
 
     def _first_working(
         self, api: Any, remote: Optional[_Pinned], probes: _Probes, names: list[str], build: Path
