@@ -370,6 +370,13 @@ def probe(request, fds, limits):
     os._exit(code & 0xFF)
 
 
+class Handoff(BaseException):
+    """Raised in the probe right after its fork, caught at the bottom of
+    the stack (`__main__`): the probe runs with none of the server's frames
+    under it, so a traceback it prints (faulthandler's on a crash) is a
+    fresh probe's but for the frame that runs the driver."""
+
+
 def hand_over(request, fds, limits, report):
     """The first child in the client's namespaces: forks the probe, waits
     until it stopped itself, says its pid (as the namespace numbers it) on
@@ -377,7 +384,7 @@ def hand_over(request, fds, limits, report):
     child = os.fork()
     if child == 0:
         os.close(report)
-        probe(request, fds, limits)
+        raise Handoff(request, fds, limits)
     _, status = os.waitpid(child, os.WUNTRACED)
     if os.WIFSTOPPED(status):
         os.write(report, b"%d" % child)
@@ -484,4 +491,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except Handoff as handoff:
+        probe(*handoff.args)
+    sys.exit(code)

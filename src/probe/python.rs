@@ -324,8 +324,12 @@ impl Executor for PythonExecutor {
     }
 
     fn after_run(&self) -> Option<String> {
-        self.fork_fallback()
-            .map(|why| format!("probes ran as fresh processes, not forked: {why}"))
+        self.fork_fallback().map(|why| {
+            format!(
+                "probes ran as fresh processes, not forked: {}",
+                crate::text::printable_line(&why)
+            )
+        })
     }
 
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
