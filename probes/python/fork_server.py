@@ -497,8 +497,13 @@ def main():
 
 
 if __name__ == "__main__":
+    handoff = None
     try:
         code = main()
-    except Handoff as handoff:
-        probe(*handoff.args)
+    except Handoff as handed:
+        handoff = handed.args
+    # Outside the handler: no exception of the kernel's has this one as
+    # its context.
+    if handoff is not None:
+        probe(*handoff)
     sys.exit(code)
