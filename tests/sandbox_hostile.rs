@@ -675,7 +675,7 @@ fn every_hostile_class_holds_for_an_unprivileged_user_too() {
         common::stderr(&out)
     );
     assert!(
-        stdout.contains("test result: ok. 9 passed; 0 failed"),
+        stdout.contains("test result: ok. 12 passed; 0 failed"),
         "{stdout}"
     );
 }
