@@ -5,10 +5,11 @@
 
 use super::BenchError;
 use super::result::{BenchStatus, Timed, Timer, VariantBench};
-use super::session::{BenchEvent, BenchOptions, BenchReporter};
+use super::session::BenchOptions;
 use crate::classify::{Outcome, classify};
 use crate::probe::{BenchChild, BenchRole, BenchSpec, Evidence};
 use crate::protocol::BenchSetup;
+use crate::run::{BenchEvent, BenchReporter};
 use crate::run::{Executors, Job, JobKey};
 use crate::sandbox::Cancel;
 use crate::stats::{MAX_SAMPLES, StopCriteria, StopRule, Stopper, Summary};
