@@ -34,3 +34,20 @@ if [ "$bad" -gt 0 ]; then
   exit 1
 fi
 echo "layers: $edges cross-module references, none upward"
+
+# The command line is arguments -> one library call -> one `report`
+# function: it names no executor (the registry in `run` makes them), none
+# of the cache's internals (its buckets, records and keys: `Cache` and
+# `cache::ops` are the surface `preflight cache` manages) and no Python
+# script (children and downloads are the library's). `cuda_child.rs` is
+# the cuda executor's child mode, which the binary re-executes itself in.
+shell=$(grep -rn -E \
+  'CudaExecutor|PythonExecutor|Executors::|probe::cuda::(Cuda|nvrtc|driver|launch)|probe::python|cache::(bucket|identity|job|key|outcomes|warm|bench|facts)|BenchRecord|OutcomeRecord|WarmRecord|Bucket|Shelf|import sys|python3? -c|"-c"' \
+  src/cli \
+  | grep -v -E '^src/cli/cuda_child\.rs:' \
+  | grep -v -E ':[0-9]+:\s*//' || true)
+if [ -n "$shell" ]; then
+  echo "$shell" | sed 's/^/layers: cli does library work: /' >&2
+  exit 1
+fi
+echo "layers: cli names no executor, cache internal or Python script"
