@@ -71,7 +71,11 @@ fn stable(lines: &[Value]) -> String {
                 *ms = "<ms>".into();
             }
         }
-        out.push(serde_json::to_string(&line).unwrap().replace(&repo, "<repo>"));
+        out.push(
+            serde_json::to_string(&line)
+                .unwrap()
+                .replace(&repo, "<repo>"),
+        );
     }
     out.join("\n")
 }

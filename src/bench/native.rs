@@ -88,7 +88,7 @@ pub(super) fn bench(
                 variant: named.given.clone(),
                 job: key,
                 status: BenchStatus::Excluded {
-                    outcome: row.outcome.kind.as_str().to_owned(),
+                    outcome: row.outcome.kind,
                     reason: format!("{}: {}", row.variant, row.outcome.message),
                 },
                 vs_fastest: None,

@@ -307,7 +307,7 @@ fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
 pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
     let status = match (&p.excluded, Summary::of(&p.samples), p.stop) {
         (Some(outcome), _, _) => BenchStatus::Excluded {
-            outcome: outcome.kind.as_str().to_owned(),
+            outcome: outcome.kind,
             reason: outcome.message.clone(),
         },
         (None, Some(summary), Some(stop)) => BenchStatus::Timed(Timed {
@@ -323,7 +323,7 @@ pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
             },
         }),
         (None, _, _) => BenchStatus::Excluded {
-            outcome: "probe_error".into(),
+            outcome: crate::classify::OutcomeKind::ProbeError,
             reason: format!("no sample was kept ({} throttled)", p.throttled),
         },
     };

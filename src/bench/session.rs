@@ -15,7 +15,7 @@
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
 use super::rounds::{Participant, Unit, flushed, result, start, time_all};
-use crate::classify::Outcome;
+use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
 use crate::run::{
@@ -93,7 +93,7 @@ pub fn bench(
                 variant: job.name.clone(),
                 job: Unit::Variant(job).key_hex(),
                 status: BenchStatus::Excluded {
-                    outcome: "skipped".to_owned(),
+                    outcome: OutcomeKind::Skipped,
                     reason: why.clone(),
                 },
                 vs_fastest: None,
@@ -238,7 +238,7 @@ fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
         variant: job.name.clone(),
         job: Unit::Variant(job).key_hex(),
         status: BenchStatus::Excluded {
-            outcome: outcome.kind.as_str().to_owned(),
+            outcome: outcome.kind,
             reason: outcome.message.clone(),
         },
         vs_fastest: None,

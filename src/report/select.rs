@@ -3,9 +3,8 @@
 //! works (the answer itself is a path, or `Selection`'s JSON).
 
 use super::check;
-use crate::cache::bench::DEFAULT_WORKLOAD;
 use crate::run::select::{Basis, Selected, Selection, Speed};
-use crate::run::{CheckReport, Plan};
+use crate::run::{CheckReport, DEFAULT_WORKLOAD, Plan};
 
 /// What `select` prints: on stdout the chosen path (or, with `json`, the
 /// [`Selection`] as pretty JSON), and on stderr its notes, or the table of

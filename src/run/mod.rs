@@ -23,10 +23,9 @@ pub mod resolve;
 mod result;
 pub mod select;
 mod session;
-mod warm;
 pub mod warmup;
 
-pub use cached::JobKey;
+pub use cached::{BenchRecord, DEFAULT_WORKLOAD, JobKey};
 pub use download::DownloadError;
 pub use event::{
     BenchEvent, BenchReporter, Event, EventKind, Listener, Reporter, RunEvent, Stream, Tee,

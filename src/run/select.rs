@@ -1,9 +1,8 @@
 //! Choosing the variant to load: the best one that works here.
 
+use super::cached::{BenchRecord, DEFAULT_WORKLOAD};
 use super::event::{Listener, Stream};
 use super::{CheckOptions, CheckResult, Session, SessionError};
-use crate::cache::BenchRecord;
-use crate::cache::bench::DEFAULT_WORKLOAD;
 use crate::classify::{Depth, Outcome};
 use crate::discover::{Located, Named, Target, TargetKind};
 use crate::sandbox::Cancel;
@@ -74,7 +73,7 @@ pub enum Names {
 
 /// Whether a variant that ended with `outcome`, accepted by its name or
 /// not, may be chosen under `names`: the one rule of the cold choice
-/// ([`choose`]) and of the warm path ([`super::warm::answer`]).
+/// ([`choose`]) and of the warm path ([`super::cached::warm::answer`]).
 pub(super) fn may_choose(outcome: &Outcome, accepted: bool, names: Names) -> bool {
     outcome.kind.passed()
         && (accepted
@@ -366,7 +365,7 @@ impl Session {
                 Ok(None) => {}
                 Err(why) => warn(&why),
             }
-            before = Some(super::warm::Before::take(&located.root));
+            before = Some(super::cached::warm::Before::take(&located.root));
         }
         let named = Named {
             given,
@@ -375,8 +374,12 @@ impl Session {
         let (plan, report, _) =
             self.answer(vec![named], &CheckOptions::default(), cancel, &stream)?;
         if let Some(before) = &before
-            && let Err(why) =
-                super::warm::remember(&plan, &report, &self.plan_options(false, None), before)
+            && let Err(why) = super::cached::warm::remember(
+                &plan,
+                &report,
+                &self.plan_options(false, None),
+                before,
+            )
         {
             warn(&why);
         }
@@ -402,10 +405,13 @@ impl Session {
     /// `select`'s warm path: the variant a cold `select` (the hub's
     /// preference, names decide) would choose among the variants in `root`,
     /// from the target's warm record when it still holds
-    /// ([`super::warm::answer`]); `Ok(None)`: plan as usual (also when the
+    /// ([`super::cached::warm::answer`]); `Ok(None)`: plan as usual (also when the
     /// fingerprint fails: the ordinary path reports that in its order).
     /// `Err` says why a record was ignored (it is removed).
-    fn warm_select(&self, root: &std::path::Path) -> Result<Option<super::warm::Answer>, String> {
+    fn warm_select(
+        &self,
+        root: &std::path::Path,
+    ) -> Result<Option<super::cached::warm::Answer>, String> {
         let Some(cache) = self.outcome_cache() else {
             return Ok(None);
         };
@@ -414,6 +420,6 @@ impl Session {
         };
         let options = self.plan_options(false, None);
         let installed = fingerprint.installed_digest();
-        super::warm::answer(cache, root, &fingerprint.hash(), &options, &installed)
+        super::cached::warm::answer(cache, root, &fingerprint.hash(), &options, &installed)
     }
 }
