@@ -34,3 +34,33 @@ if [ "$bad" -gt 0 ]; then
   exit 1
 fi
 echo "layers: $edges cross-module references, none upward"
+
+# The cache's buckets, records and keys are `pub(crate)` (the compiler
+# keeps them inside the crate); inside it, `run`'s seam (`src/run/cached/`)
+# is their one user. Elsewhere only the surface is named: the cache, its
+# errors, keys and lookups, its outcome entries (`cache ls`) and `ops`.
+inside=$(grep -rn --include='*.rs' -o -E 'crate::cache::(\{[^}]*\}|[A-Za-z_]+)' src \
+  | grep -v -E '^src/cache/|^src/run/cached/' \
+  | grep -v -E 'crate::cache::(Cache|CacheError|Key|Lookup|OutcomeEntry|ops)$' || true)
+if [ -n "$inside" ]; then
+  echo "$inside" | sed 's/^/layers: only run\/cached\/ reaches into the cache: /' >&2
+  exit 1
+fi
+echo "layers: the cache's internals are reached through run/cached/ only"
+
+# The command line is arguments -> one library call -> one `report`
+# function: it names no executor (the registry in `run` makes them), none
+# of the cache's internals (its buckets, records and keys: `Cache` and
+# `cache::ops` are the surface `preflight cache` manages) and no Python
+# script (children and downloads are the library's). `cuda_child.rs` is
+# the cuda executor's child mode, which the binary re-executes itself in.
+shell=$(grep -rn -E \
+  'CudaExecutor|PythonExecutor|Executors::|probe::cuda::(Cuda|nvrtc|driver|launch)|probe::python|cache::(bucket|identity|job|key|outcomes|warm|bench|facts)|BenchRecord|OutcomeRecord|WarmRecord|Bucket|Shelf|import sys|python3? -c|"-c"' \
+  src/cli \
+  | grep -v -E '^src/cli/cuda_child\.rs:' \
+  | grep -v -E ':[0-9]+:\s*//' || true)
+if [ -n "$shell" ]; then
+  echo "$shell" | sed 's/^/layers: cli does library work: /' >&2
+  exit 1
+fi
+echo "layers: cli names no executor, cache internal or Python script"

@@ -9,7 +9,7 @@
 //! of its own that stays alive across interleaved rounds
 //! ([`session::bench`]). The results rank the variants with bootstrap
 //! verdicts ([`result::BenchReport::rank`]) and go to the cache's bench
-//! bucket ([`store()`]), where `select --fastest` finds them.
+//! bucket (`store.rs`, through `run`'s seam to the cache), where `select --fastest` finds them.
 
 mod native;
 pub mod result;
@@ -17,10 +17,12 @@ mod rounds;
 pub mod session;
 mod store;
 
-pub use session::{BenchEvent, BenchOptions, BenchReporter, Benched, bench};
-pub use store::store;
+pub use crate::run::{BenchEvent, BenchReporter};
+pub use session::{BenchOptions, Benched, bench};
+use store::store;
 
 use crate::probe::ProbeError;
+use crate::run::SessionError;
 
 /// Why a bench could not be run: bad input (see [`BenchError::is_bad_input`]),
 /// or a fault of preflight or the machine.
@@ -77,14 +79,24 @@ pub enum BenchError {
     /// The user interrupted the bench.
     #[error("interrupted")]
     Interrupted,
+    /// The check before the bench could not answer.
+    #[error(transparent)]
+    Session(#[from] SessionError),
 }
 
 impl BenchError {
     /// Whether the user can fix it (exit 2) rather than preflight (exit 3).
     pub fn is_bad_input(&self) -> bool {
-        !matches!(
-            self,
-            BenchError::Probe(_) | BenchError::Interrupted | BenchError::NoExecutor(_)
-        )
+        match self {
+            BenchError::Session(e) => e.is_bad_input(),
+            BenchError::Probe(_) | BenchError::Interrupted | BenchError::NoExecutor(_) => false,
+            BenchError::UnknownVariant { .. }
+            | BenchError::NoWorkload
+            | BenchError::UnknownWorkload { .. }
+            | BenchError::WorkloadWithoutBenchmarks(_)
+            | BenchError::SeveralKernels
+            | BenchError::HubOnly(_)
+            | BenchError::GivenTwice(_) => true,
+        }
     }
 }

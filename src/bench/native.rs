@@ -10,9 +10,10 @@
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
 use super::rounds::{Participant, Unit, flushed, key_hex, result, start, time_all};
-use super::session::{BenchOptions, BenchReporter};
+use super::session::BenchOptions;
 use crate::discover::Target;
-use crate::probe::BenchRole;
+use crate::probe::{BenchRole, SmokeChoice};
+use crate::run::BenchReporter;
 use crate::run::{CheckReport, Executors, Job, Plan, TargetId};
 use crate::sandbox::Cancel;
 use std::collections::HashSet;
@@ -20,6 +21,26 @@ use std::collections::HashSet;
 /// What a native target's samples are labelled: its `preflight.toml`
 /// launches (the workload a report names).
 pub(super) const LABEL: &str = "launches";
+
+/// Refuse the options that name parts of a hub kernel (its workload, its
+/// variants, the smoke `smoke` chose for hub variants), which a native
+/// target does not have.
+pub(super) fn refuse_hub_options(
+    options: &BenchOptions,
+    smoke: Option<&SmokeChoice>,
+) -> Result<(), BenchError> {
+    for (given, name) in [
+        (options.workload.is_some(), "--workload"),
+        (options.variants.is_some(), "--variants"),
+        (smoke.is_some_and(|s| s.file.is_some()), "--smoke"),
+        (smoke.is_some_and(|s| s.library.is_some()), "--smoke-as"),
+    ] {
+        if given {
+            return Err(BenchError::HubOnly(name));
+        }
+    }
+    Ok(())
+}
 
 /// Bench the native targets of `plan` side by side, after `check` answered
 /// every module.
@@ -38,12 +59,7 @@ pub(super) fn bench(
     {
         return Err(BenchError::SeveralKernels);
     }
-    if options.workload.is_some() {
-        return Err(BenchError::HubOnly("--workload"));
-    }
-    if options.variants.is_some() {
-        return Err(BenchError::HubOnly("--variants"));
-    }
+    refuse_hub_options(options, None)?;
     let mut seen = HashSet::new();
     for named in &plan.targets {
         if let Target::Native(t) = &named.target
@@ -72,7 +88,7 @@ pub(super) fn bench(
                 variant: named.given.clone(),
                 job: key,
                 status: BenchStatus::Excluded {
-                    outcome: row.outcome.kind.as_str().to_owned(),
+                    outcome: row.outcome.kind,
                     reason: format!("{}: {}", row.variant, row.outcome.message),
                 },
                 vs_fastest: None,

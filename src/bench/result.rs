@@ -1,6 +1,7 @@
 //! What a benchmark found: per variant its samples and summary, or why it
 //! was not timed, and how it compares with the fastest and the reference.
 
+use crate::classify::OutcomeKind;
 use crate::stats::{
     Comparison, Rounds, StopCriteria, StopRule, Summary, Verdict, try_compare_rounds,
 };
@@ -46,8 +47,9 @@ pub enum BenchStatus {
     Timed(Timed),
     /// Not timed, or stopped mid-run.
     Excluded {
-        /// The outcome's taxonomy name (`wrong_result`, `crashed`, …).
-        outcome: String,
+        /// The outcome that excludes it (`wrong_result`, `crashed`, …;
+        /// `skipped` for a variant not for this OS or CPU).
+        outcome: OutcomeKind,
         /// Why, for people.
         reason: String,
     },

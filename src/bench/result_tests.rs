@@ -30,12 +30,12 @@ pub(crate) fn timed(name: &str, samples_ms: Vec<f64>, stop: StopRule) -> Variant
 }
 
 /// An excluded variant.
-pub(crate) fn excluded(name: &str, outcome: &str, reason: &str) -> VariantBench {
+pub(crate) fn excluded(name: &str, outcome: OutcomeKind, reason: &str) -> VariantBench {
     VariantBench {
         variant: name.to_string(),
         job: "00".to_string(),
         status: BenchStatus::Excluded {
-            outcome: outcome.to_string(),
+            outcome,
             reason: reason.to_string(),
         },
         vs_fastest: None,
@@ -57,10 +57,14 @@ pub(crate) fn fixture() -> BenchReport {
             ..StopCriteria::default()
         },
         variants: vec![
-            excluded("cu126-wrong", "wrong_result", "max abs error 0.5 > 1e-5"),
+            excluded(
+                "cu126-wrong",
+                OutcomeKind::WrongResult,
+                "max abs error 0.5 > 1e-5",
+            ),
             timed("cu128-mid", samples(1, 40, 2.0), StopRule::Plateau),
             timed("cu129-fast", samples(2, 40, 1.0), StopRule::Noise),
-            excluded("cu124-crash", "crashed", "SIGSEGV in round 3"),
+            excluded("cu124-crash", OutcomeKind::Crashed, "SIGSEGV in round 3"),
             timed("cu130-slow", samples(3, 40, 3.0), StopRule::Timeout),
         ],
         reference: Some(timed("reference", samples(4, 40, 4.0), StopRule::Noise)),

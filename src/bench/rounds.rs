@@ -5,10 +5,11 @@
 
 use super::BenchError;
 use super::result::{BenchStatus, Timed, Timer, VariantBench};
-use super::session::{BenchEvent, BenchOptions, BenchReporter};
+use super::session::BenchOptions;
 use crate::classify::{Outcome, classify};
 use crate::probe::{BenchChild, BenchRole, BenchSpec, Evidence};
 use crate::protocol::BenchSetup;
+use crate::run::{BenchEvent, BenchReporter};
 use crate::run::{Executors, Job, JobKey};
 use crate::sandbox::Cancel;
 use crate::stats::{MAX_SAMPLES, StopCriteria, StopRule, Stopper, Summary};
@@ -306,7 +307,7 @@ fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
 pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
     let status = match (&p.excluded, Summary::of(&p.samples), p.stop) {
         (Some(outcome), _, _) => BenchStatus::Excluded {
-            outcome: outcome.kind.as_str().to_owned(),
+            outcome: outcome.kind,
             reason: outcome.message.clone(),
         },
         (None, Some(summary), Some(stop)) => BenchStatus::Timed(Timed {
@@ -322,7 +323,7 @@ pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
             },
         }),
         (None, _, _) => BenchStatus::Excluded {
-            outcome: "probe_error".into(),
+            outcome: crate::classify::OutcomeKind::ProbeError,
             reason: format!("no sample was kept ({} throttled)", p.throttled),
         },
     };

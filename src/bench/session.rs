@@ -15,10 +15,12 @@
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
 use super::rounds::{Participant, Unit, flushed, result, start, time_all};
-use crate::classify::Outcome;
+use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
-use crate::run::{CheckReport, Executors, Job, Plan, Reporter, Session, SessionError};
+use crate::run::{
+    BenchReporter, CheckOptions, CheckReport, Executors, Job, Listener, Plan, Session, Stream,
+};
 use crate::sandbox::Cancel;
 use crate::stats::StopCriteria;
 
@@ -38,46 +40,6 @@ pub struct BenchOptions {
     /// Time variants on the host by their process's CPU time instead of
     /// the wall clock (device events are kept where a child has them).
     pub cpu_time: bool,
-}
-
-/// What a session tells its caller as it goes (for a progress bar).
-#[derive(Debug, Clone, Copy)]
-pub enum BenchEvent<'a> {
-    /// Children are being started and warmed up, one after another.
-    WarmingUp {
-        /// The variant.
-        variant: &'a str,
-    },
-    /// Rounds begin for this many participants.
-    Timing {
-        /// Variants (and the reference) being timed.
-        participants: usize,
-    },
-    /// A participant finished a round.
-    Round {
-        /// The variant.
-        variant: &'a str,
-        /// The round.
-        round: u32,
-        /// Samples kept so far.
-        samples: usize,
-        /// Whether its stopper was satisfied in this round (said once; it
-        /// stays in the rounds until every stopper is).
-        done: bool,
-    },
-    /// A participant stopped answering and is excluded.
-    Excluded {
-        /// The variant.
-        variant: &'a str,
-        /// Its outcome, in one line.
-        why: &'a str,
-    },
-}
-
-/// Hears a session's events.
-pub trait BenchReporter: Sync {
-    /// One event.
-    fn report(&self, event: BenchEvent<'_>);
 }
 
 /// Bench the passing variants of `plan`'s hub kernel — or, when its
@@ -131,7 +93,7 @@ pub fn bench(
                 variant: job.name.clone(),
                 job: Unit::Variant(job).key_hex(),
                 status: BenchStatus::Excluded {
-                    outcome: "skipped".to_owned(),
+                    outcome: OutcomeKind::Skipped,
                     reason: why.clone(),
                 },
                 vs_fastest: None,
@@ -276,7 +238,7 @@ fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
         variant: job.name.clone(),
         job: Unit::Variant(job).key_hex(),
         status: BenchStatus::Excluded {
-            outcome: outcome.kind.as_str().to_owned(),
+            outcome: outcome.kind,
             reason: outcome.message.clone(),
         },
         vs_fastest: None,
@@ -336,7 +298,7 @@ pub struct Benched {
     /// Every job's outcome (the bench times those that pass).
     pub check: CheckReport,
     /// The bench; `None`: interrupted before it started.
-    pub bench: Option<Result<BenchReport, BenchError>>,
+    pub bench: Option<BenchReport>,
 }
 
 /// `bench` as the library's front door answers it (here, above `run`, which
@@ -344,21 +306,44 @@ pub struct Benched {
 impl Session {
     /// `bench`: `targets` checked as `warmup` does, then the variants (or
     /// native targets) that pass timed side by side ([`bench()`]) by the
-    /// executors the check ran with. On `cancel` during the check no bench
-    /// is started ([`Benched::bench`] is `None`).
+    /// executors the check ran with, and each timed result kept in the
+    /// cache for `select --fastest` (a cache that cannot be written is a
+    /// warning). Options that name parts of a hub kernel are refused for
+    /// native targets before anything is probed. On `cancel` during the
+    /// check no bench is started ([`Benched::bench`] is `None`).
     pub fn bench(
         &self,
         targets: Vec<Named>,
         options: &BenchOptions,
         cancel: &Cancel,
-        reporter: &dyn Reporter,
-        bench_reporter: &dyn BenchReporter,
-    ) -> Result<Benched, SessionError> {
-        let (plan, check, executors) = self.answer(targets, false, false, cancel, reporter)?;
-        let bench = cancel
-            .signal()
-            .is_none()
-            .then(|| bench(&plan, &check, &executors, options, cancel, bench_reporter));
-        Ok(Benched { plan, check, bench })
+        listener: &dyn Listener,
+    ) -> Result<Benched, BenchError> {
+        if targets
+            .iter()
+            .all(|t| matches!(t.target, crate::discover::Target::Native(_)))
+        {
+            super::native::refuse_hub_options(options, Some(&self.options().smoke))?;
+        }
+        let stream = Stream::new(listener);
+        let (plan, check, executors) =
+            self.answer(targets, &CheckOptions::default(), cancel, &stream)?;
+        if cancel.signal().is_some() {
+            return Ok(Benched {
+                plan,
+                check,
+                bench: None,
+            });
+        }
+        let report = bench(&plan, &check, &executors, options, cancel, &stream)?;
+        if report.any_timed()
+            && let Err(why) = super::store(&plan, &report, options.workload.as_deref())
+        {
+            stream.warn(&why);
+        }
+        Ok(Benched {
+            plan,
+            check,
+            bench: Some(report),
+        })
     }
 }

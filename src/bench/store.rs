@@ -1,20 +1,19 @@
-//! The bench's seam to the cache: each timed variant's result, kept in the
-//! bench bucket under its job and workload for `select --fastest`.
+//! What the bench keeps: each timed variant's result, under its job and
+//! workload for `select --fastest`, through `run`'s seam to the cache
+//! ([`Plan::keep_bench`](crate::run::Plan)).
 
 use super::result::{BenchReport, BenchStatus, Timer};
-use crate::cache::bench::{BenchRecord, DEFAULT_WORKLOAD};
-use crate::cache::outcomes::machine_line;
 use crate::discover::Target;
-use crate::run::{Plan, TargetId};
+use crate::run::{BenchRecord, DEFAULT_WORKLOAD, Plan, TargetId};
 
 /// Keep each timed variant's result in the cache under its job and
 /// `workload` (as asked for: `None` is [`DEFAULT_WORKLOAD`]); `Err` says
 /// why the cache could not be written.
-pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Result<(), String> {
-    let Some(cache) = plan.cache() else {
-        return Ok(());
-    };
-    let machine = machine_line(&plan.fingerprint, &report.fingerprint);
+pub(super) fn store(
+    plan: &Plan,
+    report: &BenchReport,
+    workload: Option<&str>,
+) -> Result<(), String> {
     for row in &report.variants {
         let BenchStatus::Timed(t) = &row.status else {
             continue;
@@ -51,12 +50,10 @@ pub fn store(plan: &Plan, report: &BenchReport, workload: Option<&str>) -> Resul
             }
             .into(),
             flush_l2: report.flush_l2,
-            machine: machine.clone(),
+            // The run's line of the machine, set where it is kept.
+            machine: String::new(),
         };
-        cache
-            .bench()
-            .put(&key.bench(workload.unwrap_or(DEFAULT_WORKLOAD)), record)
-            .map_err(|e| format!("bench results are not cached: {e}"))?;
+        plan.keep_bench(&key, workload.unwrap_or(DEFAULT_WORKLOAD), record)?;
     }
     Ok(())
 }

@@ -100,9 +100,6 @@ pub struct BenchRecord {
     pub machine: String,
 }
 
-/// A bench entry as it is stored.
-pub type BenchEntry = Entry<BenchParts, BenchRecord>;
-
 /// The bench bucket.
 #[derive(Debug, Clone, Copy)]
 pub struct BenchResults<'c> {
@@ -111,7 +108,7 @@ pub struct BenchResults<'c> {
 
 impl Cache {
     /// The bench bucket.
-    pub fn bench(&self) -> BenchResults<'_> {
+    pub(crate) fn bench(&self) -> BenchResults<'_> {
         BenchResults { cache: self }
     }
 }

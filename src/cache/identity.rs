@@ -260,7 +260,7 @@ pub struct Identities<'c> {
 
 impl Cache {
     /// The identities bucket.
-    pub fn identities(&self) -> Identities<'_> {
+    pub(crate) fn identities(&self) -> Identities<'_> {
         Identities { cache: self }
     }
 }
@@ -269,7 +269,8 @@ impl Identities<'_> {
     /// The identity of the variant at `variant`, and how much was hashed.
     ///
     /// A stat record that cannot be written (read-only cache) only costs
-    /// hashing again next time.
+    /// hashing again next time. (The run asks `identify_witnessed`.)
+    #[cfg(test)]
     pub fn identify(
         &self,
         variant: &Path,

@@ -42,7 +42,7 @@ pub struct JobIdentity {
     pub device: String,
     /// The variant's files and its `metadata.json`.
     pub files: VariantFiles,
-    /// The smoke source's identity (see [`super::outcomes::smoke_identity`]).
+    /// The smoke source's identity (see `outcomes.rs`: `smoke_identity`).
     pub smoke: String,
     /// The depth the probe was asked to reach.
     pub depth: Depth,

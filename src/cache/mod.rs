@@ -16,22 +16,29 @@
 //! ```
 //!
 //! A path is built from typed pieces (bucket → shard → entry, see
-//! [`bucket`]); a folder of another version is never read, and `prune`
+//! `bucket.rs`); a folder of another version is never read, and `prune`
 //! removes it. Directories are 0700, files 0600.
 
-pub mod bench;
-pub mod bucket;
+// The surface outside the crate: the cache itself (`Cache`, its root,
+// `clear` and `prune`), its errors, its outcome entries as `cache ls`,
+// `show`, `export` and `import` handle them (the bundle format), and
+// `ops`. Buckets, bench results, identities and warm records are the
+// crate's, and inside the crate `run`'s seam (`run/cached/`) is their only
+// user (`scripts/layers.sh`).
+pub(crate) mod bench;
+pub(crate) mod bucket;
 mod facts;
-pub mod identity;
-pub mod job;
-pub mod key;
+pub(crate) mod identity;
+mod job;
+mod key;
 pub mod ops;
-pub mod outcomes;
-pub mod warm;
+pub(crate) mod outcomes;
+pub(crate) mod warm;
 
-pub use bench::{BenchKey, BenchParts, BenchRecord};
-pub use bucket::{Bucket, Entry, Lookup, Parts, Shelf};
-pub use identity::{Identities, IdentityStats, IdentityWitness};
+pub(crate) use bench::BenchKey;
+pub(crate) use bucket::Bucket;
+pub use bucket::Lookup;
+pub(crate) use identity::IdentityWitness;
 pub use job::{JobIdentity, OutcomeKey, OutcomeParts, VariantFiles};
 pub use key::Key;
 pub use outcomes::{Kept, OutcomeEntry, OutcomeRecord, Outcomes};

@@ -26,7 +26,7 @@ pub struct OutcomeRecord {
     pub outcome: Outcome,
     /// Where the time went.
     pub timings: Timings,
-    /// The machine, in one line (see [`machine_line`]).
+    /// The machine, in one line (see `machine_line`).
     pub machine: String,
     /// For a hub variant's outcome (its import runs in the probed Python
     /// environment): what was installed there when it was probed
@@ -58,7 +58,7 @@ pub fn cacheable(outcome: &Outcome) -> bool {
 pub enum Kept {
     /// Written to this file.
     Stored(PathBuf),
-    /// Not written: a transient outcome (see [`cacheable`]).
+    /// Not written: a transient outcome (see `cacheable`).
     Transient,
 }
 

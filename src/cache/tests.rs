@@ -95,7 +95,7 @@ fn the_key_changes_with_every_part_of_the_job_and_is_stable() {
     keys.push(OutcomeKey::new(&"e".repeat(64), job("torch-cpu")).key);
     let mut other_schema = base.parts.clone();
     other_schema.schema += 1;
-    keys.push(super::Parts::key(&other_schema));
+    keys.push(super::bucket::Parts::key(&other_schema));
     let mut unique = keys.clone();
     unique.sort();
     unique.dedup();
@@ -208,8 +208,8 @@ fn corrupt_and_mismatched_entries_are_misses_and_removed() {
     // Parts of another schema that hash to the key they claim.
     let mut old = good.parts.clone();
     old.schema = 1;
-    let old_key = super::Parts::key(&old);
-    let old_entry = super::Entry::new(old, pass(tmp.path()));
+    let old_key = super::bucket::Parts::key(&old);
+    let old_entry = super::bucket::Entry::new(old, pass(tmp.path()));
     let old_path = Shelf::OUTCOMES.path(cache.root(), &old_key);
     fs::create_dir_all(old_path.parent().unwrap()).unwrap();
     fs::write(&old_path, serde_json::to_vec(&old_entry).unwrap()).unwrap();
@@ -260,7 +260,7 @@ fn export_import_round_trip_never_replaces_newer_local() {
     let a = Cache::at(tmp.path().join("a"));
     let b = Cache::at(tmp.path().join("b"));
     let x = key("x");
-    let mut old = super::Entry::new(x.parts.clone(), pass(Path::new("/old")));
+    let mut old = super::bucket::Entry::new(x.parts.clone(), pass(Path::new("/old")));
     old.created = 100;
     a.write(&old).unwrap();
     a.outcomes().put(&key("y"), pass(tmp.path())).unwrap();
@@ -268,12 +268,12 @@ fn export_import_round_trip_never_replaces_newer_local() {
     assert_eq!(ops::export(&a, &mut bundle).unwrap(), 2);
 
     // b has a newer entry for x.
-    let mut newer = super::Entry::new(x.parts.clone(), pass(Path::new("/newer")));
+    let mut newer = super::bucket::Entry::new(x.parts.clone(), pass(Path::new("/newer")));
     newer.created = 200;
     b.write(&newer).unwrap();
     let mut input = bundle.clone();
     input.extend_from_slice(b"not json\n\n");
-    let mut forged = super::Entry::new(key("z").parts, pass(tmp.path()));
+    let mut forged = super::bucket::Entry::new(key("z").parts, pass(tmp.path()));
     forged.parts.job.smoke = "changed".into();
     input.extend_from_slice(serde_json::to_string(&forged).unwrap().as_bytes());
     input.push(b'\n');

@@ -225,7 +225,7 @@ pub struct WarmRecords<'c> {
 
 impl Cache {
     /// The warm records.
-    pub fn warm(&self) -> WarmRecords<'_> {
+    pub(crate) fn warm(&self) -> WarmRecords<'_> {
         WarmRecords { cache: self }
     }
 }
@@ -252,11 +252,6 @@ impl WarmRecords<'_> {
         let bytes = serde_json::to_vec(&entry)?;
         super::write_atomic(&path, &bytes).map_err(super::io(&path))?;
         Ok(path)
-    }
-
-    /// Forget the record of `parts`, if any.
-    pub fn remove(&self, parts: &WarmParts) -> Result<bool, CacheError> {
-        self.cache.remove(Shelf::WARM, &parts.key())
     }
 }
 

@@ -1,14 +1,15 @@
 //! `preflight bench`
 
-use super::probing::{ProbeArgs, Progress, progress_bar};
+use super::probing::{EventsArgs, ProbeArgs, Watchers};
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
-use kernel_preflight::bench::{self, BenchError, BenchEvent, BenchOptions, BenchReporter, Benched};
+use kernel_preflight::bench::{BenchError, BenchOptions, Benched};
 use kernel_preflight::discover::native::{MANIFEST, is_native_target};
 use kernel_preflight::discover::{self, Named};
 use kernel_preflight::report::bench as render;
+use kernel_preflight::report::progress::Bars;
+use kernel_preflight::sandbox;
 use kernel_preflight::stats::StopCriteria;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// How `bench` prints its report.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +100,8 @@ pub struct Args {
     /// Probe every variant again, and keep no outcome and no bench result.
     #[arg(long)]
     no_cache: bool,
+    #[command(flatten)]
+    events: EventsArgs,
 }
 
 impl Args {
@@ -151,22 +154,6 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     }
     .validate()?;
     let targets = targets(&args)?;
-    // Refused before anything is probed: these name parts of a hub kernel.
-    if targets
-        .iter()
-        .all(|t| matches!(t.target, discover::Target::Native(_)))
-    {
-        for (given, name) in [
-            (args.workload.is_some(), "--workload"),
-            (args.variants.is_some(), "--variants"),
-            (args.smoke.is_some(), "--smoke"),
-            (args.smoke_as.is_some(), "--smoke-as"),
-        ] {
-            if given {
-                return Err(BadInput(BenchError::HubOnly(name).to_string()));
-            }
-        }
-    }
     let options = BenchOptions {
         workload: args.workload.clone(),
         variants: args.variants.clone(),
@@ -175,25 +162,30 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         seed: 0x5eed,
         cpu_time: args.cpu_time,
     };
-    let bar = BenchProgress::default();
-    let benched = probing.bench(targets, &options, &bar.check, &bar);
-    bar.finish();
-    let Benched { plan, bench, .. } = benched?;
+    let Benched { bench, .. } = Watchers::new(Bars::Probes, &args.events)?.watch(|listener| {
+        probing.session().fingerprint()?;
+        let cancel = sandbox::install_interrupt_handler();
+        let benched = probing
+            .session()
+            .bench(targets, &options, &cancel, listener);
+        let started = matches!(&benched, Ok(Benched { bench: Some(_), .. }));
+        super::exit_if_interrupted(
+            &cancel,
+            if started {
+                "every bench child was stopped; nothing was kept"
+            } else {
+                probing.interrupted()
+            },
+        );
+        Ok(benched?)
+    })?;
     // Not interrupted (that exited): the bench ran.
-    let report = bench
-        .ok_or_else(|| Internal("the bench did not run".into()))?
-        .map_err(|e| match e {
-            e if e.is_bad_input() => BadInput(e.to_string()),
-            BenchError::Probe(e) => Internal(e.to_string()),
-            e => Internal(e.to_string()),
-        })?;
+    let report = bench.ok_or_else(|| Internal("the bench did not run".into()))?;
     let timed = report.any_timed();
     if !timed {
         // Like `select`: a "no" (exit 1), said on stderr; the report
         // below gives each variant's reason.
         eprintln!("preflight: no variant passes here, so none was timed (see `preflight check`)");
-    } else if let Err(why) = bench::store(&plan, &report, args.workload.as_deref()) {
-        eprintln!("preflight: warning: {why}");
     }
     match format {
         Format::Json => emit_json(&report),
@@ -201,6 +193,17 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         Format::Table => emit(&render::table(&report, width())),
     }
     Ok(if timed { Answer::Yes } else { Answer::No })
+}
+
+/// A bench's failure as the command line reports it.
+impl From<BenchError> for Failure {
+    fn from(e: BenchError) -> Self {
+        match e {
+            BenchError::Session(e) => e.into(),
+            e if e.is_bad_input() => BadInput(e.to_string()),
+            e => Internal(e.to_string()),
+        }
+    }
 }
 
 /// What to bench: one hub kernel (a TARGET or `--repo`), or one or more
@@ -237,77 +240,4 @@ fn targets(args: &Args) -> Result<Vec<Named>, Failure> {
 /// cell wraps.
 fn width() -> usize {
     kernel_preflight::report::grid::width().map_or(200, usize::from)
-}
-
-/// The check's progress bar, then one over the participants, on stderr
-/// when it is a terminal.
-struct BenchProgress {
-    check: Progress,
-    bar: Mutex<Option<indicatif::ProgressBar>>,
-}
-
-impl Default for BenchProgress {
-    fn default() -> Self {
-        BenchProgress {
-            check: Progress::new(),
-            bar: Mutex::new(None),
-        }
-    }
-}
-
-impl BenchProgress {
-    fn finish(&self) {
-        self.check.finish();
-        if let Ok(mut bar) = self.bar.lock()
-            && let Some(bar) = bar.take()
-        {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-impl BenchReporter for BenchProgress {
-    fn report(&self, event: BenchEvent<'_>) {
-        // The check is over once the bench speaks.
-        self.check.finish();
-        let Ok(mut bar) = self.bar.lock() else {
-            return;
-        };
-        match event {
-            BenchEvent::WarmingUp { variant } => {
-                if bar.is_none() {
-                    *bar = progress_bar(1, "warming up");
-                }
-                if let Some(bar) = bar.as_ref() {
-                    bar.set_message(variant.to_owned());
-                }
-            }
-            BenchEvent::Timing { participants } => {
-                if let Some(old) = bar.take() {
-                    old.finish_and_clear();
-                }
-                *bar = progress_bar(participants, "timing");
-            }
-            BenchEvent::Round {
-                variant,
-                round,
-                samples,
-                done,
-            } => {
-                if let Some(bar) = bar.as_ref() {
-                    if done {
-                        bar.inc(1);
-                    }
-                    bar.set_message(format!("round {round}: {variant} ({samples} samples)"));
-                }
-            }
-            BenchEvent::Excluded { variant, why } => {
-                let line = || eprintln!("preflight: {variant} is excluded: {why}");
-                match bar.as_ref() {
-                    Some(bar) => bar.suspend(line),
-                    None => line(),
-                }
-            }
-        }
-    }
 }

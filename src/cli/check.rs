@@ -1,9 +1,11 @@
 //! `preflight check`
 
-use super::probing::{ProbeArgs, Progress};
+use super::probing::{EventsArgs, ProbeArgs, Watchers};
 use super::{Answer, Failure, emit, emit_json};
 use kernel_preflight::discover::Targets;
 use kernel_preflight::report::check;
+use kernel_preflight::report::progress::Bars;
+use kernel_preflight::run::CheckOptions;
 use std::path::PathBuf;
 
 /// Arguments of `preflight check`.
@@ -23,6 +25,8 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    events: EventsArgs,
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
@@ -32,15 +36,15 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         targets.add(path.display().to_string(), path)?;
     }
     args.repo.add_to(&mut targets)?;
-    let progress = Progress::new();
-    // Declared side by side with observed: what each job's embedded CUDA
-    // images can run on this GPU, before any launch.
-    let (plan, mut report) = probing.run(targets.into_vec(), args.all, true, &progress)?;
-    progress.finish();
-    // Answered from the cache: say what a probe would have run in.
-    if report.isolation.is_none() {
-        report.isolation = kernel_preflight::sandbox::isolation();
-    }
+    let options = CheckOptions {
+        every_platform: args.all,
+        judge_embedded: true,
+    };
+    let (plan, report) = Watchers::new(Bars::Probes, &args.events)?.watch(|listener| {
+        probing.interruptible(|session, cancel| {
+            session.check(targets.into_vec(), &options, cancel, listener)
+        })
+    })?;
     if args.json {
         emit_json(&report);
     } else {

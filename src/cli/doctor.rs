@@ -1,14 +1,11 @@
 //! `preflight doctor`
 
-use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
+use super::{Answer, Failure, emit, emit_json};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::doctor::{self, DoctorOptions};
-use kernel_preflight::fingerprint::{Fingerprint, Sources};
-use kernel_preflight::probe::cuda::CudaExecutor;
 use kernel_preflight::report;
-use kernel_preflight::sandbox::{self, Limits};
+use kernel_preflight::run::{Session, SessionOptions};
+use kernel_preflight::sandbox;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// Arguments of `preflight doctor`.
 #[derive(clap::Args)]
@@ -27,41 +24,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
-    let timeout = Duration::try_from_secs_f64(args.timeout)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            BadInput(format!(
-                "--timeout {}: expected a positive number of seconds",
-                args.timeout
-            ))
-        })?;
-    let mut sources = Sources::from_process();
-    sources.python = args.python.clone();
-    let fingerprint = Fingerprint::fast(&sources, &Cache::from_env())?;
-    let toolkits = &fingerprint.toolkits;
-    let nvcc = toolkits
-        .found
-        .iter()
-        .find(|t| Some(&t.root) == toolkits.active.as_ref())
-        .and_then(|t| Some((t.nvcc.clone()?, t.version.clone())));
-    let limits = Limits {
-        timeout,
-        ..Limits::default()
+    let timeout = super::probing::seconds("timeout", args.timeout)?;
+    let options = SessionOptions {
+        python: args.python,
+        ..SessionOptions::default()
     };
-    let executor = CudaExecutor::for_machine(&fingerprint)
-        .map_err(|e| Internal(format!("cannot find the preflight binary: {e}")))?;
-    let options = DoctorOptions {
-        executor,
-        cuda_limits: limits.clone(),
-        nvcc,
-        python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
-        python_limits: limits.clone(),
-        nvcc_limits: limits,
-    };
+    let session = Session::new(options, Cache::from_env());
     let cancel = sandbox::install_interrupt_handler();
-    let report = doctor::run(&options, &cancel, &|_| {});
+    let report = session.doctor(timeout, &cancel);
     super::exit_if_interrupted(&cancel, "every probe was stopped");
+    let report = report?;
     if args.json {
         emit_json(&report);
     } else {

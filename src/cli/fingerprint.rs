@@ -2,7 +2,7 @@
 
 use super::{Answer, Failure, emit, emit_json};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::fingerprint::{Fingerprint, Hashed, Sources};
+use kernel_preflight::fingerprint::Hashed;
 use kernel_preflight::report;
 use kernel_preflight::run::{Session, SessionOptions};
 use std::path::PathBuf;
@@ -29,13 +29,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
+    let options = SessionOptions {
+        python: args.python,
+        packages: args.packages,
+        ..SessionOptions::default()
+    };
+    let session = Session::new(options, Cache::from_env());
     let fp = if args.full {
-        full(args.python, args.packages)?
+        session.fingerprint()?
     } else {
-        let mut src = Sources::from_process();
-        src.python = args.python;
-        src.extra_packages = args.packages;
-        Fingerprint::fast(&src, &Cache::from_env())?
+        session.fast_fingerprint()?
     };
     if args.json {
         emit_json(&Hashed::from(&fp));
@@ -43,17 +46,4 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         emit(&report::fingerprint::table(&fp));
     }
     Ok(Answer::Yes)
-}
-
-/// The full fingerprint for `python` (`None`: as the fingerprint finds
-/// one), with `packages` reported too, measured as a session measures it
-/// ([`Session::fingerprint`]: CUDA's facts by this binary's own cuda child,
-/// no Python needed), kept in the cache after the first time.
-pub(super) fn full(python: Option<PathBuf>, packages: Vec<String>) -> Result<Fingerprint, Failure> {
-    let options = SessionOptions {
-        python,
-        packages,
-        ..SessionOptions::default()
-    };
-    Ok(Session::new(options, Cache::from_env()).fingerprint()?)
 }

@@ -17,7 +17,6 @@ mod repo;
 mod resolve;
 mod select;
 mod startup;
-mod warm;
 mod warmup;
 
 use clap::{Parser, Subcommand};
@@ -216,6 +215,17 @@ pub fn emit(text: &str) {
         out.write_all(format!("{text}\n").as_bytes())
     };
     let _ = out.flush();
+}
+
+/// Print what a command printed: its lines for people on stderr, its
+/// answer on stdout.
+pub fn print(printed: &kernel_preflight::report::Printed) {
+    for line in &printed.stderr {
+        eprintln!("{line}");
+    }
+    if let Some(text) = &printed.stdout {
+        emit(text);
+    }
 }
 
 /// Print a value as pretty JSON.

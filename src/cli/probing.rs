@@ -1,19 +1,14 @@
 //! Options shared by the commands that probe (`check`, `select`, `warmup`,
-//! `bench`).
+//! `bench`), and who hears their events.
 
 use super::{BadInput, Failure, Internal};
-use kernel_preflight::bench::{BenchOptions, BenchReporter, Benched};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::discover::Named;
-use kernel_preflight::fingerprint::Fingerprint;
 use kernel_preflight::probe::{self, SmokeChoice};
-use kernel_preflight::run::{
-    CheckReport, ExecutorsError, Plan, Reporter, RunEvent, Session, SessionError, SessionOptions,
-};
+use kernel_preflight::report::events::Recorder;
+use kernel_preflight::report::progress::{Bars, Progress};
+use kernel_preflight::run::{Listener, Session, SessionError, SessionOptions, Tee};
 use kernel_preflight::sandbox::{self, Cancel, Limits};
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How to probe.
@@ -77,8 +72,6 @@ fn forks_from_env() -> Result<probe::Forks, Failure> {
 /// Validated probing options, before the machine is known: the
 /// library's [`Session`], made from the arguments.
 pub struct Probing {
-    /// `--python`, resolved to a path.
-    pub python: Option<PathBuf>,
     session: Session,
 }
 
@@ -118,14 +111,13 @@ impl ProbeArgs {
         };
         let options = SessionOptions {
             limits,
-            python: python.clone(),
+            python,
             smoke,
             no_cache: self.no_cache,
             jobs: self.jobs.map(|n| n as usize),
             packages: Vec::new(),
         };
         Ok(Probing {
-            python,
             session: Session::new(options, Cache::from_env()),
         })
     }
@@ -134,13 +126,10 @@ impl ProbeArgs {
 /// A session's failure as the command line reports it.
 impl From<SessionError> for Failure {
     fn from(e: SessionError) -> Self {
-        match e {
-            SessionError::Fingerprint(_) | SessionError::Executors(ExecutorsError::NoPython) => {
-                BadInput(e.to_string())
-            }
-            SessionError::NoBinary
-            | SessionError::Executors(ExecutorsError::NoBinary(_))
-            | SessionError::Fault(_) => Internal(e.to_string()),
+        if e.is_bad_input() {
+            BadInput(e.to_string())
+        } else {
+            Internal(e.to_string())
         }
     }
 }
@@ -151,67 +140,17 @@ impl Probing {
         &self.session
     }
 
-    /// The full fingerprint of this machine for the chosen interpreter
-    /// (measured once, then cached).
-    pub fn fingerprint(&self) -> Result<Fingerprint, Failure> {
-        Ok(self.session.fingerprint()?)
-    }
-
-    /// [`Session::check`] with the Ctrl-C handler installed: exits on an
-    /// interrupt, once every child is stopped.
-    pub fn run(
-        &self,
-        targets: Vec<Named>,
-        all: bool,
-        judge: bool,
-        reporter: &dyn Reporter,
-    ) -> Result<(Plan, CheckReport), Failure> {
-        self.interruptible(|session, cancel| session.check(targets, all, judge, cancel, reporter))
-    }
-
-    /// [`Session::warmup`] with the Ctrl-C handler installed, as [`Probing::run`].
-    pub fn warmup(
-        &self,
-        targets: Vec<Named>,
-        reporter: &dyn Reporter,
-    ) -> Result<(Plan, CheckReport), Failure> {
-        self.interruptible(|session, cancel| session.warmup(targets, cancel, reporter))
-    }
-
-    /// [`Session::bench`] with the Ctrl-C handler installed: exits on an
-    /// interrupt, once every child is stopped.
-    pub fn bench(
-        &self,
-        targets: Vec<Named>,
-        options: &BenchOptions,
-        reporter: &dyn Reporter,
-        bench_reporter: &dyn BenchReporter,
-    ) -> Result<Benched, Failure> {
-        self.fingerprint()?;
-        let cancel = sandbox::install_interrupt_handler();
-        let answer = self
-            .session
-            .bench(targets, options, &cancel, reporter, bench_reporter);
-        let benched = matches!(&answer, Ok(Benched { bench: Some(_), .. }));
-        super::exit_if_interrupted(
-            &cancel,
-            if benched {
-                "every bench child was stopped; nothing was kept"
-            } else {
-                self.interrupted()
-            },
-        );
-        Ok(answer?)
-    }
-
     /// `answer` with the Ctrl-C handler installed, after the fingerprint:
     /// its failure is the answer before any handler is installed, as
     /// before any plan. Exits on an interrupt, once every child is stopped.
-    fn interruptible<T>(
+    pub fn interruptible<T, E>(
         &self,
-        answer: impl FnOnce(&Session, &Cancel) -> Result<T, SessionError>,
-    ) -> Result<T, Failure> {
-        self.fingerprint()?;
+        answer: impl FnOnce(&Session, &Cancel) -> Result<T, E>,
+    ) -> Result<T, Failure>
+    where
+        Failure: From<E>,
+    {
+        self.session.fingerprint()?;
         let cancel = sandbox::install_interrupt_handler();
         let answer = answer(&self.session, &cancel);
         super::exit_if_interrupted(&cancel, self.interrupted());
@@ -219,7 +158,7 @@ impl Probing {
     }
 
     /// What an interrupted check says.
-    fn interrupted(&self) -> &'static str {
+    pub fn interrupted(&self) -> &'static str {
         if self.session.options().no_cache {
             "every probe was stopped"
         } else {
@@ -228,67 +167,61 @@ impl Probing {
     }
 }
 
-/// Reports a run on stderr: warnings as they come, and a progress bar over
-/// the probes when stderr is a terminal.
-pub struct Progress {
-    bar: OnceLock<Option<indicatif::ProgressBar>>,
+/// `--events FILE`: the run's events as JSON lines.
+#[derive(clap::Args, Debug, Default)]
+pub struct EventsArgs {
+    /// Write every event of the run to FILE as it happens, one JSON object
+    /// a line, each with its time (docs/events.md); removed when the
+    /// command fails.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
 }
 
-impl Progress {
-    /// No bar yet: it appears once the run knows how many probes it starts.
-    pub fn new() -> Progress {
-        Progress {
-            bar: OnceLock::new(),
-        }
-    }
-
-    /// Remove the bar.
-    pub fn finish(&self) {
-        if let Some(Some(bar)) = self.bar.get() {
-            bar.finish_and_clear();
-        }
-    }
+/// Who hears a command's events: the progress display on stderr, and the
+/// event log when `--events` asks for one.
+pub struct Watchers {
+    progress: Progress,
+    log: Option<Recorder>,
 }
 
-impl Reporter for Progress {
-    fn report(&self, event: RunEvent<'_>) {
-        let bar = || self.bar.get().and_then(Option::as_ref);
-        match event {
-            RunEvent::Probing { count } => {
-                let _ = self.bar.set(progress_bar(count, "probing"));
+impl Watchers {
+    /// The display with `bars`, and the log `events` creates (refused
+    /// before anything runs when it cannot be written).
+    pub fn new(bars: Bars, events: &EventsArgs) -> Result<Watchers, Failure> {
+        let log = match &events.events {
+            Some(path) => {
+                Some(Recorder::create(path).map_err(|e| BadInput(format!("--events {e}")))?)
             }
-            RunEvent::Finished { result, .. } => {
-                if let Some(bar) = bar() {
-                    bar.inc(1);
-                    bar.set_message(format!("{} {}", result.variant, result.outcome.kind));
+            None => None,
+        };
+        Ok(Watchers {
+            progress: Progress::new(bars),
+            log,
+        })
+    }
+
+    /// Run `command` with every watcher listening, then clear the display;
+    /// a command that fails leaves no event log.
+    pub fn watch<T>(
+        self,
+        command: impl FnOnce(&dyn Listener) -> Result<T, Failure>,
+    ) -> Result<T, Failure> {
+        let result = match &self.log {
+            Some(log) => command(&Tee(&self.progress, log)),
+            None => command(&self.progress),
+        };
+        self.progress.finish();
+        match (result, self.log) {
+            (Err(e), Some(log)) => {
+                log.discard();
+                Err(e)
+            }
+            (result, log) => {
+                if let Some(why) = log.as_ref().and_then(Recorder::failure) {
+                    eprintln!("preflight: warning: {why}");
                 }
+                result
             }
-            RunEvent::Warning { message, .. } => warn(bar(), message),
-            RunEvent::Skipped { .. } | RunEvent::Cached { .. } | RunEvent::Started { .. } => {}
         }
     }
-}
-
-/// A warning on stderr, above a progress bar if there is one.
-pub fn warn(bar: Option<&indicatif::ProgressBar>, message: &str) {
-    let line = || eprintln!("preflight: warning: {message}");
-    match bar {
-        Some(bar) => bar.suspend(line),
-        None => line(),
-    }
-}
-
-/// A progress bar on stderr, only when stderr is a terminal.
-pub fn progress_bar(len: usize, what: &str) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() || len == 0 {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(len as u64);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
-        "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} {{wide_msg}}"
-    )) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.enable_steady_tick(Duration::from_millis(120));
-    Some(bar)
 }

@@ -1,9 +1,11 @@
 //! `preflight resolve`
 
 use super::{Answer, BadInput, Failure, emit, emit_json};
-use kernel_preflight::declared::{self, System};
+use kernel_preflight::cache::Cache;
 use kernel_preflight::discover;
 use kernel_preflight::report;
+use kernel_preflight::run::resolve::Resolving;
+use kernel_preflight::run::{Session, SessionOptions};
 use kernel_preflight::variant::VariantName;
 use std::path::PathBuf;
 
@@ -33,70 +35,46 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let repo = args.repo.single("resolve")?;
-    let discovery = match (&args.target, &args.variants, repo) {
-        (Some(path), _, _) => Some(hub_only(path)?),
-        (_, _, Some(repo)) => Some(super::repo::discover_repo(repo, &args.repo.spec())?),
-        (None, Some(_), None) => None,
+    let what = match (&args.target, &args.variants, repo) {
+        (Some(path), _, _) => Resolving::Discovered(hub_only(path)?),
+        (_, _, Some(repo)) => {
+            Resolving::Discovered(super::repo::discover_repo(repo, &args.repo.spec())?)
+        }
+        (None, Some(list), None) => Resolving::Names(
+            list.iter()
+                .map(|s| VariantName::parse(s.trim()))
+                .collect::<Result<_, _>>()?,
+        ),
         (None, None, None) => {
             return Err(BadInput(
                 "resolve needs a TARGET directory, --variants A,B,… or --repo ORG/NAME".into(),
             ));
         }
     };
-    let names: Vec<VariantName> = match (&discovery, &args.variants) {
-        (Some(d), _) => d.variants.iter().map(|v| v.name.clone()).collect(),
-        (None, Some(list)) => list
-            .iter()
-            .map(|s| VariantName::parse(s.trim()))
-            .collect::<Result<_, _>>()?,
-        (None, None) => Vec::new(),
+    let options = SessionOptions {
+        python: args.python,
+        ..SessionOptions::default()
     };
-    let system = system(&args)?;
-    let decisions = declared::resolve(&names, &system);
-    let accepted = decisions.iter().any(|d| d.accepted());
-    if let Some(d) = &discovery {
-        for warning in &d.warnings {
-            eprintln!("preflight: warning: {warning}");
-        }
+    let resolved = Session::new(options, Cache::from_env())
+        .resolve(what, args.system.as_deref().unwrap_or(""))?;
+    for warning in resolved.discovery.iter().flat_map(|d| &d.warnings) {
+        eprintln!("preflight: warning: {warning}");
     }
+    let (decisions, discovery, system) = (
+        &resolved.decisions,
+        resolved.discovery.as_ref(),
+        &resolved.system,
+    );
     if args.json {
-        emit_json(&report::resolve::json(
-            &decisions,
-            discovery.as_ref(),
-            &system,
-        ));
+        emit_json(&report::resolve::json(decisions, discovery, system));
     } else {
-        emit(&report::resolve::table(
-            &decisions,
-            discovery.as_ref(),
-            &system,
-        ));
+        emit(&report::resolve::table(decisions, discovery, system));
     }
-    Ok(if accepted { Answer::Yes } else { Answer::No })
-}
-
-fn system(args: &Args) -> Result<System, Failure> {
-    let spec = args.system.as_deref().unwrap_or("");
-    // Parse first, so that a bad --system is reported before anything is detected.
-    System::bare_host().with_overrides(spec)?;
-    let detected = if covers_detected_facts(spec) {
-        System::bare_host()
+    Ok(if resolved.any_accepted() {
+        Answer::Yes
     } else {
-        System::from_fingerprint(&super::fingerprint::full(args.python.clone(), Vec::new())?)
-    };
-    Ok(detected.with_overrides(spec)?)
-}
-
-/// Whether `--system` pins every fact the environment could tell, so that
-/// fingerprinting the machine would be wasted time.
-fn covers_detected_facts(spec: &str) -> bool {
-    let keys: Vec<&str> = spec
-        .split(',')
-        .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.trim()))
-        .collect();
-    ["backend", "torch", "cxx11", "tvm-ffi"]
-        .iter()
-        .all(|k| keys.contains(k))
+        Answer::No
+    })
 }
 
 /// The variants behind `path`; a native target has none to resolve.

@@ -94,6 +94,19 @@ impl System {
         }
     }
 
+    /// Whether the overrides `spec` (`k=v,…`) pin every fact a machine's
+    /// environment could tell (`backend`, `torch`, `cxx11`, `tvm-ffi`), so
+    /// that detecting them would be wasted time.
+    pub fn covers_detected(spec: &str) -> bool {
+        let keys: Vec<&str> = spec
+            .split(',')
+            .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.trim()))
+            .collect();
+        ["backend", "torch", "cxx11", "tvm-ffi"]
+            .iter()
+            .all(|k| keys.contains(k))
+    }
+
     /// Apply `k=v,…` overrides on top of detected facts.
     ///
     /// A version key (`cuda=12.8`) sets that backend's version, and selects

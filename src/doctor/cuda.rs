@@ -218,7 +218,30 @@ pub(super) fn driver(
             run.outcome.message.clone(),
             hints::NO_DRIVER,
         ),
-        _ => judge(check, &run, |_| String::new()),
+        // A pass that named no device, and every failure but the missing
+        // device: judged as every capability is. Exhaustive: a new kind is
+        // placed here before the crate compiles.
+        (None, OutcomeKind::Pass)
+        | (
+            _,
+            OutcomeKind::Skipped
+            | OutcomeKind::DriverTooOld
+            | OutcomeKind::UnsupportedArch
+            | OutcomeKind::PtxTooNew
+            | OutcomeKind::NvccMissing
+            | OutcomeKind::NvccTooOld
+            | OutcomeKind::JitCompileError
+            | OutcomeKind::MissingDependency
+            | OutcomeKind::DependencyVersion
+            | OutcomeKind::ImportError
+            | OutcomeKind::MissingSymbol
+            | OutcomeKind::WrongResult
+            | OutcomeKind::Crashed
+            | OutcomeKind::Exited
+            | OutcomeKind::Timeout
+            | OutcomeKind::OutOfMemory
+            | OutcomeKind::ProbeError,
+        ) => judge(check, &run, |_| String::new()),
     };
     let device = facts.device.clone().filter(|_| run.outcome.kind.passed());
     (check, device, facts.runtime.cuda_driver)

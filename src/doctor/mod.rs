@@ -10,9 +10,11 @@ mod python;
 use crate::classify::OutcomeKind;
 use crate::probe::cuda::CudaExecutor;
 use crate::protocol::DeviceInfo;
+use crate::run::{Executors, Session, SessionError};
 use crate::sandbox::{Cancel, Isolation, Limits};
 use serde::Serialize;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// What doctor needs to know about the machine before it starts children.
 #[derive(Debug, Clone)]
@@ -139,6 +141,30 @@ impl DoctorReport {
     /// Whether a capability that is present does not work (exit status 1).
     pub fn any_failure(&self) -> bool {
         self.checks.iter().any(|c| c.verdict == Verdict::Fail)
+    }
+}
+
+/// `doctor` as the library's front door answers it.
+impl Session {
+    /// `doctor`: every capability probe, each child stopped after
+    /// `timeout`, on the machine the fast fingerprint describes (the cuda
+    /// executor [`Executors::cuda`] makes, the active toolkit's nvcc, the
+    /// session's interpreter, else the fingerprint's).
+    pub fn doctor(&self, timeout: Duration, cancel: &Cancel) -> Result<DoctorReport, SessionError> {
+        let fingerprint = self.fast_fingerprint()?;
+        let limits = Limits {
+            timeout,
+            ..Limits::default()
+        };
+        let options = DoctorOptions {
+            executor: Executors::cuda(&fingerprint)?,
+            cuda_limits: limits.clone(),
+            nvcc: fingerprint.toolkits.active_nvcc(),
+            python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
+            python_limits: limits.clone(),
+            nvcc_limits: limits,
+        };
+        Ok(run(&options, cancel, &|_| {}))
     }
 }
 

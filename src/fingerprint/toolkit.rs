@@ -214,6 +214,15 @@ fn cuda_home(src: &Sources) -> Option<PathBuf> {
 }
 
 impl Toolkits {
+    /// The active toolkit's nvcc (the one a kernel compiling at run time
+    /// would use first), with the toolkit's version when known.
+    pub fn active_nvcc(&self) -> Option<(PathBuf, Option<String>)> {
+        self.found
+            .iter()
+            .find(|t| Some(&t.root) == self.active.as_ref())
+            .and_then(|t| Some((t.nvcc.clone()?, t.version.clone())))
+    }
+
     /// The toolkit at the [`Toolkits::visible`] CUDA home, when the lookup
     /// described it.
     pub fn visible_toolkit(&self) -> Option<&Toolkit> {

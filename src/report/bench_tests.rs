@@ -1,5 +1,6 @@
 use super::*;
 use crate::bench::result::Timed;
+use crate::classify::OutcomeKind;
 use crate::stats::{StopCriteria, Summary};
 
 /// A timed variant with a hand-written summary (the samples do not matter
@@ -59,7 +60,7 @@ fn report() -> BenchReport {
                 variant: "cu126-bad".to_string(),
                 job: "cd".repeat(8),
                 status: BenchStatus::Excluded {
-                    outcome: "wrong_result".to_string(),
+                    outcome: OutcomeKind::WrongResult,
                     reason: "max abs error 0.5".to_string(),
                 },
                 vs_fastest: None,
@@ -177,7 +178,7 @@ fn nothing_timed_and_a_failed_reference() {
     r.variants.retain(|v| v.timed().is_none());
     r.reference = Some(VariantBench {
         status: BenchStatus::Excluded {
-            outcome: "crashed".to_string(),
+            outcome: OutcomeKind::Crashed,
             reason: "SIGSEGV".to_string(),
         },
         ..timed("torch", 1.0, 1.0, 1.0, StopRule::Noise)

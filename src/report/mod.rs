@@ -6,10 +6,12 @@ pub mod cache;
 pub mod check;
 pub mod device;
 pub mod doctor;
+pub mod events;
 pub mod fingerprint;
 pub mod grid;
 pub mod inspect;
 pub mod native;
+pub mod progress;
 pub mod resolve;
 pub mod select;
 pub mod warmup;
@@ -17,6 +19,37 @@ pub mod warmup;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 pub use grid::Grid;
+
+/// What a command prints: its answer on stdout, and lines for people on
+/// stderr.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Printed {
+    /// The answer, when there is one.
+    pub stdout: Option<String>,
+    /// Notes and explanations, one entry a line (or a block).
+    pub stderr: Vec<String>,
+}
+
+impl Printed {
+    /// Only `stdout`.
+    pub fn out(stdout: String) -> Printed {
+        Printed {
+            stdout: Some(stdout),
+            stderr: Vec::new(),
+        }
+    }
+}
+
+/// `value` as pretty JSON, as every `--json` prints it.
+pub fn pretty_json<T: serde::Serialize>(value: &T) -> String {
+    // The report types serialize without fail (strings, numbers, enums,
+    // maps with string keys): a failure is a bug, as the command line's
+    // `emit_json` treats it.
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => text,
+        Err(e) => panic!("cannot serialize output: {e}"),
+    }
+}
 
 /// `n` and the noun, singular for one: `count(1, "variant")` is
 /// "1 variant", `count(2, "variant")` "2 variants"; a noun whose plural is

@@ -3,9 +3,31 @@
 //! works (the answer itself is a path, or `Selection`'s JSON).
 
 use super::check;
-use crate::cache::bench::DEFAULT_WORKLOAD;
-use crate::run::select::{Basis, Selection, Speed};
-use crate::run::{CheckReport, Plan};
+use crate::run::select::{Basis, Selected, Selection, Speed};
+use crate::run::{CheckReport, DEFAULT_WORKLOAD, Plan};
+
+/// What `select` prints: on stdout the chosen path (or, with `json`, the
+/// [`Selection`] as pretty JSON), and on stderr its notes, or the table of
+/// why no variant works.
+pub fn printed(selected: &Selected, json: bool) -> super::Printed {
+    let ran = match selected {
+        Selected::Warm { path } => return super::Printed::out(path.display().to_string()),
+        Selected::Ran(ran) => ran,
+    };
+    let selection = ran.selection();
+    let mut printed = super::Printed {
+        stdout: None,
+        stderr: notes(&selection),
+    };
+    if json {
+        printed.stdout = Some(super::pretty_json(&selection));
+    } else if let Some(path) = selection.path {
+        printed.stdout = Some(path.to_owned());
+    } else {
+        printed.stderr.push(none_works(&ran.report, &ran.plan));
+    }
+    printed
+}
 
 /// The notes `select` prints on stderr beside `selection`, one a line.
 pub fn notes(selection: &Selection) -> Vec<String> {

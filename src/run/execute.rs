@@ -76,9 +76,16 @@ impl Executors {
             .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
             .map(|python| PythonExecutor::for_machine(python, fingerprint))
             .ok_or(ExecutorsError::NoPython);
-        let cuda = CudaExecutor::for_machine(fingerprint)
-            .map_err(|e| ExecutorsError::NoBinary(e.to_string()));
-        Executors::new().with_made(python).with_made(cuda)
+        Executors::new()
+            .with_made(python)
+            .with_made(Executors::cuda(fingerprint))
+    }
+
+    /// The cuda executor of the machine `fingerprint` describes, as
+    /// [`Executors::for_machine`] registers it: what `doctor`'s CUDA
+    /// capability probes run in.
+    pub fn cuda(fingerprint: &Fingerprint) -> Result<CudaExecutor, ExecutorsError> {
+        CudaExecutor::for_machine(fingerprint).map_err(|e| ExecutorsError::NoBinary(e.to_string()))
     }
 
     /// `Ok` when every job `plan` will probe (and every device step) has

@@ -6,26 +6,34 @@
 //! happens. The library prints nothing: warnings travel in the events and
 //! in the report.
 //!
-//! `check`, `select`, `warmup` and `bench` are clients of the same plan
-//! and run, through [`Session`] (`bench` times the passing jobs with the
-//! executors the check ran with); every executor, `doctor`'s included, is
-//! made by [`Executors::for_machine`].
+//! Every command is one [`Session`] method taking one options value:
+//! `check`, `select` ([`select`]), `warmup` ([`warmup`]) and `bench` are
+//! clients of the same plan and run (`bench` times the passing jobs with
+//! the executors the check ran with); `resolve` ([`resolve`]) and `doctor`
+//! measure the machine as the session does. Each speaks one timed event
+//! stream ([`event`]). Every executor, `doctor`'s included, is made by
+//! [`Executors`].
 
 mod cached;
-mod event;
+mod download;
+pub mod event;
 mod execute;
 mod plan;
+pub mod resolve;
 mod result;
 pub mod select;
 mod session;
-pub mod warm;
+pub mod warmup;
 
-pub use cached::JobKey;
-pub use event::{Reporter, RunEvent};
+pub use cached::{BenchRecord, DEFAULT_WORKLOAD, JobKey};
+pub use download::DownloadError;
+pub use event::{
+    BenchEvent, BenchReporter, Event, EventKind, Listener, Reporter, RunEvent, Stream, Tee,
+};
 pub use execute::{Executors, ExecutorsError};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
 pub use result::{CheckReport, CheckResult, Declared};
-pub use session::{Session, SessionError, SessionOptions};
+pub use session::{CheckOptions, Session, SessionError, SessionOptions};
 
 use crate::classify::Outcome;
 use crate::discover::Target;

@@ -181,7 +181,7 @@ impl Plan {
 
     /// The kept bench result of each job for `workload`, by [`JobId`]:
     /// `None` where none is kept for this machine.
-    pub fn bench_results(&self, workload: &str) -> Vec<Option<crate::cache::BenchRecord>> {
+    pub fn bench_results(&self, workload: &str) -> Vec<Option<cached::BenchRecord>> {
         self.jobs
             .iter()
             .map(|job| match (&self.cache, &job.key) {
@@ -189,6 +189,21 @@ impl Plan {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Keep `record` as the bench result of `key` for `workload` (a
+    /// bench without `--workload`: [`cached::DEFAULT_WORKLOAD`]); nothing
+    /// without an outcome cache. `Err` says why it could not be kept.
+    pub(crate) fn keep_bench(
+        &self,
+        key: &JobKey,
+        workload: &str,
+        record: cached::BenchRecord,
+    ) -> Result<(), String> {
+        match &self.cache {
+            Some(cache) => cached::keep_bench(cache, key, workload, record),
+            None => Ok(()),
+        }
     }
 
     /// Jobs that will be probed or answered from the cache (not skipped).

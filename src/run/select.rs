@@ -1,15 +1,19 @@
 //! Choosing the variant to load: the best one that works here.
 
-use super::CheckResult;
-use crate::cache::BenchRecord;
+use super::cached::{BenchRecord, DEFAULT_WORKLOAD};
+use super::event::{Listener, Stream};
+use super::{CheckOptions, CheckResult, Session, SessionError};
 use crate::classify::{Depth, Outcome};
+use crate::discover::{Located, Named, Target, TargetKind};
+use crate::sandbox::Cancel;
 use crate::stats::{Comparison, Rounds, Verdict, compare_rounds};
 use serde::Serialize;
 
 /// How to rank the variants that work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Rank {
     /// The hub loader's preference order.
+    #[default]
     Preference,
     /// The shortest bench median of this machine (`preflight bench`);
     /// where no variant has one, the shortest smoke call, which is one cold
@@ -69,7 +73,7 @@ pub enum Names {
 
 /// Whether a variant that ended with `outcome`, accepted by its name or
 /// not, may be chosen under `names`: the one rule of the cold choice
-/// ([`choose`]) and of the warm path ([`super::warm::answer`]).
+/// ([`choose`]) and of the warm path ([`super::cached::warm::answer`]).
 pub(super) fn may_choose(outcome: &Outcome, accepted: bool, names: Names) -> bool {
     outcome.kind.passed()
         && (accepted
@@ -224,30 +228,6 @@ pub struct Bench {
 }
 
 impl<'a> Selection<'a> {
-    /// `select`'s answer to a run of `plan`: the selection among
-    /// `report`'s results; with [`Rank::Fastest`], ranked by the bench
-    /// results kept for `workload` (`None`: those of a bench run without
-    /// `--workload`).
-    pub fn of_run(
-        plan: &super::Plan,
-        report: &'a super::CheckReport,
-        rank: Rank,
-        names: Names,
-        workload: Option<&str>,
-    ) -> Selection<'a> {
-        let bench = match rank {
-            Rank::Fastest => {
-                let workload = workload.unwrap_or(crate::cache::bench::DEFAULT_WORKLOAD);
-                Bench {
-                    workload: workload.to_owned(),
-                    records: plan.bench_results(workload),
-                }
-            }
-            Rank::Preference => Bench::default(),
-        };
-        Selection::new(&report.results, rank, names, &bench)
-    }
-
     /// The selection among `results`; `bench.records` as for [`choose`].
     pub fn new(
         results: &'a [CheckResult],
@@ -280,5 +260,166 @@ impl<'a> Selection<'a> {
                 })
                 .collect(),
         }
+    }
+}
+
+/// How `select` answers, validated by its caller.
+#[derive(Debug, Clone, Default)]
+pub struct SelectOptions {
+    /// How to rank the variants that work.
+    pub rank: Rank,
+    /// Which variants may be chosen.
+    pub names: Names,
+    /// With [`Rank::Fastest`]: rank by the bench results kept for this
+    /// workload (`None`: those of a bench run without `--workload`).
+    pub workload: Option<String>,
+    /// How much of the answer the caller needs.
+    pub wanted: Wanted,
+}
+
+/// How much of `select`'s answer the caller needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wanted {
+    /// The chosen variant's path: the target's warm record may answer.
+    #[default]
+    Path,
+    /// The whole [`Selection`] (every alternative and its outcome): a run
+    /// answers, from the cache where it can.
+    Selection,
+}
+
+/// What [`Session::select`] answered.
+#[derive(Debug)]
+pub enum Selected {
+    /// The target's warm record: the variant a run would choose.
+    Warm {
+        /// The chosen variant's directory.
+        path: std::path::PathBuf,
+    },
+    /// A run of the target's jobs (from the cache where it could).
+    Ran(Box<Ran>),
+}
+
+/// A `select` answered by a run.
+#[derive(Debug)]
+pub struct Ran {
+    /// The plan of the target.
+    pub plan: super::Plan,
+    /// Every job's outcome.
+    pub report: super::CheckReport,
+    rank: Rank,
+    names: Names,
+    bench: Bench,
+}
+
+impl Ran {
+    /// The selection among the run's results.
+    pub fn selection(&self) -> Selection<'_> {
+        Selection::new(&self.report.results, self.rank, self.names, &self.bench)
+    }
+}
+
+impl Selected {
+    /// Whether a variant was chosen.
+    pub fn found(&self) -> bool {
+        match self {
+            Selected::Warm { .. } => true,
+            Selected::Ran(ran) => ran.selection().path.is_some(),
+        }
+    }
+}
+
+/// `select` as the library's front door answers it.
+impl Session {
+    /// `select`: the best variant of the hub kernel `located` (named
+    /// `given`) that works here. The plain question (the hub's
+    /// preference, names decide, a path wanted) is answered by the
+    /// target's warm record when it holds; otherwise its variants are
+    /// checked and chosen among, and the warm record written for the next
+    /// time. A record that cannot be read or written is a warning.
+    pub fn select(
+        &self,
+        given: String,
+        located: Located,
+        options: &SelectOptions,
+        cancel: &Cancel,
+        listener: &dyn Listener,
+    ) -> Result<Selected, SessionError> {
+        let stream = Stream::new(listener);
+        let warn = |message: &str| stream.warn(message);
+        // A single variant has its directory's folder as its root, which a
+        // record of the whole folder is keyed by: it is planned as usual.
+        let warm = options.wanted == Wanted::Path
+            && options.rank == Rank::Preference
+            && options.names == Names::Decide
+            && located.kind != TargetKind::Variant;
+        let mut before = None;
+        if warm {
+            match self.warm_select(&located.root) {
+                Ok(Some(answer)) => {
+                    for warning in &answer.warnings {
+                        warn(warning);
+                    }
+                    return Ok(Selected::Warm { path: answer.path });
+                }
+                Ok(None) => {}
+                Err(why) => warn(&why),
+            }
+            before = Some(super::cached::warm::Before::take(&located.root));
+        }
+        let named = Named {
+            given,
+            target: Target::Hub(located.list()?),
+        };
+        let (plan, report, _) =
+            self.answer(vec![named], &CheckOptions::default(), cancel, &stream)?;
+        if let Some(before) = &before
+            && let Err(why) = super::cached::warm::remember(
+                &plan,
+                &report,
+                &self.plan_options(false, None),
+                before,
+            )
+        {
+            warn(&why);
+        }
+        let bench = match options.rank {
+            Rank::Fastest => {
+                let workload = options.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
+                Bench {
+                    workload: workload.to_owned(),
+                    records: plan.bench_results(workload),
+                }
+            }
+            Rank::Preference => Bench::default(),
+        };
+        Ok(Selected::Ran(Box::new(Ran {
+            plan,
+            report,
+            rank: options.rank,
+            names: options.names,
+            bench,
+        })))
+    }
+
+    /// `select`'s warm path: the variant a cold `select` (the hub's
+    /// preference, names decide) would choose among the variants in `root`,
+    /// from the target's warm record when it still holds
+    /// ([`super::cached::warm::answer`]); `Ok(None)`: plan as usual (also when the
+    /// fingerprint fails: the ordinary path reports that in its order).
+    /// `Err` says why a record was ignored (it is removed).
+    fn warm_select(
+        &self,
+        root: &std::path::Path,
+    ) -> Result<Option<super::cached::warm::Answer>, String> {
+        let Some(cache) = self.outcome_cache() else {
+            return Ok(None);
+        };
+        let Ok(fingerprint) = self.fingerprint() else {
+            return Ok(None);
+        };
+        let options = self.plan_options(false, None);
+        let installed = fingerprint.installed_digest();
+        super::cached::warm::answer(cache, root, &fingerprint.hash(), &options, &installed)
     }
 }

@@ -4,14 +4,17 @@
 //! The command line is a client of this, as a binding would be: it parses
 //! arguments, calls one method and renders the answer with `report`.
 
-use super::{CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent, warm};
+use super::download::DownloadError;
+use super::event::{Listener, Stream};
+use super::{CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent};
 use crate::cache::Cache;
+use crate::declared::SystemError;
 use crate::declared::embedded::Judge;
-use crate::discover::Named;
+use crate::discover::{DiscoverError, Named};
 use crate::fingerprint::{Fingerprint, FingerprintError, Sources};
 use crate::probe::SmokeChoice;
 use crate::sandbox::{Cancel, Limits};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// How a session probes, validated by its caller.
@@ -34,6 +37,18 @@ pub struct SessionOptions {
     pub packages: Vec<String>,
 }
 
+/// What `check` probes, besides every job of its targets for this OS and
+/// CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// Probe the variants for another OS or CPU too (`check --all`).
+    pub every_platform: bool,
+    /// Add the embedded-architecture check to the declared verdicts: what
+    /// each job's embedded CUDA images can run on this GPU, before any
+    /// launch (`check`; not `select`, `warmup`, `bench`).
+    pub judge_embedded: bool,
+}
+
 /// Why a session could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -53,6 +68,37 @@ pub enum SessionError {
     /// answer about the job.
     #[error("{0}")]
     Fault(String),
+    /// A target could not be discovered (bad input).
+    #[error(transparent)]
+    Discover(#[from] DiscoverError),
+    /// `--system` overrides that do not parse (bad input).
+    #[error(transparent)]
+    System(#[from] SystemError),
+    /// A kernel could not be fetched from the hub.
+    #[error(transparent)]
+    Download(#[from] DownloadError),
+    /// A request the session refuses before anything runs (bad input),
+    /// said in full.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl SessionError {
+    /// Whether the user can fix it (exit 2) rather than preflight or the
+    /// machine (exit 3).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            SessionError::Fingerprint(_)
+            | SessionError::Executors(ExecutorsError::NoPython)
+            | SessionError::Discover(_)
+            | SessionError::System(_)
+            | SessionError::Refused(_) => true,
+            SessionError::Download(e) => e.is_bad_input(),
+            SessionError::NoBinary
+            | SessionError::Executors(ExecutorsError::NoBinary(_))
+            | SessionError::Fault(_) => false,
+        }
+    }
 }
 
 /// One caller's session: the options, the cache, and this machine's full
@@ -75,6 +121,21 @@ impl Session {
         }
     }
 
+    /// Where the session's fingerprint looks: this process, with the
+    /// session's interpreter and extra packages.
+    pub(crate) fn sources(&self) -> Sources {
+        let mut sources = Sources::from_process();
+        sources.python = self.options.python.clone();
+        sources.extra_packages = self.options.packages.clone();
+        sources
+    }
+
+    /// The fast fingerprint of this machine (files only: no child, no
+    /// GPU wake-up), its tool versions kept in the cache.
+    pub fn fast_fingerprint(&self) -> Result<Fingerprint, SessionError> {
+        Ok(Fingerprint::fast(&self.sources(), self.cache.as_ref())?)
+    }
+
     /// The options the session was made with.
     pub fn options(&self) -> &SessionOptions {
         &self.options
@@ -86,9 +147,7 @@ impl Session {
         if let Some(fp) = self.fingerprint.get() {
             return Ok(fp.clone());
         }
-        let mut sources = Sources::from_process();
-        sources.python = self.options.python.clone();
-        sources.extra_packages = self.options.packages.clone();
+        let sources = self.sources();
         let preflight = crate::fs::current_exe().ok_or(SessionError::NoBinary)?;
         let fp =
             crate::probe::machine::full_fingerprint(&sources, self.cache.as_ref(), &preflight)?;
@@ -103,7 +162,7 @@ impl Session {
     /// How the session plans: `all` probes variants for another OS or CPU
     /// too; `judge` adds the embedded-architecture check to declared
     /// verdicts.
-    pub fn plan_options(&self, all: bool, judge: Option<Judge>) -> PlanOptions {
+    pub(crate) fn plan_options(&self, all: bool, judge: Option<Judge>) -> PlanOptions {
         PlanOptions {
             smoke: self.options.smoke.clone(),
             all,
@@ -115,88 +174,53 @@ impl Session {
     /// The executors of this session's runs on the machine `fingerprint`
     /// describes ([`Executors::for_machine`], with the session's
     /// interpreter).
-    pub fn executors(&self, fingerprint: &Fingerprint) -> Executors {
+    pub(crate) fn executors(&self, fingerprint: &Fingerprint) -> Executors {
         Executors::for_machine(fingerprint, self.options.python.as_deref())
     }
 
-    /// `select`'s warm path: the variant a cold `select` (the hub's
-    /// preference, names decide) would choose among the variants in `root`,
-    /// from the target's warm record when it still holds ([`warm::answer`]);
-    /// `Ok(None)`: plan as usual (also when the fingerprint fails: the
-    /// ordinary path reports that in its order). `Err` says why a record
-    /// was ignored (it is removed).
-    pub fn warm_select(&self, root: &Path) -> Result<Option<warm::Answer>, String> {
-        let Some(cache) = self.outcome_cache() else {
-            return Ok(None);
-        };
-        let Ok(fingerprint) = self.fingerprint() else {
-            return Ok(None);
-        };
-        let options = self.plan_options(false, None);
-        let installed = fingerprint.installed_digest();
-        warm::answer(cache, root, &fingerprint.hash(), &options, &installed)
-    }
-
-    /// Keep the warm record of a `select` run of one hub target (`before`
-    /// taken before its variants were listed); `Err`: it could not be
-    /// written, which only costs the next `select` an ordinary run.
-    pub fn remember_select(
-        &self,
-        plan: &Plan,
-        report: &CheckReport,
-        before: &warm::Before,
-    ) -> Result<(), String> {
-        warm::remember(plan, report, &self.plan_options(false, None), before)
-    }
-
     /// Plan `targets` and answer every job, from the cache or by probing,
-    /// `jobs` at a time (what `check`, `select` and `warmup` share): `all`
-    /// probes variants for another OS or CPU too; `judge` adds the
-    /// embedded-architecture check to declared verdicts. The plan's
-    /// warnings go to `reporter` first. On `cancel` every child is
-    /// stopped and the report holds what was answered; a job whose child
-    /// could not be run at all is [`SessionError::Fault`].
+    /// `jobs` at a time (what `check`, `select` and `warmup` share), as
+    /// `options` asks. `listener` hears every event, timed. On `cancel`
+    /// every child is stopped and the report holds what was answered; a
+    /// job whose child could not be run at all is [`SessionError::Fault`].
+    /// A report answered from the cache alone says what a probe would have
+    /// run in ([`CheckReport::isolation`]).
     pub fn check(
         &self,
         targets: Vec<Named>,
-        all: bool,
-        judge: bool,
+        options: &CheckOptions,
         cancel: &Cancel,
-        reporter: &dyn Reporter,
+        listener: &dyn Listener,
     ) -> Result<(Plan, CheckReport), SessionError> {
-        let (plan, report, _) = self.answer(targets, all, judge, cancel, reporter)?;
+        let (plan, mut report, _) =
+            self.answer(targets, options, cancel, &Stream::new(listener))?;
+        if report.isolation.is_none() {
+            report.isolation = crate::sandbox::isolation();
+        }
         Ok((plan, report))
     }
 
-    /// `warmup`: every job of `targets` answered and kept (only the
-    /// variants for this OS and CPU, no embedded-architecture judge), so
-    /// that a later `check` or `select` of them is answered from the cache.
-    pub fn warmup(
-        &self,
-        targets: Vec<Named>,
-        cancel: &Cancel,
-        reporter: &dyn Reporter,
-    ) -> Result<(Plan, CheckReport), SessionError> {
-        self.check(targets, false, false, cancel, reporter)
-    }
-
-    /// [`Session::check`], and the executors the run used (which `bench`
-    /// times the passing jobs with: `Session::bench`, in `crate::bench`).
+    /// [`Session::check`] on `stream`, and the executors the run used
+    /// (which `bench` times the passing jobs with: `Session::bench`, in
+    /// `crate::bench`).
     pub(crate) fn answer(
         &self,
         targets: Vec<Named>,
-        all: bool,
-        judge: bool,
+        options: &CheckOptions,
         cancel: &Cancel,
-        reporter: &dyn Reporter,
+        stream: &Stream<'_>,
     ) -> Result<(Plan, CheckReport, Executors), SessionError> {
         let fingerprint = self.fingerprint()?;
-        let options = self.plan_options(all, judge.then(|| Judge::from_fingerprint(&fingerprint)));
+        let judge = options
+            .judge_embedded
+            .then(|| Judge::from_fingerprint(&fingerprint));
+        let plan_options = self.plan_options(options.every_platform, judge);
         let cache = (!self.options.no_cache).then(|| Arc::clone(&self.cache));
         let executors = self.executors(&fingerprint);
-        let plan = Plan::new(targets, &fingerprint, &options, &executors, cache);
+        let plan = Plan::new(targets, &fingerprint, &plan_options, &executors, cache);
+        stream.report(RunEvent::Planned { plan: &plan });
         for message in &plan.warnings {
-            reporter.report(RunEvent::Warning { job: None, message });
+            stream.report(RunEvent::Warning { job: None, message });
         }
         executors.ready_for(&plan)?;
         let cpus = std::thread::available_parallelism().map_or(1, usize::from);
@@ -204,9 +228,9 @@ impl Session {
             .options
             .jobs
             .unwrap_or_else(|| plan.probe_count().min(cpus).clamp(1, 4));
-        let report = super::run(&plan, &executors, jobs, cancel, reporter);
+        let report = super::run(&plan, &executors, jobs, cancel, stream);
         for message in executors.after_run() {
-            reporter.report(RunEvent::Warning {
+            stream.report(RunEvent::Warning {
                 job: None,
                 message: &message,
             });

@@ -14,14 +14,14 @@
 //! command down the ordinary path, which plans, runs and writes the record
 //! again.
 
-use super::select::Names;
-use super::{CheckReport, Plan, PlanOptions, cached};
 use crate::cache::Cache;
 use crate::cache::Lookup;
 use crate::cache::warm::{WarmJob, WarmParts, WarmRecord, Witness, now_ns};
 use crate::discover::KernelRepo;
 use crate::discover::repo::benchmark_sources;
 use crate::protocol::PROTOCOL_VERSION;
+use crate::run::select::Names;
+use crate::run::{CheckReport, Plan, PlanOptions};
 use std::path::{Path, PathBuf};
 
 /// What the warm path answered.
@@ -148,7 +148,7 @@ fn chosen<'j>(jobs: &'j [WarmJob], installed: &str) -> Option<&'j WarmJob> {
         }
         // The warm path answers only the default choice (names decide, in
         // preference order): the first that `choose` would take.
-        if super::select::may_choose(&kept.outcome, job.accepted, Names::Decide) {
+        if crate::run::select::may_choose(&kept.outcome, job.accepted, Names::Decide) {
             return Some(job);
         }
     }
@@ -169,7 +169,7 @@ pub fn remember(
     let Some(cache) = &plan.cache else {
         return Ok(());
     };
-    let (store, fingerprint) = cached::parts(cache);
+    let (store, fingerprint) = super::parts(cache);
     let Some(parts) = plan_line(options).and_then(|p| WarmParts::new(&before.root, fingerprint, p))
     else {
         return Ok(());
@@ -184,7 +184,7 @@ pub fn remember(
         // chosen: only its place in the order is kept.
         let (files, outcome) = match (&job.key, skipped || !row.declared.accepted) {
             (_, true) => (Vec::new(), None),
-            (Some(key), false) => match cached::witnessed(cache, key) {
+            (Some(key), false) => match super::witnessed(cache, key) {
                 Some(w) => w,
                 None => return Ok(()),
             },

@@ -1,13 +1,22 @@
 //! The run's seam to the cache: a job's identity and key, one lookup, one
-//! store. Nothing else in `run` touches the cache, so that a new cache
-//! interface changes this file only.
+//! store, bench results kept and read, and `select`'s warm records
+//! (`warm.rs`). Nothing else in the crate touches the cache's buckets,
+//! records or keys (`scripts/layers.sh` checks it; outside the crate the
+//! compiler does: they are `pub(crate)`), so that a new cache interface
+//! changes this folder only.
+
+pub(super) mod warm;
+
+/// A bench result as the cache keeps it: what `select --fastest` ranks by.
+pub use crate::cache::bench::BenchRecord;
+/// The workload a bench without `--workload` is kept under.
+pub use crate::cache::bench::DEFAULT_WORKLOAD;
 
 use super::plan::Job;
 use crate::cache::outcomes::{machine_line, smoke_identity, smoke_label};
 use crate::cache::warm::{WarmOutcome, Witness, now_ns};
 use crate::cache::{
-    BenchKey, BenchRecord, Cache, IdentityWitness, JobIdentity, Lookup, OutcomeKey, OutcomeRecord,
-    VariantFiles,
+    BenchKey, Cache, IdentityWitness, JobIdentity, Lookup, OutcomeKey, OutcomeRecord, VariantFiles,
 };
 use crate::classify::{Outcome, Timings};
 use crate::discover::Metadata;
@@ -73,6 +82,24 @@ impl JobKey {
         let parts = &self.key.parts;
         BenchKey::new(&parts.fingerprint, parts.job.clone(), workload)
     }
+}
+
+/// Keep `record`, the bench result of `key` for `workload`, as the
+/// machine's (its line in the record is the run's); `Err` says why the
+/// cache could not be written.
+pub(crate) fn keep_bench(
+    cache: &RunCache,
+    key: &JobKey,
+    workload: &str,
+    mut record: BenchRecord,
+) -> Result<(), String> {
+    record.machine = cache.machine.clone();
+    cache
+        .cache
+        .bench()
+        .put(&key.bench(workload), record)
+        .map(drop)
+        .map_err(|e| format!("bench results are not cached: {e}"))
 }
 
 /// The bench result of `key` for `workload`, if one is kept (an invalid
