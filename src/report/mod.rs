@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod fingerprint;
 pub mod grid;
 pub mod inspect;
+pub mod labels;
 pub mod native;
 pub mod resolve;
 pub mod select;

@@ -15,6 +15,7 @@ mod cached;
 mod event;
 mod execute;
 mod plan;
+pub mod recall;
 mod result;
 pub mod select;
 mod session;
@@ -24,6 +25,7 @@ pub use cached::JobKey;
 pub use event::{Reporter, RunEvent};
 pub use execute::{Executors, ExecutorsError};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
+pub use recall::Recalled;
 pub use result::{CheckReport, CheckResult, Declared};
 pub use session::{Session, SessionError, SessionOptions};
 
