@@ -2,7 +2,7 @@
 
 use super::{Answer, BadInput, Failure, Internal, emit, emit_json};
 use kernel_preflight::cache::Cache;
-use kernel_preflight::doctor::{self, DoctorOptions};
+use kernel_preflight::doctor::{self, DoctorOptions, health};
 use kernel_preflight::fingerprint::{Fingerprint, Sources};
 use kernel_preflight::probe::cuda::CudaExecutor;
 use kernel_preflight::report;
@@ -24,6 +24,17 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// One line and an exit status for a health check (Slurm's
+    /// HealthCheckProgram, a liveness probe): 0 when the node's devices
+    /// work, 1 naming the fault when not (no device where one is
+    /// expected, a device that fails its probe, a driver older than the
+    /// toolkits and torch need).
+    #[arg(long)]
+    health: bool,
+    /// With --health: the NVIDIA GPUs the node must have (default: those
+    /// on its PCI bus that CUDA may use).
+    #[arg(long, value_name = "N", requires = "health")]
+    expect_gpus: Option<usize>,
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
@@ -60,6 +71,21 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         nvcc_limits: limits,
     };
     let cancel = sandbox::install_interrupt_handler();
+    if args.health {
+        let expect = health::Expectation::of(&fingerprint, args.expect_gpus);
+        let answer = health::check(&options, &expect, &cancel);
+        super::exit_if_interrupted(&cancel, "the health check was stopped");
+        if args.json {
+            emit_json(&answer);
+        } else {
+            emit(&answer.line());
+        }
+        return match answer {
+            health::Health::Healthy { .. } => Ok(Answer::Yes),
+            health::Health::Fault { .. } => Ok(Answer::No),
+            health::Health::Unchecked { message } => Err(Internal(message)),
+        };
+    }
     let report = doctor::run(&options, &cancel, &|_| {});
     super::exit_if_interrupted(&cancel, "every probe was stopped");
     if args.json {

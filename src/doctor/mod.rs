@@ -5,6 +5,7 @@
 //! it took and, when something is missing or broken, what to do about it.
 
 mod cuda;
+pub mod health;
 mod python;
 
 use crate::classify::OutcomeKind;
@@ -151,7 +152,12 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         checks.push(check);
     };
     let kernels = cuda::Kernels::write();
-    let (driver, device, driver_version) = cuda::driver(options, cancel);
+    let cuda::Driver {
+        check: driver,
+        device,
+        version: driver_version,
+        ..
+    } = cuda::driver(options, cancel);
     let has_gpu = device.is_some();
     push(driver);
     match &kernels {
