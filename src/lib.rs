@@ -24,4 +24,5 @@ pub mod report;
 pub mod run;
 pub mod sandbox;
 pub mod stats;
+pub mod text;
 pub mod variant;

@@ -153,7 +153,7 @@ fn segfault_is_crashed_sigsegv() {
     assert_eq!(outcome.phase, Phase::Import);
     assert!(
         outcome.stderr_tail.contains("Fatal Python error"),
-        "faulthandler's traceback is kept"
+        "faulthandler's traceback is kept: {outcome:?}"
     );
 }
 

@@ -487,7 +487,12 @@ def main(chan, argv):
     except (smoke.SmokeError, Incomparable) as e:
         chan.fail(invalid_smoke_failure(e))
         return 1
-    except Exception as e:
+    except SystemExit:
+        # The kernel's own `sys.exit()`: its status is the evidence.
+        raise
+    except BaseException as e:
+        # Whatever else the kernel's code raised is the kernel's: a
+        # KeyboardInterrupt (its own, or a SIGINT it sent its group) too.
         if chan.phase == "import" and args.device != "cpu":
             # Whether the variant's device (a universal variant's: cuda) is
             # usable here is the evidence an import guard (`requires CUDA`,

@@ -27,20 +27,30 @@ Pools read their size when they are loaded: the server's environment is
 the one every probe starts from (src/probe/fork.rs) and its CPUs are
 preflight's, as a fresh probe's are, so the sizes are a fresh probe's.
 
-A probe is asked for by a client (`fork_client.py`), which the sandbox
-starts in the probe's namespaces as it would start the driver. The client
-sends its command line, environment, working directory, umask and its
-standard streams; the server forks a helper that joins the client's user,
-mount and pid namespaces (one `setns` on a pidfd of the client) and forks
-the probe itself there: a new session, the client's resource limits, its
-streams, its environment, its folder, then the driver. The helper relays
-how the probe ended to the client, which ends the same way. The reaper of
-the probe is pid 1 of the namespace the probe runs in: orphans of the
-probe go to it, and when it ends the kernel kills what is left.
-
-Control, on stdin/stdout (one line each): the server prints one `ready`
-line; `check` is answered with `{"safe": true}` or `{"safe": false,
-"why": ...}`; end of stdin ends the server.
+A probe is asked for by preflight, not by anyone who finds the server:
+the server has no name. Its stdin is a `SOCK_SEQPACKET` socket whose other
+end only preflight holds (src/probe/fork.rs); each message on it is one
+JSON object: `{"check": true}`, answered on stdout with `{"safe": true}` or
+`{"safe": false, "why": ...}`, or `{"probe": ID}` carrying the server's end
+of a socket pair made for that one probe, whose other end the sandbox gives
+the client (`fork_client.py`) as its stdin. For each such request the
+server forks one helper, which reads one request from the client within
+`RECEIVE_WITHIN` (its command line, environment, working directory, umask
+and standard streams; the client's pid and uid from the kernel's
+credentials, never from what it says), joins the client's user, mount and
+pid namespaces (one `setns` on a pidfd of the client), and forks the probe
+there through a first child that stops it, hands it over and ends: the
+probe, orphaned, is reparented to pid 1 of its namespace, the probe's
+reaper, which adopts it as its child when the client exits 0
+(src/sandbox/reaper.rs) and lets it go on. From there its parent is the
+reaper as a fresh probe's is, and its end (an exit, a signal, SIGKILL
+included) is the reaper's to report. What the helper did is said on the
+server's stdout, `{"id": ID, "forked": true}` or `{"id": ID, "refused":
+why}`, before the client hears of it: no probe can write there. The
+helper then ends. Every helper dies with the server (a parent-death
+signal), and the server ends at the end of its stdin (preflight ended);
+at most `MAX_HELPERS` are in flight. The server prints one `ready` line
+first.
 """
 
 import ctypes
@@ -54,13 +64,21 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 NAMESPACES = (("user", CLONE_NEWUSER), ("mnt", CLONE_NEWNS), ("pid", CLONE_NEWPID))
 MAX_REQUEST = 16 << 20
-SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
+# How long a client has to send its whole request (it starts, a few
+# milliseconds, then writes it at once).
+RECEIVE_WITHIN = 10.0
+# Helpers in flight at once (each lives for one request, milliseconds).
+MAX_HELPERS = 64
+SO_PASSCRED = getattr(socket, "SO_PASSCRED", 16)
+SCM_CREDENTIALS = getattr(socket, "SCM_CREDENTIALS", 2)
+PR_SET_PDEATHSIG = 1
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -200,33 +218,57 @@ def reply(sock, message):
         pass
 
 
+def say(message):
+    """One line on the server's stdout, read by preflight alone: one
+    `write`, whole (under PIPE_BUF), whichever process of the server says
+    it."""
+    os.write(1, (json.dumps(message) + "\n").encode())
+
+
 def receive(conn):
-    """The client's request: a 4-byte length, the JSON, and its standard
-    streams as descriptors."""
-    head, fds, _, _ = socket.recv_fds(conn, 4, 3)
-    if len(head) != 4 or len(fds) != 3:
-        raise ValueError("short request")
-    (size,) = struct.unpack("!I", head)
-    if size > MAX_REQUEST:
-        raise ValueError("request of %d bytes" % size)
-    body = b""
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
-        if not chunk:
-            raise ValueError("truncated request")
-        body += chunk
-    return json.loads(body.decode()), fds
+    """The client's request: a 4-byte length and its standard streams as
+    descriptors (with the kernel's record of who sent them), then the
+    JSON. Within RECEIVE_WITHIN in all. Returns the request, the three
+    descriptors and the sender's pid and uid."""
+    deadline = time.monotonic() + RECEIVE_WITHIN
 
+    def left():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ValueError("no whole request within %.0f s" % RECEIVE_WITHIN)
+        return remaining
 
-def peer_pidfd(conn, pid):
-    """A pidfd of the client that connected. From the socket itself where
-    the kernel gives one (SO_PEERPIDFD, Linux 6.5): a process that took the
-    pid of a client that died since cannot stand in for it. Else opened
-    from the pid the socket names."""
+    conn.settimeout(left())
+    space = socket.CMSG_SPACE(3 * 4) + socket.CMSG_SPACE(struct.calcsize("3i"))
+    head, ancillary, flags, _ = conn.recvmsg(4, space)
+    fds, creds = [], None
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds += list(struct.unpack("%di" % (len(data) // 4), data[: len(data) - len(data) % 4]))
+        elif level == socket.SOL_SOCKET and kind == SCM_CREDENTIALS:
+            creds = struct.unpack("3i", data[: struct.calcsize("3i")])
     try:
-        return conn.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
-    except OSError:
-        return os.pidfd_open(pid)
+        if flags & socket.MSG_CTRUNC or len(head) != 4 or len(fds) != 3 or creds is None:
+            raise ValueError("not a request")
+        (size,) = struct.unpack("!I", head)
+        if size > MAX_REQUEST:
+            raise ValueError("request of %d bytes" % size)
+        body = b""
+        while len(body) < size:
+            conn.settimeout(left())
+            chunk = conn.recv(size - len(body))
+            if not chunk:
+                raise ValueError("truncated request")
+            body += chunk
+        request = json.loads(body.decode())
+        if not isinstance(request, dict):
+            raise ValueError("not a request")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    pid, uid, _ = creds
+    return request, fds, pid, uid
 
 
 def join(pid, pidfd):
@@ -254,9 +296,10 @@ def limits_of(pid):
     return [(r, resource.prlimit(pid, r)) for r in (getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))]
 
 
-def probe(conn, request, fds, limits):
+def probe(request, fds, limits):
     """In the probe, after the fork: re-enters the sandbox the client was
-    given, then runs the driver as `python -B driver.py ARGS` would."""
+    given, stops until the reaper adopted it, then runs the driver as
+    `python -B driver.py ARGS` would."""
     import resource
 
     os.setsid()
@@ -267,7 +310,6 @@ def probe(conn, request, fds, limits):
             pass
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
-    reply(conn, {"pid": os.getpid()})
     keep = {0, 1, 2}
     for fd in os.listdir("/proc/self/fd"):
         fd = int(fd)
@@ -276,6 +318,10 @@ def probe(conn, request, fds, limits):
                 os.close(fd)
             except OSError:
                 pass
+    # Nothing of the kernel has run yet: the process that forked this one
+    # ends once it is stopped, and the reaper it is reparented to adopts it
+    # and continues it (src/sandbox/reaper.rs).
+    os.kill(os.getpid(), signal.SIGSTOP)
     os.umask(request["umask"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -324,65 +370,109 @@ def probe(conn, request, fds, limits):
     os._exit(code & 0xFF)
 
 
-def helper(conn, token):
-    """The forked helper: checks the request, joins the client's
-    namespaces, forks the probe and relays its end."""
-    try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid, uid, _ = struct.unpack("3i", creds)
-        request, fds = receive(conn)
-        if request.get("token") != token or uid != os.getuid():
-            raise ValueError("a client this server did not expect")
-        pidfd = peer_pidfd(conn, pid)
-        limits = limits_of(pid)
-        join(pid, pidfd)
-        os.close(pidfd)
-    except (OSError, ValueError) as e:
-        reply(conn, {"error": str(e)})
-        os._exit(1)
+class Handoff(BaseException):
+    """Raised in the probe right after its fork, caught at the bottom of
+    the stack (`__main__`): the probe runs with none of the server's frames
+    under it, so a traceback it prints (faulthandler's on a crash) is a
+    fresh probe's but for the frame that runs the driver."""
+
+
+def hand_over(request, fds, limits, report):
+    """The first child in the client's namespaces: forks the probe, waits
+    until it stopped itself, says its pid (as the namespace numbers it) on
+    `report` and ends, which leaves the probe to the reaper."""
     child = os.fork()
     if child == 0:
-        probe(conn, request, fds, limits)
-    for fd in fds:
-        os.close(fd)
-    _, status = os.waitpid(child, 0)
-    if os.WIFSIGNALED(status):
-        reply(conn, {"signal": os.WTERMSIG(status)})
-    else:
-        reply(conn, {"exit": os.WEXITSTATUS(status)})
+        os.close(report)
+        raise Handoff(request, fds, limits)
+    _, status = os.waitpid(child, os.WUNTRACED)
+    if os.WIFSTOPPED(status):
+        os.write(report, b"%d" % child)
     os._exit(0)
 
 
-def serve(name, token):
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind("\0" + name)
-    listener.listen(64)
-    control = sys.stdin.buffer
+def helper(conn, request_id, server):
+    """The forked helper, for one request: reads it, checks who sent it,
+    joins the client's namespaces, has the probe forked there and handed
+    over, says what it did, and ends."""
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != server:
+        os._exit(1)
+    fds = []
+    try:
+        request, fds, pid, uid = receive(conn)
+        if uid != os.getuid():
+            raise ValueError("a client of another user (uid %d)" % uid)
+        pidfd = os.pidfd_open(pid)
+        limits = limits_of(pid)
+        join(pid, pidfd)
+        os.close(pidfd)
+        report, told = os.pipe()
+        first = os.fork()
+        if first == 0:
+            os.close(report)
+            hand_over(request, fds, limits, told)
+        os.close(told)
+        os.waitpid(first, 0)
+        probe_pid = os.read(report, 32)
+        if not probe_pid:
+            raise ValueError("the probe ended before it was handed over")
+    except (OSError, ValueError) as e:
+        why = "%s: %s" % (type(e).__name__, e) if isinstance(e, OSError) else str(e)
+        say({"id": request_id, "refused": why})
+        reply(conn, {"error": why})
+        os._exit(1)
+    for fd in fds:
+        os.close(fd)
+    say({"id": request_id, "forked": True})
+    reply(conn, {"pid": int(probe_pid)})
+    os._exit(0)
+
+
+def serve():
+    control = socket.socket(fileno=0)
+    server = os.getpid()
+    helpers = set()
     while True:
-        ready, _, _ = select.select([control, listener], [], [], 1.0)
-        while True:
+        select.select([control], [], [], 1.0)
+        while helpers:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
+                helpers.clear()
                 break
             if pid == 0:
                 break
-        if control in ready:
-            line = control.readline()
-            if not line:
-                return 0
+            helpers.discard(pid)
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 4096, 1, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue
+        if not message:
+            # Preflight ended: so do the helpers (their parent-death signal).
+            return 0
+        conn = socket.socket(fileno=fds[0]) if fds else None
+        try:
+            asked = json.loads(message.decode())
+        except ValueError:
+            asked = {}
+        if asked.get("check"):
             why = unsafe()
-            print(json.dumps({"safe": why is None, "why": why}), flush=True)
-        if listener in ready:
-            conn, _ = listener.accept()
+            say({"safe": why is None, "why": why})
+        if "probe" in asked and conn is not None:
             why = unsafe()
+            if why is None and len(helpers) >= MAX_HELPERS:
+                why = "%d probes are being handed over already" % len(helpers)
             if why is not None:
-                reply(conn, {"unsafe": why})
-                conn.close()
-                continue
-            if os.fork() == 0:
-                listener.close()
-                helper(conn, token)
+                say({"id": asked["probe"], "refused": why})
+                reply(conn, {"error": why})
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    control.close()
+                    helper(conn, asked["probe"], server)
+                helpers.add(pid)
+        if conn is not None:
             conn.close()
 
 
@@ -390,16 +480,19 @@ def main():
     # No parent-death signal: it would fire when the executor's thread that
     # started the server ends, not the executor. The server ends at the end
     # of its stdin instead, which the kernel closes when preflight dies.
-    name, token = sys.argv[1], os.environ.pop("PREFLIGHT_FORK_NONCE", "")
     try:
         imported = preload()
     except BaseException as e:
-        print(json.dumps({"ready": False, "why": "%s: %s" % (type(e).__name__, e)}), flush=True)
+        say({"ready": False, "why": "%s: %s" % (type(e).__name__, e)})
         return 1
     why = unsafe()
-    print(json.dumps({"ready": True, "imported": imported, "safe": why is None, "why": why}), flush=True)
-    return serve(name, token)
+    say({"ready": True, "imported": imported, "safe": why is None, "why": why})
+    return serve()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+    except Handoff as handoff:
+        probe(*handoff.args)
+    sys.exit(code)

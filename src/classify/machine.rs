@@ -16,6 +16,9 @@ pub struct Machine {
     pub toolkits: Option<Toolkits>,
     /// The compute capability of the GPU that CUDA numbers 0.
     pub capability: Option<ComputeCapability>,
+    /// Whether the machine has an NVIDIA driver or GPU at all (`None`: not
+    /// known). A probe cannot have used a CUDA device where it has neither.
+    pub nvidia: Option<bool>,
 }
 
 impl Machine {
@@ -27,6 +30,9 @@ impl Machine {
             capability: fingerprint
                 .cuda_default_device()
                 .and_then(|g| g.compute_capability),
+            nvidia: Some(
+                fingerprint.gpus.driver.is_some() || !fingerprint.gpus.devices.is_empty(),
+            ),
         }
     }
 

@@ -334,6 +334,10 @@ pub fn classify(evidence: &Evidence) -> Outcome {
 pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report, machine);
+    if let Some(why) = contradiction(&outcome, &report, machine) {
+        outcome = Outcome::probe_error(outcome.phase, &why);
+        outcome.hint = hints::CONTRADICTED.into();
+    }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
@@ -346,7 +350,46 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     {
         outcome.raised = Some(e.qualified_name());
     }
+    printable(outcome)
+}
+
+/// `outcome` with the text that came from the child made safe to print
+/// ([`crate::text`]): whatever shows it later shows it escaped.
+fn printable(mut outcome: Outcome) -> Outcome {
+    use crate::text::{printable, printable_line};
+    let line = |text: &mut String| {
+        if let std::borrow::Cow::Owned(safe) = printable_line(text) {
+            *text = safe;
+        }
+    };
+    line(&mut outcome.message);
+    line(&mut outcome.hint);
+    if let std::borrow::Cow::Owned(safe) = printable(&outcome.stderr_tail) {
+        outcome.stderr_tail = safe;
+    }
+    outcome.warning.iter_mut().for_each(line);
+    outcome.raised.iter_mut().for_each(line);
     outcome
+}
+
+/// Why a pass cannot be true on this machine, whatever the child said: a
+/// child's result channel is written by its own process, so code the
+/// probe ran can forge one (docs/sandbox.md), but not the machine
+/// preflight measured. A pass at the device depth or deeper on a CUDA
+/// device where the fingerprint found no NVIDIA driver and no GPU is
+/// such a contradiction.
+fn contradiction(outcome: &Outcome, report: &Report, machine: &Machine) -> Option<String> {
+    if !outcome.kind.passed() || outcome.depth < Some(Depth::Device) {
+        return None;
+    }
+    let device = report.runtime.device.as_deref()?;
+    let cuda = device == "cuda" || device.starts_with("cuda:");
+    (cuda && machine.nvidia == Some(false)).then(|| {
+        format!(
+            "the child reported a pass at the {} depth on {device}, but this machine has no NVIDIA driver and no NVIDIA GPU",
+            outcome.depth.map_or("device", Depth::as_str)
+        )
+    })
 }
 
 /// The outcome of a compiled CUDA variant from its two probes: `import`

@@ -324,8 +324,12 @@ impl Executor for PythonExecutor {
     }
 
     fn after_run(&self) -> Option<String> {
-        self.fork_fallback()
-            .map(|why| format!("probes ran as fresh processes, not forked: {why}"))
+        self.fork_fallback().map(|why| {
+            format!(
+                "probes ran as fresh processes, not forked: {}",
+                crate::text::printable_line(&why)
+            )
+        })
     }
 
     fn run(&self, job: &Job, cancel: &Cancel) -> Result<Evidence, ProbeError> {
@@ -335,34 +339,43 @@ impl Executor for PythonExecutor {
                 subject: job.subject.describe(),
             });
         };
-        let ticket = self
-            .forking
-            .as_ref()
-            .and_then(|forking| forking.ticket(self));
-        let (evidence, refused) = self.probe(job, name, path, ticket.as_ref(), cancel)?;
-        match (&self.forking, refused) {
-            (Some(forking), Some(why)) => {
+        let Some(forking) = &self.forking else {
+            return self.probe(job, name, path, None, cancel);
+        };
+        // The server's start counts against the probe's timeout.
+        let asked = std::time::Instant::now();
+        let ticket = forking.ticket(self, job.limits.timeout);
+        let Some(ticket) = ticket else {
+            return self.probe(job, name, path, None, cancel);
+        };
+        let mut forked_job = job.clone();
+        forked_job.limits.timeout = job.limits.timeout.saturating_sub(asked.elapsed());
+        let id = ticket.id;
+        let evidence = self.probe(&forked_job, name, path, Some(ticket), cancel)?;
+        match forking.answer(id) {
+            Some(fork::Answer::Refused(why)) => {
                 // No probe ran: the server refused (or could not join the
                 // sandbox). Every later probe, this one too, is fresh.
                 forking.refuse(why);
-                Ok(self.probe(job, name, path, None, cancel)?.0)
+                self.probe(job, name, path, None, cancel)
             }
-            _ => Ok(evidence),
+            // Forked, or the request never reached the server (the run
+            // ended first): the run's end is the evidence.
+            Some(fork::Answer::Forked) | None => Ok(evidence),
         }
     }
 }
 
 impl PythonExecutor {
-    /// One probe, forked from the server `ticket` names, else fresh; with
-    /// why the server forked nothing, when it did not.
+    /// One probe, forked from the server `ticket` reaches, else fresh.
     fn probe(
         &self,
         job: &Job,
         name: &VariantName,
         path: &Path,
-        ticket: Option<&fork::Ticket>,
+        ticket: Option<fork::Ticket>,
         cancel: &Cancel,
-    ) -> Result<(Evidence, Option<String>), ProbeError> {
+    ) -> Result<Evidence, ProbeError> {
         let smoke = if job.depth >= Depth::Smoke {
             &job.smoke
         } else {
@@ -379,15 +392,16 @@ impl PythonExecutor {
         }
         let device = torch_device(name, job.device);
         let mut command = self.command(sandbox.dir(), path, &device, smoke)?;
-        if let Some(ticket) = ticket {
-            command.args = fork::client_args(sandbox.dir(), &command.args)?;
-            command
-                .env
-                .push((fork::SERVER_ENV.into(), ticket.name.clone().into()));
-            command
-                .env
-                .push((fork::NONCE_ENV.into(), ticket.nonce.clone().into()));
-        }
+        let launch = match ticket {
+            Some(ticket) => {
+                command.args = fork::client_args(sandbox.dir(), &command.args)?;
+                // The socket to the server is the client's stdin; the
+                // client hands its place to the probe it gets.
+                sandbox = sandbox.with_stdin(ticket.client).with_handoff();
+                Made::Forked
+            }
+            None => Made::Fresh,
+        };
         // Once the child reported `done` its evidence is complete; what it
         // does after (an interpreter that will not exit) is a fact too.
         let view = sandbox.view();
@@ -398,16 +412,11 @@ impl PythonExecutor {
                 .any(|line| matches!(serde_json::from_str(line), Ok(Event::Done { .. })))
         };
         let run = sandbox.run_until(&command, &job.limits, cancel, &mut done)?;
-        let refused =
-            ticket.and_then(|_| std::fs::read_to_string(view.path(fork::REFUSED_NAME)).ok());
-        let launch = if ticket.is_some() {
-            Made::Forked
-        } else {
-            Made::Fresh
-        };
-        Ok((
-            super::evidence(self.kind(), run, &sandbox.dir().join(CHANNEL_NAME), launch),
-            refused,
+        Ok(super::evidence(
+            self.kind(),
+            run,
+            &sandbox.dir().join(CHANNEL_NAME),
+            launch,
         ))
     }
 }

@@ -80,6 +80,7 @@ use spawn::{Namespaces, SpawnError};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -467,6 +468,10 @@ pub struct Sandbox {
     confinement: Confinement,
     /// The reaper's pid while a run in namespaces holds it, else 0.
     running: Arc<AtomicI32>,
+    /// The child's standard input, when not `/dev/null`.
+    stdin: Option<std::os::fd::OwnedFd>,
+    /// Whether the child may hand its place to a process it stopped.
+    handoff: bool,
 }
 
 /// The child's working directory, as the parent can reach it while the
@@ -513,6 +518,8 @@ impl Sandbox {
             namespaces: true,
             confinement: confinement(),
             running: Arc::new(AtomicI32::new(0)),
+            stdin: None,
+            handoff: false,
         })
     }
 
@@ -528,6 +535,26 @@ impl Sandbox {
     /// them (the default); `false` runs them as where it does not.
     pub fn with_namespaces(mut self, namespaces: bool) -> Sandbox {
         self.namespaces = namespaces;
+        self
+    }
+
+    /// The child reads `fd` as its standard input instead of `/dev/null`:
+    /// a forked probe's client gets the socket to its fork server so, the
+    /// one way to reach it (`probe::fork`).
+    pub fn with_stdin(mut self, fd: std::os::fd::OwnedFd) -> Sandbox {
+        self.stdin = Some(fd);
+        self
+    }
+
+    /// Lets the child hand its place over (with a reaper in namespaces):
+    /// when it exits with status 0 leaving exactly one process stopped
+    /// among the reaper's children, a process that was reparented to the
+    /// reaper, that process becomes the child (and is continued). Its end
+    /// is the run's, its group the one signalled, and its parent is the
+    /// reaper, as a fresh child's is. A forked probe's client hands its
+    /// place to the probe a fork server forked into its namespaces.
+    pub fn with_handoff(mut self) -> Sandbox {
+        self.handoff = true;
         self
     }
 
@@ -630,6 +657,7 @@ impl Sandbox {
                 limits.max_open_files,
                 self.reaper.as_deref().map(|r| (r, setup.encode())),
             )
+            .map(|prepared| prepared.with_stdin(self.stdin.as_ref().map(|fd| fd.as_raw_fd())))
         };
         let modes = match self.reaper {
             Some(_) if self.namespaces => isolation::candidates(),
@@ -639,6 +667,7 @@ impl Sandbox {
         for mode in modes {
             let setup = Setup {
                 namespaces: Some(self.namespaced(mode, &env, limits)),
+                handoff: self.handoff,
             };
             match spawn::spawn(&prepare(&setup)?.in_namespaces(Namespaces::new(mode))) {
                 Ok(spawned) => {
@@ -676,7 +705,10 @@ impl Sandbox {
                 reason: "no reaper".to_owned(),
             },
         };
-        let spawned = match spawn::spawn(&prepare(&Setup { namespaces: None })?) {
+        let spawned = match spawn::spawn(&prepare(&Setup {
+            namespaces: None,
+            handoff: false,
+        })?) {
             Ok(spawned) => spawned,
             Err(SpawnError::Sandbox(e)) => return Err(e),
             Err(SpawnError::Refused(why)) => {

@@ -14,6 +14,8 @@ pub(crate) struct Stat {
     pub(crate) pgrp: i32,
     pub(crate) session: i32,
     pub(crate) zombie: bool,
+    /// Stopped by a signal (`T`), not traced.
+    pub(crate) stopped: bool,
 }
 
 /// `/proc/PID/stat` of `pid`, if it exists and parses.
@@ -35,6 +37,7 @@ fn parse_stat(pid: i32, text: &str) -> Option<Stat> {
         pgrp: number()?,
         session: number()?,
         zombie: state == "Z" || state == "X",
+        stopped: state == "T",
     })
 }
 
@@ -116,9 +119,11 @@ mod tests {
                 pgrp: 4242,
                 session: 9,
                 zombie: false,
+                stopped: false,
             })
         );
         assert!(parse_stat(1, "1 (x) Z 0 1 1").is_some_and(|s| s.zombie));
+        assert!(parse_stat(1, "1 (x) T 0 1 1").is_some_and(|s| s.stopped && !s.zombie));
         assert_eq!(parse_stat(1, "garbage"), None);
     }
 

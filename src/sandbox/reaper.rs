@@ -66,6 +66,10 @@ const SETUP_LIMIT: usize = 1 << 20;
 pub(crate) struct Setup {
     /// The namespaces the sandbox made for the probe, if any.
     pub(crate) namespaces: Option<Namespaced>,
+    /// Whether the child may hand its place over ([`Reaper::adopt`]): a
+    /// forked probe's client (`probe::fork`).
+    #[serde(default)]
+    pub(crate) handoff: bool,
 }
 
 /// A probe in namespaces of its own: its file system, and its user.
@@ -172,6 +176,8 @@ struct Reaper {
     built: Option<Built>,
     /// The parent's pid, when the reaper sees it (no pid namespace).
     parent: i32,
+    /// Whether the child may still hand its place over.
+    handoff: bool,
 }
 
 impl Reaper {
@@ -243,6 +249,7 @@ impl Reaper {
                 group_signaled: false,
                 built,
                 parent,
+                handoff: setup.handoff,
             };
             reaper.send(&Report::Started {
                 pid: child,
@@ -356,6 +363,12 @@ impl Reaper {
                 return false;
             }
             if pid == self.child {
+                if self.handoff && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                    self.handoff = false;
+                    if self.adopt() {
+                        continue;
+                    }
+                }
                 self.child_reaped = true;
                 let report = if libc::WIFEXITED(status) {
                     Report::Exited {
@@ -370,6 +383,35 @@ impl Reaper {
                 self.send(&report);
             }
         }
+    }
+
+    /// The child handed its place over: it exited with status 0 leaving
+    /// one child of the reaper stopped, the probe a fork server forked into
+    /// the probe's namespaces and that was reparented here when the
+    /// process that forked it ended (`probe::fork`). That process becomes
+    /// the child: its end is the probe's, its group is the one signalled,
+    /// and it is let go on (`SIGCONT`). Whether there was one to adopt.
+    ///
+    /// Nothing else can be a stopped child here: the client forks nothing,
+    /// and the probe, stopped before it ran anything, has forked nothing
+    /// yet. Anything else (none, or more than one) is not adopted, and the
+    /// child's own end is the run's.
+    fn adopt(&mut self) -> bool {
+        let stopped: Vec<procfs::Stat> = procfs::all()
+            .into_iter()
+            .filter(|stat| stat.ppid == self.me && stat.stopped && stat.pid != self.child)
+            .collect();
+        let [probe] = stopped.as_slice() else {
+            return false;
+        };
+        self.child = probe.pid;
+        self.placement = Placement {
+            pgrp: probe.pgrp,
+            session: probe.session,
+        };
+        // SAFETY: plain system call on our own unreaped child.
+        unsafe { libc::kill(probe.pid, libc::SIGCONT) };
+        true
     }
 
     /// SIGTERM to the child's group, while the child's zombie still holds

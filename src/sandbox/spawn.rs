@@ -181,6 +181,8 @@ pub(crate) struct Prepared {
     setup: Vec<u8>,
     /// The namespaces to clone the reaper into, if any.
     namespaces: Option<Namespaces>,
+    /// The child's standard input; `/dev/null` when `None`.
+    stdin: Option<RawFd>,
 }
 
 impl Prepared {
@@ -257,10 +259,17 @@ impl Prepared {
             parent: std::process::id() as libc::pid_t,
             setup,
             namespaces: None,
+            stdin: None,
         })
     }
 
     /// Clones the reaper into `namespaces` instead of forking it.
+    /// The child reads `fd` (a duplicate of it) as its standard input.
+    pub(crate) fn with_stdin(mut self, fd: Option<RawFd>) -> Prepared {
+        self.stdin = fd;
+        self
+    }
+
     pub(crate) fn in_namespaces(mut self, namespaces: Namespaces) -> Prepared {
         self.namespaces = Some(namespaces);
         self
@@ -326,12 +335,21 @@ pub(crate) fn spawn(p: &Prepared) -> Result<Spawned, SpawnError> {
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (fail_r, fail_w) = pipe()?;
-    let stdin = nix::fcntl::open(
-        "/dev/null",
-        OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        nix::sys::stat::Mode::empty(),
-    )
-    .map_err(|e| SandboxError::os("open /dev/null", e))?;
+    let stdin = match p.stdin {
+        Some(fd) => {
+            // SAFETY: the caller keeps `fd` open while the child is spawned.
+            let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            borrowed
+                .try_clone_to_owned()
+                .map_err(|e| SandboxError::Io("duplicating the child's stdin", e))?
+        }
+        None => nix::fcntl::open(
+            "/dev/null",
+            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| SandboxError::os("open /dev/null", e))?,
+    };
     let control = match p.reaper {
         Some(_) => {
             let (mut ours, theirs) =
