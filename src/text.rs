@@ -52,8 +52,14 @@ mod tests {
     fn control_characters_are_shown_not_obeyed() {
         assert_eq!(printable("plain text"), Cow::Borrowed("plain text"));
         assert_eq!(printable("\u{1b}[2Jgone"), "\\x1b[2Jgone");
-        assert_eq!(printable("bell\u{7} del\u{7f} csi\u{9b}"), "bell\\x07 del\\x7f csi\\u{9b}");
-        assert_eq!(printable("two\nlines\tand a tab\r"), "two\nlines\tand a tab\\x0d");
+        assert_eq!(
+            printable("bell\u{7} del\u{7f} csi\u{9b}"),
+            "bell\\x07 del\\x7f csi\\u{9b}"
+        );
+        assert_eq!(
+            printable("two\nlines\tand a tab\r"),
+            "two\nlines\tand a tab\\x0d"
+        );
         assert_eq!(printable_line("two\nlines"), "two\\x0alines");
         assert_eq!(printable("naïve ✓"), "naïve ✓");
     }

@@ -153,7 +153,10 @@ fn torchs_numpy_warning_never_decides() {
         "{}",
         outcome.message
     );
-    assert!(outcome.stderr_tail.contains("Failed to initialize NumPy"));
+    assert!(
+        outcome.stderr_tail.contains("Failed to initialize NumPy"),
+        "{outcome:?}"
+    );
     // A child that dies without a report after the warning.
     let v = repo.variant(
         "torch-cpu",

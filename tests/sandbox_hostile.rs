@@ -675,7 +675,104 @@ fn every_hostile_class_holds_for_an_unprivileged_user_too() {
         common::stderr(&out)
     );
     assert!(
-        stdout.contains("test result: ok. 9 passed; 0 failed"),
+        stdout.contains("test result: ok. 12 passed; 0 failed"),
         "{stdout}"
+    );
+}
+
+/// A kernel that raises `KeyboardInterrupt` while it is imported, or sends
+/// SIGINT to its own process group: the kernel's fault, an `import_error`
+/// cached like any other, never preflight's `probe_error`.
+#[test]
+fn a_keyboard_interrupt_of_the_kernels_own_is_its_import_error() {
+    let cache = common::fresh_dir("interrupt-cache");
+    let env = [("PREFLIGHT_CACHE", cache.as_os_str())];
+    for init in [
+        "raise KeyboardInterrupt('the kernel stops itself')\n",
+        "import os, signal, time\nos.killpg(os.getpgrp(), signal.SIGINT)\ntime.sleep(5)\n",
+    ] {
+        let repo = kernel(init);
+        let (out, json) = check(&[&repo.root()], &env);
+        assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+        let outcome = outcomes(&json)[0];
+        assert_eq!(outcome["kind"], "import_error", "{init}: {json:#}");
+        assert_eq!(outcome["phase"], "import", "{json:#}");
+        let (_, json) = check(&[&repo.root()], &env);
+        assert_eq!(json["results"][0]["cached"], true, "{init}: {json:#}");
+    }
+}
+
+/// A CUDA variant that writes its own `done` (at the smoke depth, on
+/// `cuda`) on its result channel and exits: on a machine whose fingerprint
+/// has no NVIDIA driver and no GPU that pass is impossible, and refused
+/// as a `probe_error` naming the contradiction, not cached.
+#[test]
+fn a_self_forged_pass_the_machine_contradicts_is_refused() {
+    if Path::new("/proc/driver/nvidia").exists() {
+        // On a machine with an NVIDIA driver the pass is not impossible:
+        // the GPU check script covers what a device shows.
+        eprintln!("not applicable on a machine with an NVIDIA driver");
+        return;
+    }
+    let repo = probe_fixtures::Repo::new();
+    repo.variant(
+        "torch-cuda",
+        "import os\n\
+         with open('preflight_result.jsonl', 'a') as channel:\n\
+         \x20   channel.write('{\"event\":\"runtime\",\"device\":\"cuda\"}\\n')\n\
+         \x20   channel.write('{\"event\":\"done\",\"depth\":\"smoke\"}\\n')\n\
+         os._exit(0)\n",
+    );
+    open_up(repo.dir.path());
+    let (out, json) = check(&[&repo.root()], &[]);
+    let outcome = outcomes(&json)[0];
+    assert_eq!(outcome["kind"], "probe_error", "{json:#}");
+    let message = outcome["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no NVIDIA driver and no NVIDIA GPU"),
+        "{json:#}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let (_, json) = check(&[&repo.root()], &[]);
+    assert_eq!(json["results"][0]["cached"], false, "{json:#}");
+}
+
+/// What a probe prints reaches preflight's terminal escaped: a kernel
+/// whose error carries escape sequences (clear the screen, a forged line
+/// of preflight's own) has them shown, not obeyed, in the table, in
+/// warnings and in JSON; a file it leaves in its folder switches nothing.
+#[test]
+fn a_probes_text_cannot_drive_the_terminal_nor_switch_forking_off() {
+    let hostile = kernel(
+        "open('preflight_fork_refused', 'w').write('\\x1b[2Jforged\\nwarning: all good')\n\
+         raise ImportError('\\x1b[2J\\x1b]0;owned\\x07cleared\\rerror: forged line')\n",
+    );
+    let good = kernel("X = 1\n");
+    let mut cmd = common::preflight_cmd();
+    cmd.arg("check")
+        .arg("--python")
+        .arg(probe_fixtures::python())
+        .args(["--timeout", "30", "--jobs", "1"])
+        .arg(hostile.root())
+        .arg(good.root());
+    let out = bounded(cmd, Duration::from_secs(120));
+    let printed = format!("{}{}", common::stdout(&out), common::stderr(&out));
+    assert!(!printed.contains('\u{1b}'), "{printed:?}");
+    assert!(!printed.contains('\u{7}'), "{printed:?}");
+    // Colour and cursor sequences are dropped from one-line messages; any
+    // other control character is shown escaped.
+    assert!(
+        printed.contains("owned\\x07cleared"),
+        "shown escaped: {printed}"
+    );
+    assert!(
+        !printed.contains("not forked"),
+        "nothing switched off: {printed}"
+    );
+    let (_, json) = check(&[&hostile.root()], &[]);
+    let message = outcomes(&json)[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        !message.contains('\u{1b}') && message.contains("\\x07"),
+        "{json:#}"
     );
 }

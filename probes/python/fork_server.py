@@ -334,8 +334,14 @@ def probe(request, fds, limits):
     # repeat the server's sequence in every child.
     if "random" in sys.modules:
         sys.modules["random"].seed()
-    for sig in (signal.SIGCHLD, signal.SIGPIPE, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    # The dispositions a fresh interpreter starts with: its own SIGINT
+    # handler (KeyboardInterrupt), SIGPIPE and SIGXFSZ ignored, the rest
+    # the default.
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     # The workers a fresh process's OpenBLAS started when it was loaded,
     # started again under the probe's limits.
@@ -491,8 +497,13 @@ def main():
 
 
 if __name__ == "__main__":
+    handoff = None
     try:
         code = main()
-    except Handoff as handoff:
-        probe(*handoff.args)
+    except Handoff as handed:
+        handoff = handed.args
+    # Outside the handler: no exception of the kernel's has this one as
+    # its context.
+    if handoff is not None:
+        probe(*handoff)
     sys.exit(code)

@@ -30,9 +30,7 @@ impl Machine {
             capability: fingerprint
                 .cuda_default_device()
                 .and_then(|g| g.compute_capability),
-            nvidia: Some(
-                fingerprint.gpus.driver.is_some() || !fingerprint.gpus.devices.is_empty(),
-            ),
+            nvidia: Some(fingerprint.gpus.driver.is_some() || !fingerprint.gpus.devices.is_empty()),
         }
     }
 

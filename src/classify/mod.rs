@@ -36,7 +36,9 @@ pub use crate::protocol::{Depth, ExceptionInfo, Made, Phase, Timings};
 pub use cuda::first_error;
 pub use machine::Machine;
 
+use crate::probe::Subject;
 use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
+use crate::variant::{Backend, NoarchBackend, VariantName};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -335,8 +337,7 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report, machine);
     if let Some(why) = contradiction(&outcome, &report, machine) {
-        outcome = Outcome::probe_error(outcome.phase, &why);
-        outcome.hint = hints::CONTRADICTED.into();
+        outcome = contradicted(outcome.phase, &why);
     }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
@@ -376,20 +377,61 @@ fn printable(mut outcome: Outcome) -> Outcome {
 /// child's result channel is written by its own process, so code the
 /// probe ran can forge one (docs/sandbox.md), but not the machine
 /// preflight measured. A pass at the device depth or deeper on a CUDA
-/// device where the fingerprint found no NVIDIA driver and no GPU is
-/// such a contradiction.
+/// device where the fingerprint found no NVIDIA driver and no GPU is such
+/// a contradiction: the child's own account of its device says CUDA (and
+/// its torch is not a ROCm build, whose devices torch also calls `cuda`).
+/// [`against_machine`] adds what the job itself says of the variant.
 fn contradiction(outcome: &Outcome, report: &Report, machine: &Machine) -> Option<String> {
-    if !outcome.kind.passed() || outcome.depth < Some(Depth::Device) {
-        return None;
-    }
     let device = report.runtime.device.as_deref()?;
     let cuda = device == "cuda" || device.starts_with("cuda:");
-    (cuda && machine.nvidia == Some(false)).then(|| {
-        format!(
-            "the child reported a pass at the {} depth on {device}, but this machine has no NVIDIA driver and no NVIDIA GPU",
-            outcome.depth.map_or("device", Depth::as_str)
-        )
-    })
+    let rocm = report
+        .runtime
+        .torch
+        .as_deref()
+        .is_some_and(|v| v.contains("rocm"));
+    (cuda && !rocm)
+        .then(|| impossible_on(outcome, device, machine))
+        .flatten()
+}
+
+/// The contradiction of a pass on `device` at the device depth or deeper
+/// with a machine that has no NVIDIA driver and no NVIDIA GPU.
+fn impossible_on(outcome: &Outcome, device: &str, machine: &Machine) -> Option<String> {
+    if !outcome.kind.passed()
+        || outcome.depth < Some(Depth::Device)
+        || machine.nvidia != Some(false)
+    {
+        return None;
+    }
+    Some(format!(
+        "the child reported a pass at the {} depth on {device}, but this machine has no NVIDIA driver and no NVIDIA GPU",
+        outcome.depth.map_or("device", Depth::as_str)
+    ))
+}
+
+/// `outcome` of `subject`, refused as a `probe_error` when it cannot be
+/// true on `machine` whatever the child reported: a CUDA variant (by its
+/// name: `cuXY`, `torch-cuda`) that passed at the device depth or deeper
+/// on a machine with no NVIDIA driver and no NVIDIA GPU. (The child's own
+/// account is checked by [`classify_on`].)
+pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -> Outcome {
+    let Subject::Variant { name, .. } = subject else {
+        return outcome;
+    };
+    let cuda = match name {
+        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
+        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
+    };
+    match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
+        Some(Some(why)) => contradicted(outcome.phase, &why),
+        _ => outcome,
+    }
+}
+
+fn contradicted(phase: Phase, why: &str) -> Outcome {
+    let mut outcome = Outcome::probe_error(phase, why);
+    outcome.hint = hints::CONTRADICTED.into();
+    outcome
 }
 
 /// The outcome of a compiled CUDA variant from its two probes: `import`

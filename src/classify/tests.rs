@@ -598,3 +598,45 @@ fn an_exception_the_child_survived_is_said_as_raised_and_a_death_is_not() {
     let crashed = classify(&evidence(signaled("SIGSEGV"), &lines(&[START, IMPORT]), ""));
     assert_eq!(crashed.raised, None);
 }
+
+/// A pass at the device depth of a CUDA variant, on a machine whose
+/// fingerprint has no NVIDIA driver and no GPU, cannot be true: refused.
+/// Where the machine is not known, or the variant is not CUDA's (ROCm's
+/// torch calls its devices `cuda` too), it stands.
+#[test]
+fn a_pass_the_machine_contradicts_is_refused() {
+    use crate::probe::Subject;
+    use crate::variant::VariantName;
+    let subject = |name: &str| Subject::Variant {
+        name: VariantName::parse(name).unwrap(),
+        path: name.into(),
+    };
+    let mut pass = outcome(OutcomeKind::Pass, Phase::Done, "verified", "");
+    pass.depth = Some(Depth::Smoke);
+    let no_gpu = Machine {
+        nvidia: Some(false),
+        ..Machine::default()
+    };
+    for name in ["torch-cuda", "torch29-cxx11-cu128-x86_64-linux"] {
+        let refused = against_machine(pass.clone(), &subject(name), &no_gpu);
+        assert_eq!(refused.kind, OutcomeKind::ProbeError, "{name}");
+        assert!(refused.message.contains("no NVIDIA driver"), "{refused:?}");
+    }
+    for (name, machine) in [
+        ("torch-rocm", &no_gpu),
+        ("torch29-cxx11-rocm63-x86_64-linux", &no_gpu),
+        ("torch-cuda", &Machine::default()),
+    ] {
+        assert_eq!(
+            against_machine(pass.clone(), &subject(name), machine),
+            pass,
+            "{name}"
+        );
+    }
+    let mut load = pass.clone();
+    load.depth = Some(Depth::Load);
+    assert_eq!(
+        against_machine(load.clone(), &subject("torch-cuda"), &no_gpu),
+        load
+    );
+}

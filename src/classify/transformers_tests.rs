@@ -65,6 +65,7 @@ fn wheel_only() -> Machine {
             cudart: vec![],
         }),
         capability: Some(ComputeCapability::new(9, 0)),
+        nvidia: Some(true),
     }
 }
 
@@ -206,6 +207,7 @@ fn with_release(version: &str, capability: Option<ComputeCapability>) -> Machine
             cudart: vec![],
         }),
         capability,
+        nvidia: Some(true),
     }
 }
 

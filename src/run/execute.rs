@@ -214,7 +214,11 @@ fn execute_one(
     let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
     match result {
         Ok(evidence) => Executed {
-            outcome: classify::classify_on(&evidence, machine),
+            outcome: classify::against_machine(
+                classify::classify_on(&evidence, machine),
+                &job.subject,
+                machine,
+            ),
             timings: Timings {
                 total_ms,
                 ..evidence.timings()

@@ -41,6 +41,11 @@ pub fn preflight_cmd() -> Command {
     // Tables fit COLUMNS when it is set: a shell that exports it must not
     // change what the tests read.
     cmd.env_remove("COLUMNS");
+    // scripts/test-forked.sh: the binary forks its probes too, torch or
+    // not, so that every hostile fixture run through it is compared.
+    if std::env::var_os("PREFLIGHT_TEST_FORKED").is_some_and(|v| v == "1") {
+        cmd.env("PREFLIGHT_FORK", "1");
+    }
     cmd
 }
 
