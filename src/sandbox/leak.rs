@@ -49,7 +49,8 @@ impl Leak {
         };
         Leak {
             pid: stat.pid,
-            cmdline: procfs::cmdline(stat.pid),
+            // A probe's process names itself: shown, never obeyed.
+            cmdline: crate::text::printable_line(&procfs::cmdline(stat.pid)).into_owned(),
             place,
             held_output: procfs::holds_pipe(stat.pid, pipes),
             killed,
