@@ -4,7 +4,8 @@
 # package), formatting, lints, then every test, then the Python package's
 # tests against the wheel built from this checkout (scripts/test-python.sh);
 # the probe fixtures once more with forked probes (scripts/test-forked.sh).
-# As root it also runs the sandbox tests as nobody (scripts/test-unprivileged.sh).
+# As root it also runs the sandbox tests as nobody (scripts/test-unprivileged.sh)
+# and a real single-node Slurm (scripts/slurm-check.sh).
 # Every stage runs even when one before it failed; the last line is the
 # whole suite's count, and the exit status is non-zero if anything failed.
 # Needs a Rust toolchain, python3 with venv, a C compiler, and access to
@@ -37,6 +38,9 @@ stage forked scripts/test-forked.sh
 # As root, the sandbox's tests again as nobody (the user-namespace path).
 stage unprivileged scripts/test-unprivileged.sh
 stage python scripts/test-python.sh
+# A real single-node Slurm placing jobs by preflight's features and draining
+# on its health check (root, Debian's slurm packages; skipped without them).
+stage slurm scripts/slurm-check.sh
 if [ ${#failed[@]} -gt 0 ]; then
   echo "failed stages: ${failed[*]}"
 fi

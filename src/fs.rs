@@ -119,6 +119,34 @@ pub fn shown(path: &Path) -> String {
     out
 }
 
+/// Write `bytes` to `path` so that readers see the old file or the new one,
+/// never a part: a temp file named `prefix…` in the same directory (with
+/// `mode`), its data fsynced, renamed over the target, then the directory
+/// fsynced so that the rename itself survives a crash. Concurrent writers
+/// of one file are harmless: the last rename wins, and each wrote a whole
+/// file. A failed write leaves no temp file behind.
+pub fn write_atomic(path: &Path, bytes: &[u8], prefix: &str, mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    // The file is in place; a file system that cannot sync a directory
+    // (some network ones) only loses the durability of the rename.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{canonicalize, open_regular, read_small};

@@ -17,6 +17,7 @@ pub mod doctor;
 pub mod fingerprint;
 pub mod fs;
 pub mod hash;
+pub mod labels;
 pub mod probe;
 pub mod protocol;
 pub mod report;

@@ -4,6 +4,7 @@
 //! kernel can look. Each test is one attack or one such difference; the
 //! probes are forked from a server holding a stand-in torch.
 
+mod common;
 mod probe_fixtures;
 
 use kernel_preflight::classify::OutcomeKind;
@@ -240,4 +241,75 @@ fn a_server_slower_to_start_than_the_timeout_is_given_up() {
     assert_eq!(run.evidence.made, Made::Fresh);
     let why = executor.fork_fallback().expect("given up");
     assert!(why.contains("within 2.0 s"), "{why}");
+}
+
+/// In a pids-limited cgroup (a container, systemd's `TasksMax`), a run
+/// whose probes are forked and whose kernel forks all it can leaves
+/// nothing behind: once `check` returns, the cgroup is empty (no server,
+/// no helper, no probe), and the run said what the kernel did. Needs root
+/// and a writable cgroup v1 `pids` hierarchy; says so and does nothing
+/// where the machine has neither.
+#[test]
+fn in_a_pids_limited_cgroup_nothing_of_a_run_stays() {
+    let hierarchy = std::path::Path::new("/sys/fs/cgroup/pids");
+    let group = hierarchy.join(format!("preflight-test-{}", std::process::id()));
+    if !nix::unistd::geteuid().is_root() || std::fs::create_dir(&group).is_err() {
+        eprintln!(
+            "not applicable here: needs root and a writable {}",
+            hierarchy.display()
+        );
+        return;
+    }
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(group.clone());
+    std::fs::write(group.join("pids.max"), "150").expect("pids.max");
+    let repo = Repo::new();
+    repo.variant(
+        "torch-universal",
+        "import os, time\n\
+         born = 0\n\
+         for _ in range(400):\n\
+         \x20   try:\n\
+         \x20       if os.fork() == 0:\n\
+         \x20           os.setsid()\n\
+         \x20           time.sleep(60)\n\
+         \x20           os._exit(0)\n\
+         \x20       born += 1\n\
+         \x20   except OSError:\n\
+         \x20       break\n\
+         raise ImportError('forked %d before the limit' % born)\n",
+    );
+    let script = format!("echo $$ > {}/cgroup.procs && exec \"$@\"", group.display());
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_preflight"))
+        .args(["check", "--timeout", "30", "--json", "--python"])
+        .arg(python())
+        .arg(repo.root())
+        .env("PREFLIGHT_FORK", "1")
+        .env("PREFLIGHT_CACHE", common::fresh_dir("pids-cache"))
+        .output()
+        .expect("check runs");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::stderr(&output)));
+    let outcome = &json["results"][0]["outcome"];
+    assert_eq!(outcome["made"], "forked", "{json:#}");
+    assert_eq!(outcome["kind"], "import_error", "{json:#}");
+    let procs = || std::fs::read_to_string(group.join("cgroup.procs")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !procs().trim().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        procs().trim(),
+        "",
+        "processes of the run left in the cgroup"
+    );
 }

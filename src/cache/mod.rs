@@ -45,8 +45,7 @@ pub use key::Key;
 pub use outcomes::{Kept, OutcomeEntry, OutcomeRecord, Outcomes};
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
@@ -226,29 +225,10 @@ fn private_dirs(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The one way a file of the cache (or an export bundle) is written:
-/// readers see the old file or the new one, never a part. A temp file in the
-/// same directory (0600), its data fsynced, renamed over the target, then
-/// the directory fsynced so that the rename itself survives a crash.
-/// Concurrent writers of one file are harmless: the last rename wins, and
-/// each wrote a whole file. A failed write leaves no temp file behind.
+/// [`crate::fs::write_atomic`], 0600, with the temp prefix that clean-up
+/// knows.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(bucket::TEMP_PREFIX)
-        .permissions(fs::Permissions::from_mode(0o600))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    // The file is in place; a file system that cannot sync a directory
-    // (some network ones) only loses the durability of the rename.
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::fs::write_atomic(path, bytes, bucket::TEMP_PREFIX, 0o600)
 }
 
 #[cfg(test)]

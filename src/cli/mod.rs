@@ -11,6 +11,7 @@ mod cuda_child;
 mod doctor;
 mod fingerprint;
 mod inspect;
+mod labels;
 mod probing;
 mod reaper;
 mod repo;
@@ -57,6 +58,10 @@ enum Command {
     /// What this machine can do for compute kernels: driver, devices,
     /// NVRTC, nvcc, PTX JIT, bf16 / fp8 / wgmma, torch, Triton, CuTe-DSL.
     Doctor(doctor::Args),
+    /// This node's kernel verdicts as scheduler labels, from the outcome
+    /// cache alone (no probe): NFD feature file, Slurm features, Ray
+    /// labels, JSON.
+    Labels(labels::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
     /// The cuda executor's child mode (internal: run by preflight itself).
@@ -174,6 +179,7 @@ pub fn main() -> ExitCode {
         Command::Warmup(args) => warmup::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Labels(args) => labels::run(args),
         Command::Cache(args) => cache::run(args),
         Command::CudaChild(_) => unreachable!("handled before"),
     });

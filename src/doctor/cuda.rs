@@ -180,16 +180,31 @@ fn probe_error(check: Check, e: impl std::fmt::Display) -> Check {
     )
 }
 
-/// The driver and device 0: the device (when one answers) and the driver's
-/// CUDA version (`13000`).
-pub(super) fn driver(
-    options: &DoctorOptions,
-    cancel: &Cancel,
-) -> (Check, Option<DeviceInfo>, Option<u32>) {
+/// What the driver said of the devices.
+pub(super) struct Driver {
+    /// Its check.
+    pub(super) check: Check,
+    /// Device 0, when it answers.
+    pub(super) device: Option<DeviceInfo>,
+    /// The CUDA version it supports (`13000`).
+    pub(super) version: Option<u32>,
+    /// How many devices it enumerates.
+    pub(super) count: Option<u32>,
+}
+
+/// The driver and device 0.
+pub(super) fn driver(options: &DoctorOptions, cancel: &Cancel) -> Driver {
     let check = Check::new("driver", "CUDA driver and devices");
     let run = match execute(options, Subject::Device, cancel) {
         Ok(run) => run,
-        Err(e) => return (probe_error(check, e), None, None),
+        Err(e) => {
+            return Driver {
+                check: probe_error(check, e),
+                device: None,
+                version: None,
+                count: None,
+            };
+        }
     };
     let facts = &run.report;
     let check = check.took(run.wall_ms());
@@ -244,7 +259,12 @@ pub(super) fn driver(
         ) => judge(check, &run, |_| String::new()),
     };
     let device = facts.device.clone().filter(|_| run.outcome.kind.passed());
-    (check, device, facts.runtime.cuda_driver)
+    Driver {
+        check,
+        device,
+        version: facts.runtime.cuda_driver,
+        count: facts.runtime.devices,
+    }
 }
 
 /// NVRTC: compile the smoke kernel for this device, load it, launch it.

@@ -5,9 +5,11 @@
 //! it took and, when something is missing or broken, what to do about it.
 
 mod cuda;
+pub mod health;
 mod python;
 
 use crate::classify::OutcomeKind;
+use crate::fingerprint::Fingerprint;
 use crate::probe::cuda::CudaExecutor;
 use crate::protocol::DeviceInfo;
 use crate::run::{Executors, Session, SessionError};
@@ -152,20 +154,46 @@ impl Session {
     /// session's interpreter, else the fingerprint's).
     pub fn doctor(&self, timeout: Duration, cancel: &Cancel) -> Result<DoctorReport, SessionError> {
         let fingerprint = self.fast_fingerprint()?;
-        let limits = Limits {
-            timeout,
-            ..Limits::default()
-        };
-        let options = DoctorOptions {
-            executor: Executors::cuda(&fingerprint)?,
-            cuda_limits: limits.clone(),
-            nvcc: fingerprint.toolkits.active_nvcc(),
-            python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
-            python_limits: limits.clone(),
-            nvcc_limits: limits,
-        };
+        let options = doctor_options(&fingerprint, timeout)?;
         Ok(run(&options, cancel, &|_| {}))
     }
+
+    /// `doctor --health`: whether the node's devices work
+    /// ([`health::check`]), on the machine the fast fingerprint describes,
+    /// expecting `gpus` NVIDIA GPUs (default: those on its PCI bus that
+    /// CUDA may use); each child stopped after `timeout`.
+    pub fn health(
+        &self,
+        timeout: Duration,
+        gpus: Option<usize>,
+        cancel: &Cancel,
+    ) -> Result<health::Health, SessionError> {
+        let fingerprint = self.fast_fingerprint()?;
+        let options = doctor_options(&fingerprint, timeout)?;
+        let expect = health::Expectation::of(&fingerprint, gpus);
+        Ok(health::check(&options, &expect, cancel))
+    }
+}
+
+/// The probes of `doctor` on the machine `fingerprint` describes: the
+/// cuda executor [`Executors::cuda`] makes, the active toolkit's nvcc, the
+/// fingerprint's interpreter; each child stopped after `timeout`.
+fn doctor_options(
+    fingerprint: &Fingerprint,
+    timeout: Duration,
+) -> Result<DoctorOptions, SessionError> {
+    let limits = Limits {
+        timeout,
+        ..Limits::default()
+    };
+    Ok(DoctorOptions {
+        executor: Executors::cuda(fingerprint)?,
+        cuda_limits: limits.clone(),
+        nvcc: fingerprint.toolkits.active_nvcc(),
+        python: fingerprint.python.as_ref().map(|p| p.interpreter.clone()),
+        python_limits: limits.clone(),
+        nvcc_limits: limits,
+    })
 }
 
 /// Runs every capability probe, one child (or two: nvcc, then the load)
@@ -177,7 +205,12 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         checks.push(check);
     };
     let kernels = cuda::Kernels::write();
-    let (driver, device, driver_version) = cuda::driver(options, cancel);
+    let cuda::Driver {
+        check: driver,
+        device,
+        version: driver_version,
+        ..
+    } = cuda::driver(options, cancel);
     let has_gpu = device.is_some();
     push(driver);
     match &kernels {

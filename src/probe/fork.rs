@@ -183,6 +183,23 @@ impl Forking {
         }
     }
 
+    /// Starts the server now, if it is not started yet, waiting for it at
+    /// most as long as any start may take; why probes will be fresh
+    /// processes, when they will.
+    pub(super) fn start(&self, executor: &PythonExecutor) -> Option<String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let State::NotStarted = *state {
+            *state = match Server::start(executor, self.require_torch, READY_WITHIN) {
+                Ok(server) => State::Running(server),
+                Err(why) => State::Off(why),
+            };
+        }
+        match &*state {
+            State::Off(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
     /// What the server did with request `id`, once the probe's run ended:
     /// `None` when it never said (it never got the request: the client did
     /// not start, or was ended before it asked).

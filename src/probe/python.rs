@@ -158,6 +158,18 @@ impl PythonExecutor {
         }
     }
 
+    /// Starts this executor's fork server now rather than with its first
+    /// probe (whose timeout its start counts against), and waits until it
+    /// is ready: for a caller that has time before its probes, and for
+    /// tests about probes rather than about the server's start. Why probes
+    /// will be fresh processes, when they will; `None` also when forking
+    /// is off.
+    pub fn start_fork_server(&self) -> Option<String> {
+        self.forking
+            .as_ref()
+            .and_then(|forking| forking.start(self))
+    }
+
     /// Why this executor's probes are fresh processes although forking is
     /// on (the server could not start, or its state went bad); `None` while
     /// they are forked, or when forking is off.

@@ -10,6 +10,7 @@ pub mod events;
 pub mod fingerprint;
 pub mod grid;
 pub mod inspect;
+pub mod labels;
 pub mod native;
 pub mod progress;
 pub mod resolve;

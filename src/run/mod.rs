@@ -19,6 +19,7 @@ mod download;
 pub mod event;
 mod execute;
 mod plan;
+pub mod recall;
 pub mod resolve;
 mod result;
 pub mod select;
@@ -35,6 +36,7 @@ pub use event::{
 };
 pub use execute::{Executors, ExecutorsError};
 pub use plan::{Job, JobId, Plan, PlanOptions, TargetId};
+pub use recall::Recalled;
 pub use result::{CheckReport, CheckResult, Declared};
 pub use session::{CheckOptions, Session, SessionError, SessionOptions};
 

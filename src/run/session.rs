@@ -161,6 +161,44 @@ impl Session {
         Ok(self.fingerprint.get_or_init(|| fp).clone())
     }
 
+    /// This machine's full fingerprint only when it was measured before
+    /// and kept in the cache (`Ok(None)` otherwise): what a command that
+    /// must not start a child (`labels`) keys its lookups by.
+    pub fn kept_fingerprint(&self) -> Result<Option<Fingerprint>, SessionError> {
+        if let Some(fp) = self.fingerprint.get() {
+            return Ok(Some(fp.clone()));
+        }
+        let sources = self.sources();
+        let fast = Fingerprint::fast(&sources, self.cache.as_ref())?;
+        let Some(measured) = crate::fingerprint::full::cached(&sources, self.cache.as_ref(), &fast)
+        else {
+            return Ok(None);
+        };
+        let fp = fast.with_measured(measured, &sources)?;
+        Ok(Some(self.fingerprint.get_or_init(|| fp).clone()))
+    }
+
+    /// Plan `targets` as `warmup` does and answer each from the outcome
+    /// cache alone ([`super::recall::recall`]): no child is started, not
+    /// even to measure the machine. `Ok(None)`: the machine was never
+    /// measured here (no `warmup` yet), so nothing kept can be found.
+    pub fn recall(
+        &self,
+        targets: Vec<Named>,
+    ) -> Result<Option<(Plan, Vec<super::Recalled>)>, SessionError> {
+        let Some(fingerprint) = self.kept_fingerprint()? else {
+            return Ok(None);
+        };
+        let options = self.plan_options(false, None);
+        let cache = (!self.options.no_cache).then(|| Arc::clone(&self.cache));
+        let executors = self.executors(&fingerprint);
+        let plan = Plan::new(targets, &fingerprint, &options, &executors, cache);
+        let recalled = (0..plan.targets.len())
+            .map(|i| super::recall::recall(&plan, super::TargetId(i)))
+            .collect();
+        Ok(Some((plan, recalled)))
+    }
+
     /// The cache outcomes are kept in; `None` with `no_cache`.
     pub fn outcome_cache(&self) -> Option<&Cache> {
         (!self.options.no_cache).then_some(self.cache.as_ref())

@@ -200,7 +200,13 @@ pub fn forked() -> bool {
 pub fn made(executor: &PythonExecutor) -> PythonExecutor {
     if forked() {
         kernel_preflight::sandbox::set_default_reaper(env!("CARGO_BIN_EXE_preflight").into());
-        executor.clone().forked_always()
+        let forked = executor.clone().forked_always();
+        // These tests are about probes: the server's start is not counted
+        // against their (short) timeouts (tests/fork_server.rs is about it).
+        if let Some(why) = forked.start_fork_server() {
+            panic!("the fork server did not start: {why}");
+        }
+        forked
     } else {
         executor.clone()
     }

@@ -307,6 +307,17 @@ pub(super) fn refused(cache: &RunCache) -> usize {
     cache.cache.remote().map_or(0, |r| r.refused())
 }
 
+/// The outcome kept for `key` and when its entry was written (ns since
+/// the epoch), read without probing; `None` when nothing valid is kept
+/// for what is installed now.
+pub(super) fn recall(cache: &RunCache, key: &JobKey) -> Option<(Outcome, i128)> {
+    let (record, entry) = cache.cache.outcomes().get_witnessed(&key.key)?;
+    if !record_holds(cache, record.packages.as_deref()) {
+        return None;
+    }
+    Some((record.outcome, entry.seen?.mtime_ns))
+}
+
 /// Whether a record kept with the package digest `packages` (a variant's)
 /// still holds: what is installed is unchanged.
 fn record_holds(cache: &RunCache, packages: Option<&str>) -> bool {
