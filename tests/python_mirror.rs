@@ -68,6 +68,7 @@ fn row(outcome: Outcome, leaked: Option<&str>) -> CheckResult {
         },
         leaked: leaked.map(str::to_owned),
         cached: true,
+        remote: false,
     }
 }
 

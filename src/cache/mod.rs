@@ -33,6 +33,7 @@ mod job;
 mod key;
 pub mod ops;
 pub(crate) mod outcomes;
+pub(crate) mod remote;
 pub(crate) mod warm;
 
 pub(crate) use bench::BenchKey;
@@ -117,6 +118,8 @@ pub struct Cache {
     root: PathBuf,
     /// Stat records of variant directories read so far.
     identities: identity::Memo,
+    /// The remote tier, when a fleet shares one.
+    remote: Option<std::sync::Arc<remote::Remote>>,
 }
 
 impl Cache {
@@ -151,7 +154,19 @@ impl Cache {
         Cache {
             root,
             identities: identity::Memo::default(),
+            remote: None,
         }
+    }
+
+    /// This cache with the remote tier `remote` behind it.
+    pub(crate) fn with_remote(mut self, remote: remote::Remote) -> Cache {
+        self.remote = Some(std::sync::Arc::new(remote));
+        self
+    }
+
+    /// The remote tier, if there is one.
+    pub(crate) fn remote(&self) -> Option<&std::sync::Arc<remote::Remote>> {
+        self.remote.as_ref()
     }
 
     /// The root directory.

@@ -100,6 +100,10 @@ pub struct Args {
     /// Probe every variant again, and keep no outcome and no bench result.
     #[arg(long)]
     no_cache: bool,
+    /// The fleet's remote outcome store, a redis:// URL (user, password, host, port, db),
+    /// over PREFLIGHT_REMOTE (docs/fleet.md).
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
     #[command(flatten)]
     events: EventsArgs,
 }
@@ -151,6 +155,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         smoke: args.smoke.clone(),
         smoke_as: args.smoke_as.clone(),
         no_cache: args.no_cache,
+        remote: args.remote.clone(),
     }
     .validate()?;
     let targets = targets(&args)?;

@@ -3,6 +3,7 @@
 use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::cache::{Cache, Key, Lookup, ops};
 use kernel_preflight::report;
+use kernel_preflight::run::{Session, SessionOptions};
 use std::path::PathBuf;
 
 /// Arguments of `preflight cache`.
@@ -20,7 +21,13 @@ enum Action {
     /// Print the cache directory (the root of every bucket).
     Dir,
     /// List the cached outcomes.
-    Ls,
+    Ls {
+        /// List the fleet's remote store instead: each entry trusted,
+        /// another machine class's, or refused and why (the store is
+        /// PREFLIGHT_REMOTE, or URL).
+        #[arg(long, value_name = "URL", num_args = 0..=1, require_equals = false)]
+        remote: Option<Option<String>>,
+    },
     /// Show one entry in full.
     Show {
         /// Its key, as `ls` prints it (a unique prefix is enough).
@@ -53,7 +60,25 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let outcomes = cache.outcomes();
     match args.action {
         Action::Dir => emit(&cache.root().display().to_string()),
-        Action::Ls => {
+        Action::Ls { remote: Some(url) } => {
+            let options = SessionOptions {
+                remote: Some(super::probing::remote(url.as_deref())?.ok_or_else(|| {
+                    BadInput(
+                        "cache ls --remote: no remote store (set PREFLIGHT_REMOTE or give \
+                             --remote URL)"
+                            .into(),
+                    )
+                })?),
+                ..SessionOptions::default()
+            };
+            let rows = Session::new(options, cache).remote_entries()?;
+            if args.json {
+                emit_json(&rows);
+            } else {
+                emit(&report::cache::remote_list(&rows));
+            }
+        }
+        Action::Ls { remote: None } => {
             let entries = outcomes.entries();
             if args.json {
                 emit_json(&entries);

@@ -6,7 +6,7 @@ use kernel_preflight::cache::Cache;
 use kernel_preflight::probe::{self, SmokeChoice};
 use kernel_preflight::report::events::Recorder;
 use kernel_preflight::report::progress::{Bars, Progress};
-use kernel_preflight::run::{Listener, Session, SessionError, SessionOptions, Tee};
+use kernel_preflight::run::{Listener, RemoteSettings, Session, SessionError, SessionOptions, Tee};
 use kernel_preflight::sandbox::{self, Cancel, Limits};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,6 +39,16 @@ pub struct ProbeArgs {
     /// Probe every variant again, and keep no outcome.
     #[arg(long)]
     pub no_cache: bool,
+    /// The fleet's remote outcome store, a redis:// URL (user, password, host, port, db),
+    /// over PREFLIGHT_REMOTE (docs/fleet.md).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+}
+
+/// The remote store `flag` (`--remote URL`) or the environment names,
+/// validated; else one message (exit 2).
+pub(super) fn remote(flag: Option<&str>) -> Result<Option<RemoteSettings>, Failure> {
+    RemoteSettings::from_env(flag).map_err(|e| BadInput(e.to_string()))
 }
 
 /// `--NAME VALUE` as a positive duration, else one message (exit 2).
@@ -116,6 +126,7 @@ impl ProbeArgs {
             no_cache: self.no_cache,
             jobs: self.jobs.map(|n| n as usize),
             packages: Vec::new(),
+            remote: remote(self.remote.as_deref())?,
         };
         Ok(Probing {
             session: Session::new(options, Cache::from_env()),

@@ -35,7 +35,9 @@ pub enum RunEvent<'a> {
         result: &'a CheckResult,
     },
     /// Every job was looked up; `count` of them will start a child. Comes
-    /// once, after every `Skipped` and `Cached`, before any `Started`.
+    /// once, after every `Skipped` and `Cached`, before any `Started` (but
+    /// for a job another node of the fleet probed while this one waited
+    /// for its lease: `Cached` after `Probing`, `"remote": true`).
     Probing {
         /// Jobs left to probe.
         count: usize,

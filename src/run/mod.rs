@@ -26,7 +26,10 @@ pub mod select;
 mod session;
 pub mod warmup;
 
-pub use cached::{BenchRecord, DEFAULT_WORKLOAD, JobKey};
+pub use cached::{
+    BenchRecord, DEFAULT_WORKLOAD, JobKey, RemoteMode, RemoteRow, RemoteSettingError,
+    RemoteSettings, RemoteStatus,
+};
 pub use download::DownloadError;
 pub use event::{
     BenchEvent, BenchReporter, Event, EventKind, Listener, Reporter, RunEvent, Stream, Tee,
@@ -40,8 +43,12 @@ pub use session::{CheckOptions, Session, SessionError, SessionOptions};
 use crate::classify::Outcome;
 use crate::discover::Target;
 use crate::sandbox::Cancel;
+use cached::remote::Claim;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A probed job's row, and the fault that kept its child from running.
+type Probed = (CheckResult, Option<String>);
 
 /// Answer every job of `plan`: from the cache where it knows, else by a
 /// probe, `jobs` children at a time (native modules too); `reporter` hears
@@ -86,21 +93,13 @@ pub fn run(
             continue;
         }
         let hit = match (&plan.cache, &job.key) {
-            (Some(cache), Some(key)) => cached::lookup(cache, key).unwrap_or_else(|why| {
-                warn(Some(job), format!("{}: {why}", job.path.display()));
-                None
-            }),
+            (Some(cache), Some(key)) => {
+                cached::lookup(cache, key, &job.path, &|why| warn(Some(job), why))
+            }
             _ => None,
         };
         match hit {
-            Some((outcome, timings)) => {
-                let result = row(job, plan, outcome, timings, None, true);
-                reporter.report(RunEvent::Cached {
-                    job,
-                    result: &result,
-                });
-                results.push(Some(result));
-            }
+            Some(hit) => results.push(Some(answered(job, plan, hit, reporter))),
             None => {
                 results.push(None);
                 pending.push(job);
@@ -114,16 +113,39 @@ pub fn run(
     let write_failed = AtomicBool::new(false);
     let executors = &executors.for_run();
     let machine = &crate::classify::Machine::of(&plan.fingerprint);
-    let probe = |job: &&Job| {
+    // With a remote tier, a job another node of this machine class is
+    // probing is put off (`wait` false) and, once every other job is done,
+    // waited for (`wait` true): its verdict, or its lease ending.
+    let probe = |job: &&Job, wait: bool| -> Option<Probed> {
+        let lease = match (&plan.cache, &job.key) {
+            (Some(cache), Some(key)) => {
+                let warn = |why| warn(Some(job), why);
+                match cached::remote::claim(cache, key, &job.path, wait, cancel, &warn) {
+                    Claim::Probe(lease) => lease,
+                    Claim::Answered(hit) => {
+                        return Some((answered(job, plan, hit, reporter), None));
+                    }
+                    Claim::Busy => return None,
+                }
+            }
+            _ => None,
+        };
         reporter.report(RunEvent::Started { job });
         let done = execute::execute(job, executors, cancel, machine);
         // An interrupted probe says nothing lasting about the job; a cause
         // that may pass by itself is refused by the cache itself.
         if let (Some(cache), Some(key)) = (&plan.cache, &job.key)
             && !cancel.is_cancelled()
-            && let Err(why) = cached::store(cache, key, job, &done.outcome, &done.timings)
+            && let Err(why) = cached::store(cache, key, job, &done.outcome, &done.timings, &|w| {
+                warn(Some(job), w)
+            })
             && !write_failed.swap(true, Ordering::Relaxed)
         {
+            warn(Some(job), why);
+        }
+        // Given up after the outcome is published: the nodes waiting for
+        // it find it.
+        if let Some(why) = lease.and_then(cached::remote::Lease::finish) {
             warn(Some(job), why);
         }
         let fault = done
@@ -134,9 +156,9 @@ pub fn run(
             job,
             result: &result,
         });
-        (result, fault)
+        Some((result, fault))
     };
-    let probed: Vec<(CheckResult, Option<String>)> = if pending.is_empty() {
+    let probed: Vec<Probed> = if pending.is_empty() {
         Vec::new()
     } else {
         // What executors do beside the first probes (the judge of hub
@@ -151,15 +173,31 @@ pub fn run(
                     .name("ahead".into())
                     .spawn_scoped(scope, move || work(judged));
             }
-            let probed = match rayon::ThreadPoolBuilder::new()
+            let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(jobs.max(1))
-                .build()
-            {
-                Ok(pool) => pool.install(|| pending.par_iter().map(probe).collect()),
-                Err(_) => pending.iter().map(probe).collect(),
+                .build();
+            let pass = |jobs: &[&Job], wait: bool| -> Vec<Option<Probed>> {
+                match &pool {
+                    Ok(pool) => {
+                        pool.install(|| jobs.par_iter().map(|job| probe(job, wait)).collect())
+                    }
+                    Err(_) => jobs.iter().map(|job| probe(job, wait)).collect(),
+                }
+            };
+            let first = pass(&pending, false);
+            let put_off: Vec<&Job> = pending
+                .iter()
+                .zip(&first)
+                .filter(|(_, done)| done.is_none())
+                .map(|(job, _)| *job)
+                .collect();
+            let second = if put_off.is_empty() {
+                Vec::new()
+            } else {
+                pass(&put_off, true)
             };
             judged.cancel();
-            probed
+            first.into_iter().chain(second).flatten().collect()
         })
     };
     let mut faults = Vec::new();
@@ -181,6 +219,15 @@ pub fn run(
             }
         })
         .collect();
+    if let Some(refused) = plan.cache.as_ref().map(cached::refused).filter(|n| *n > 0) {
+        warn(
+            None,
+            format!(
+                "refused {refused} entr{} of the remote store (see `preflight cache ls --remote`)",
+                if refused == 1 { "y" } else { "ies" }
+            ),
+        );
+    }
     // Once, for the whole run: what its probes could do that they should not.
     let isolation = (!pending.is_empty())
         .then(crate::sandbox::isolation)
@@ -219,6 +266,18 @@ fn ahead<'a>(
         .collect()
 }
 
+/// The row of a job the cache answered (this node's, or another's of its
+/// machine class through the remote tier), reported as cached.
+fn answered(job: &Job, plan: &Plan, hit: cached::Hit, reporter: &dyn Reporter) -> CheckResult {
+    let mut result = row(job, plan, hit.outcome, hit.timings, None, true);
+    result.remote = hit.remote;
+    reporter.report(RunEvent::Cached {
+        job,
+        result: &result,
+    });
+    result
+}
+
 fn row(
     job: &Job,
     plan: &Plan,
@@ -238,6 +297,7 @@ fn row(
         timings,
         leaked,
         cached,
+        remote: false,
     }
 }
 

@@ -57,6 +57,10 @@ pub struct CheckResult {
     pub leaked: Option<String>,
     /// Whether the outcome came from the cache rather than a probe now.
     pub cached: bool,
+    /// Whether another node of this machine class probed it: the remote
+    /// store answered (absent when not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote: bool,
 }
 
 impl CheckResult {

@@ -6,7 +6,10 @@
 
 use super::download::DownloadError;
 use super::event::{Listener, Stream};
-use super::{CheckReport, Executors, ExecutorsError, Plan, PlanOptions, Reporter, RunEvent};
+use super::{
+    CheckReport, Executors, ExecutorsError, Plan, PlanOptions, RemoteRow, RemoteSettings, Reporter,
+    RunEvent,
+};
 use crate::cache::Cache;
 use crate::declared::SystemError;
 use crate::declared::embedded::Judge;
@@ -35,6 +38,9 @@ pub struct SessionOptions {
     /// Packages whose versions the fingerprint reports besides its own
     /// list (`fingerprint --package`; a variant's python-depends).
     pub packages: Vec<String>,
+    /// The fleet's remote store behind the outcome cache
+    /// ([`RemoteSettings::from_env`]); `None`: this node alone.
+    pub remote: Option<RemoteSettings>,
 }
 
 /// What `check` probes, besides every job of its targets for this OS and
@@ -114,6 +120,7 @@ impl Session {
     /// A session with `options` over `cache` (the fingerprint's facts are
     /// kept there even with `no_cache`, which concerns outcomes).
     pub fn new(options: SessionOptions, cache: Cache) -> Session {
+        let cache = super::cached::remote::attach(cache, options.remote.as_ref());
         Session {
             options,
             cache: Arc::new(cache),
@@ -195,6 +202,15 @@ impl Session {
     /// The cache outcomes are kept in; `None` with `no_cache`.
     pub fn outcome_cache(&self) -> Option<&Cache> {
         (!self.options.no_cache).then_some(self.cache.as_ref())
+    }
+
+    /// Every entry of the fleet's remote store, as this machine judges it
+    /// (`cache ls --remote`): trusted, another machine class's, or refused
+    /// and why. Without a remote store, or one that cannot be listed, the
+    /// request is refused (bad input: the setting is the user's).
+    pub fn remote_entries(&self) -> Result<Vec<RemoteRow>, SessionError> {
+        let fingerprint = self.fingerprint()?.hash();
+        super::cached::remote::entries(&self.cache, &fingerprint).map_err(SessionError::Refused)
     }
 
     /// How the session plans: `all` probes variants for another OS or CPU

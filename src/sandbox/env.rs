@@ -18,13 +18,14 @@ const SECRET_SUFFIXES: &[&str] = &[
 const SECRET_NAMES: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "PASSWD"];
 
 /// Name prefixes (upper case) of variable families that hold credentials.
-const SECRET_PREFIXES: &[&str] = &["AWS_"];
+const SECRET_PREFIXES: &[&str] = &["AWS_", "PREFLIGHT_REMOTE"];
 
 /// Whether a variable of this name must not reach a child.
 ///
 /// Case-insensitive: `HF_TOKEN`, `*_TOKEN`, `*_SECRET`, `*_KEY`,
 /// `*_PASSWORD`, `*_PASSWD`, `*_CREDENTIALS`, the bare `TOKEN` / `SECRET` /
-/// `PASSWORD` / `PASSWD`, and every `AWS_*` variable.
+/// `PASSWORD` / `PASSWD`, every `AWS_*` variable, and the fleet's remote
+/// store settings (`PREFLIGHT_REMOTE*`: an address may hold a password).
 pub fn is_secret_name(name: &OsStr) -> bool {
     let name = name.to_string_lossy().to_ascii_uppercase();
     SECRET_NAMES.contains(&name.as_str())

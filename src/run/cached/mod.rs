@@ -5,7 +5,13 @@
 //! compiler does: they are `pub(crate)`), so that a new cache interface
 //! changes this folder only.
 
+pub(super) mod remote;
 pub(super) mod warm;
+
+pub use crate::cache::remote::{
+    Mode as RemoteMode, RemoteSettings, SettingError as RemoteSettingError,
+};
+pub use remote::{RemoteRow, RemoteStatus};
 
 /// A bench result as the cache keeps it: what `select --fastest` ranks by.
 pub use crate::cache::bench::BenchRecord;
@@ -254,17 +260,51 @@ fn digest<T: Serialize>(value: &T) -> String {
     crate::hash::sha256_hex(&serde_json::to_vec(value).unwrap_or_default())
 }
 
-/// The cached outcome of `key`; `Err` says why an entry was ignored (it is
-/// removed, and the job probed again). A variant's outcome kept when other
-/// packages were installed than are now is a miss: the job is probed again
-/// and its entry rewritten.
-pub(super) fn lookup(cache: &RunCache, key: &JobKey) -> Result<Option<(Outcome, Timings)>, String> {
+/// A job's outcome as the cache answers it.
+#[derive(Debug, Clone)]
+pub(super) struct Hit {
+    /// The outcome.
+    pub(super) outcome: Outcome,
+    /// Its timings.
+    pub(super) timings: Timings,
+    /// Whether another node of this machine class probed it (the remote
+    /// tier answered).
+    pub(super) remote: bool,
+}
+
+/// The cached outcome of `key`, the job of the variant at `path`: the
+/// local tier's, else the remote tier's (kept locally then). `warn` hears
+/// why an entry was ignored (a corrupt local one is removed; a refused
+/// remote one is never used) and the remote tier's one warning. A
+/// variant's outcome kept when other packages were installed than are now
+/// is a miss: the job is probed again and its entry rewritten. A local hit
+/// never asks the remote tier.
+pub(super) fn lookup(
+    cache: &RunCache,
+    key: &JobKey,
+    path: &std::path::Path,
+    warn: &dyn Fn(String),
+) -> Option<Hit> {
     match cache.cache.outcomes().get(&key.key) {
-        Lookup::Hit(record) if !record_holds(cache, record.packages.as_deref()) => Ok(None),
-        Lookup::Hit(record) => Ok(Some((record.outcome, record.timings))),
-        Lookup::Miss => Ok(None),
-        Lookup::Corrupt(why) => Err(format!("ignored a corrupt cache entry: {why}")),
+        Lookup::Hit(record) if record_holds(cache, record.packages.as_deref()) => {
+            return Some(Hit {
+                outcome: record.outcome,
+                timings: record.timings,
+                remote: false,
+            });
+        }
+        Lookup::Hit(_) | Lookup::Miss => {}
+        Lookup::Corrupt(why) => warn(format!(
+            "{}: ignored a corrupt cache entry: {why}",
+            path.display()
+        )),
     }
+    remote::fetch(cache, key, path, warn)
+}
+
+/// How many entries of the remote tier this run refused.
+pub(super) fn refused(cache: &RunCache) -> usize {
+    cache.cache.remote().map_or(0, |r| r.refused())
 }
 
 /// The outcome kept for `key` and when its entry was written (ns since
@@ -313,15 +353,17 @@ pub(super) fn parts(cache: &RunCache) -> (&Cache, &str) {
     (&cache.cache, &cache.fingerprint)
 }
 
-/// Keep `job`'s outcome; the cache refuses a transient one
-/// ([`crate::cache::outcomes::cacheable`]). `Err` says why the cache could
-/// not be written.
+/// Keep `job`'s outcome, and publish it to the remote tier; the cache
+/// refuses a transient one ([`crate::cache::outcomes::cacheable`]), and
+/// one that does not last is never published. `Err` says why the local
+/// cache could not be written; `warn` hears the remote tier's one warning.
 pub(super) fn store(
     cache: &RunCache,
     key: &JobKey,
     job: &Job,
     outcome: &Outcome,
     timings: &Timings,
+    warn: &dyn Fn(String),
 ) -> Result<(), String> {
     // Forked evidence never answers a key for a fresh probe. The other way
     // round it may: a forked job whose fork server was given up ran fresh,
@@ -341,10 +383,17 @@ pub(super) fn store(
         packages: matches!(job.probe.subject, probe::Subject::Variant { .. })
             .then(|| cache.packages.clone()),
     };
-    cache
+    if !crate::cache::outcomes::cacheable(outcome) {
+        return Ok(());
+    }
+    let kept = cache
         .cache
         .outcomes()
-        .put(&key.key, record)
+        .put(&key.key, record.clone())
         .map(drop)
-        .map_err(|e| format!("outcomes are not cached: {e}"))
+        .map_err(|e| format!("outcomes are not cached: {e}"));
+    remote::publish(cache, key, &record)
+        .into_iter()
+        .for_each(warn);
+    kept
 }
