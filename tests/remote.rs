@@ -4,116 +4,13 @@
 
 mod common;
 
+use common::node::{Node, OUTCOMES, SECRET, answered, resealed, rows, secret_file};
 use common::redis_server::RedisServer;
-use common::{fresh_dir, kernel_repo, preflight_cmd, stderr, variant_names};
-use hmac::{Hmac, Mac};
+use common::{fresh_dir, kernel_repo, stderr, variant_names};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-const OUTCOMES: &str = "preflight:outcomes-v2:";
-const SECRET: &str = "a fleet secret for the tests\n";
-
-/// One node: a cache of its own, the fleet's settings.
-struct Node {
-    cache: PathBuf,
-    env: Vec<(&'static str, String)>,
-    /// `check --timeout`, in seconds.
-    timeout: &'static str,
-}
-
-impl Node {
-    fn new(redis: &RedisServer, secret: &Path) -> Node {
-        Node {
-            cache: fresh_dir("node"),
-            env: vec![
-                ("PREFLIGHT_REMOTE", redis.url()),
-                ("PREFLIGHT_REMOTE_SECRET_FILE", secret.display().to_string()),
-            ],
-            timeout: "20",
-        }
-    }
-
-    fn set(mut self, k: &'static str, v: impl Into<String>) -> Node {
-        self.env.retain(|(key, _)| *key != k);
-        self.env.push((k, v.into()));
-        self
-    }
-
-    fn unset(mut self, k: &'static str) -> Node {
-        self.env.retain(|(key, _)| *key != k);
-        self
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = preflight_cmd();
-        cmd.args(args)
-            .env("PREFLIGHT_CACHE", &self.cache)
-            .env_remove("CUDA_HOME")
-            .env_remove("CUDA_PATH")
-            .env_remove("CUDA_VISIBLE_DEVICES")
-            .env_remove("PYTHONPATH");
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        cmd
-    }
-
-    fn check_cmd(&self, repo: &Path) -> Command {
-        let mut cmd = self.cmd(&[
-            "check",
-            repo.to_str().unwrap(),
-            "--json",
-            "--timeout",
-            self.timeout,
-        ]);
-        cmd.arg("--python").arg(common::venv_python());
-        cmd
-    }
-
-    /// `check --json` of `repo`: the output and its document.
-    fn check(&self, repo: &Path) -> (Output, Value) {
-        let out = self.check_cmd(repo).output().unwrap();
-        let doc = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("check --json: {e}\n{}", stderr(&out)));
-        (out, doc)
-    }
-}
-
-/// Each row of a `check --json` document: (variant, kind, how it was
-/// answered: `probed`, `local` or `remote`).
-fn rows(doc: &Value) -> Vec<(String, String, &'static str)> {
-    let mut rows: Vec<_> = doc["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| {
-            let how = match (r["cached"].as_bool(), r["remote"].as_bool()) {
-                (Some(true), Some(true)) => "remote",
-                (Some(true), _) => "local",
-                _ => "probed",
-            };
-            (
-                r["variant"].as_str().unwrap().to_string(),
-                r["outcome"]["kind"].as_str().unwrap().to_string(),
-                how,
-            )
-        })
-        .collect();
-    rows.sort();
-    rows
-}
-
-fn answered(doc: &Value) -> Vec<&'static str> {
-    rows(doc).into_iter().map(|(_, _, how)| how).collect()
-}
-
-fn secret_file() -> PathBuf {
-    let path = fresh_dir("secret").join("fleet.key");
-    std::fs::write(&path, SECRET).unwrap();
-    path
-}
 
 /// A repo with a variant that passes, one that fails for good, and one
 /// that hangs (a timeout under `--timeout 5`).
@@ -198,25 +95,6 @@ fn published(redis: &RedisServer, a: &Node, variant: &str) -> (String, Value) {
     let name = format!("{OUTCOMES}{key}");
     let sealed = redis.get(&name).expect("a published entry");
     (name, serde_json::from_slice(&sealed).unwrap())
-}
-
-/// `sealed` with its entry text replaced by `entry`, signed with `secret`.
-fn resealed(sealed: &Value, entry: &Value, secret: &[u8]) -> Vec<u8> {
-    let text = entry.to_string();
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(secret).unwrap();
-    mac.update(sealed["format"].as_str().unwrap().as_bytes());
-    mac.update(b"\n");
-    mac.update(text.as_bytes());
-    let tag: String = mac
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let mut out = sealed.clone();
-    out["entry"] = Value::String(text);
-    out["hmac"] = Value::String(tag);
-    serde_json::to_vec(&out).unwrap()
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod check;
 mod cuda_child;
 mod doctor;
 mod fingerprint;
+mod fleet;
 mod inspect;
 mod labels;
 mod probing;
@@ -64,6 +65,9 @@ enum Command {
     Labels(labels::Args),
     /// Manage the outcome cache.
     Cache(cache::Args),
+    /// The fleet's verdicts from its remote store: per machine class, the
+    /// variant chosen for each kernel; what differs between two classes.
+    Fleet(fleet::Args),
     /// The cuda executor's child mode (internal: run by preflight itself).
     #[command(name = "__cuda-child", hide = true)]
     CudaChild(cuda_child::Args),
@@ -181,6 +185,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Labels(args) => labels::run(args),
         Command::Cache(args) => cache::run(args),
+        Command::Fleet(args) => fleet::run(args),
         Command::CudaChild(_) => unreachable!("handled before"),
     });
     match result {

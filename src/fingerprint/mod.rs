@@ -21,6 +21,7 @@
 
 pub mod capability;
 pub(crate) mod child;
+mod class;
 pub mod env;
 pub mod facts;
 pub mod full;
@@ -36,6 +37,7 @@ pub mod toolkit;
 mod tests;
 
 pub use capability::ComputeCapability;
+pub use class::ClassFacts;
 pub use facts::{FactStore, MeasuredFacts, NoStore, Stat, ToolAnswer};
 pub use full::{Measured, MeasuredDevice};
 pub use gpu::{Gpu, Gpus, Libcuda};

@@ -8,6 +8,7 @@ pub mod device;
 pub mod doctor;
 pub mod events;
 pub mod fingerprint;
+pub mod fleet;
 pub mod grid;
 pub mod inspect;
 pub mod labels;

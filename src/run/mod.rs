@@ -18,6 +18,7 @@ mod cached;
 mod download;
 pub mod event;
 mod execute;
+pub mod fleet;
 mod plan;
 pub mod recall;
 pub mod resolve;
@@ -136,9 +137,15 @@ pub fn run(
         // that may pass by itself is refused by the cache itself.
         if let (Some(cache), Some(key)) = (&plan.cache, &job.key)
             && !cancel.is_cancelled()
-            && let Err(why) = cached::store(cache, key, job, &done.outcome, &done.timings, &|w| {
-                warn(Some(job), w)
-            })
+            && let Err(why) = cached::store(
+                cache,
+                key,
+                job,
+                &done.outcome,
+                &done.timings,
+                plan.placement(job),
+                &|w| warn(Some(job), w),
+            )
             && !write_failed.swap(true, Ordering::Relaxed)
         {
             warn(Some(job), why);

@@ -206,6 +206,33 @@ impl Plan {
         }
     }
 
+    /// Where `job`'s variant stands among its kernel's variants (the kernel,
+    /// its hub revision, accepted by name or not, its place in the hub's
+    /// preference order): what a published outcome carries for a view of
+    /// the fleet. `None` for a native module.
+    pub(super) fn placement(&self, job: &Job) -> Option<cached::Placement> {
+        let Target::Hub(d) = &self.targets[job.target.0].target else {
+            return None;
+        };
+        let first = self.jobs.iter().position(|j| j.target == job.target)?;
+        // A hub snapshot's folder is named by its revision.
+        let version = d
+            .root
+            .parent()
+            .filter(|snapshot| crate::discover::hub_cache::snapshot_repo_id(snapshot).is_some())
+            .and_then(|snapshot| snapshot.file_name())
+            .map(|rev| rev.to_string_lossy().chars().take(12).collect());
+        Some(cached::Placement {
+            kernel: d
+                .kernel
+                .clone()
+                .unwrap_or_else(|| self.targets[job.target.0].given.clone()),
+            version,
+            accepted: job.declared.accepted,
+            preference: u32::try_from(job.id.0 - first).unwrap_or(u32::MAX),
+        })
+    }
+
     /// Jobs that will be probed or answered from the cache (not skipped).
     pub fn probe_count(&self) -> usize {
         self.jobs.iter().filter(|j| j.skip.is_none()).count()

@@ -112,7 +112,7 @@ impl SessionError {
 #[derive(Debug)]
 pub struct Session {
     options: SessionOptions,
-    cache: Arc<Cache>,
+    pub(super) cache: Arc<Cache>,
     fingerprint: OnceLock<Fingerprint>,
 }
 

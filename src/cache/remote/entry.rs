@@ -9,6 +9,7 @@ use super::super::job::{OutcomeKey, OutcomeParts};
 use super::super::key::Key;
 use super::settings::Secret;
 use crate::classify::{Outcome, Timings};
+use crate::fingerprint::ClassFacts;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
@@ -32,6 +33,30 @@ pub struct SharedRecord {
     /// [`super::super::OutcomeRecord::packages`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packages: Option<String>,
+    /// The publisher's machine class in readable facts (what `fleet ls`
+    /// shows); absent in entries of earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<ClassFacts>,
+    /// Which kernel the variant belongs to and where it stood among its
+    /// variants on the publisher; absent for a native module.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+/// Where a variant stands among its kernel's variants, as the publisher
+/// judged it: what `fleet ls` makes the same choice from as `select`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The kernel (`ORG/NAME`, or its folder's name).
+    pub kernel: String,
+    /// Its version: the hub snapshot's revision, when it lies in the hub
+    /// cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Whether the hub loader accepts the variant by name on the publisher.
+    pub accepted: bool,
+    /// Its place in the hub's preference order there (0 first).
+    pub preference: u32,
 }
 
 /// An entry as the remote store holds it.
@@ -96,13 +121,14 @@ pub fn seal(secret: &Secret, entry: &SharedEntry) -> Result<Vec<u8>, serde_json:
 
 /// The entry in `bytes`, stored under `key`, if it is believed: its MAC
 /// verifies under `secret`, it is of this schema, its parts hash to `key`,
-/// it names the machine `fingerprint`, (when given) it is the job
+/// it names the machine `fingerprint` (any machine: `None`, for a view of
+/// the fleet), (when given) it is the job
 /// `expected` is, and its outcome lasts.
 pub fn open(
     secret: &Secret,
     bytes: &[u8],
     key: &Key,
-    fingerprint: &str,
+    fingerprint: Option<&str>,
     expected: Option<&OutcomeKey>,
 ) -> Result<SharedEntry, Refusal> {
     let sealed: Sealed =
@@ -126,7 +152,7 @@ pub fn open(
     if expected.is_none() && !keyed {
         return Err(Refusal::WrongKey);
     }
-    if entry.parts.fingerprint != fingerprint {
+    if fingerprint.is_some_and(|f| f != entry.parts.fingerprint) {
         return Err(Refusal::AnotherMachine(short(&entry.parts.fingerprint)));
     }
     if !keyed {

@@ -190,7 +190,7 @@ impl Remote {
         let Some(secret) = &self.settings.secret else {
             return Fetch::Unavailable(None);
         };
-        match entry::open(secret, &bytes, key, fingerprint, expected) {
+        match entry::open(secret, &bytes, key, Some(fingerprint), expected) {
             Ok(entry) => Fetch::Hit(Box::new(entry)),
             Err(refusal) => {
                 if let Ok(mut refused) = self.refused.lock() {
@@ -272,10 +272,11 @@ impl Remote {
         })
     }
 
-    /// Every entry in the store, each believed or refused (an entry of
-    /// another machine class is [`Refusal::AnotherMachine`]); `Err`: the
-    /// store cannot be listed, and why.
-    pub(crate) fn entries(&self, fingerprint: &str) -> Result<Vec<Listed>, String> {
+    /// Every entry in the store, each believed or refused (with a
+    /// `fingerprint`, an entry of another machine class is
+    /// [`Refusal::AnotherMachine`]; without, entries of every class are
+    /// believed); `Err`: the store cannot be listed, and why.
+    pub(crate) fn entries(&self, fingerprint: Option<&str>) -> Result<Vec<Listed>, String> {
         let fail = |w: Unavailable| {
             w.unwrap_or_else(|| format!("remote store {}: unavailable", self.settings.display()))
         };

@@ -8,6 +8,7 @@
 pub(super) mod remote;
 pub(super) mod warm;
 
+pub(crate) use crate::cache::remote::entry::Placement;
 pub use crate::cache::remote::{
     Mode as RemoteMode, RemoteSettings, SettingError as RemoteSettingError,
 };
@@ -27,7 +28,7 @@ use crate::cache::{
 use crate::classify::{Outcome, Timings};
 use crate::discover::Metadata;
 use crate::discover::native::{ModuleKind, ModuleSpec};
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{ClassFacts, Fingerprint};
 use crate::probe::{self, Executor, Subject};
 use crate::protocol::{Made, PROTOCOL_VERSION};
 use serde::Serialize;
@@ -43,6 +44,8 @@ pub(super) struct RunCache {
     fingerprint: String,
     /// The machine in one line, in every record.
     machine: String,
+    /// The machine's class in readable facts, in every published entry.
+    class: ClassFacts,
     /// The digest of what is installed in the probed environment's import
     /// folders, as taken with the fingerprint.
     packages: String,
@@ -55,6 +58,7 @@ impl RunCache {
         RunCache {
             cache,
             machine: machine_line(fingerprint, &hash),
+            class: fingerprint.class_facts(),
             fingerprint: hash,
             packages: fingerprint.installed_digest(),
         }
@@ -363,6 +367,7 @@ pub(super) fn store(
     job: &Job,
     outcome: &Outcome,
     timings: &Timings,
+    placement: Option<Placement>,
     warn: &dyn Fn(String),
 ) -> Result<(), String> {
     // Forked evidence never answers a key for a fresh probe. The other way
@@ -392,7 +397,7 @@ pub(super) fn store(
         .put(&key.key, record.clone())
         .map(drop)
         .map_err(|e| format!("outcomes are not cached: {e}"));
-    remote::publish(cache, key, &record)
+    remote::publish(cache, key, &record, placement)
         .into_iter()
         .for_each(warn);
     kept

@@ -4,10 +4,11 @@
 //! verdict.
 
 use super::{Hit, JobKey, RunCache, record_holds};
-use crate::cache::remote::entry::{SharedEntry, SharedRecord, short};
+use crate::cache::remote::entry::{Placement, SharedEntry, SharedRecord, short};
 use crate::cache::remote::{Fetch, Refusal, Remote};
 use crate::cache::{Cache, Key, OutcomeRecord};
-use crate::classify::OutcomeKind;
+use crate::classify::{Outcome, OutcomeKind};
+use crate::fingerprint::ClassFacts;
 use crate::sandbox::Cancel;
 use serde::Serialize;
 use std::path::Path;
@@ -53,6 +54,7 @@ fn ask(
                 timings,
                 machine,
                 packages,
+                ..
             } = entry.record;
             let record = OutcomeRecord {
                 path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
@@ -105,9 +107,15 @@ pub(super) fn fetch(
     }
 }
 
-/// Publish `record`, just kept locally under `key`, to the remote tier
-/// (a read-only node publishes nothing).
-pub(super) fn publish(cache: &RunCache, key: &JobKey, record: &OutcomeRecord) -> Option<String> {
+/// Publish `record`, just kept locally under `key`, to the remote tier,
+/// with the machine's class and where the variant stands among its
+/// kernel's (a read-only node publishes nothing).
+pub(super) fn publish(
+    cache: &RunCache,
+    key: &JobKey,
+    record: &OutcomeRecord,
+    placement: Option<Placement>,
+) -> Option<String> {
     let remote = cache.cache.remote()?;
     let entry = SharedEntry::new(
         key.key.parts.clone(),
@@ -117,6 +125,8 @@ pub(super) fn publish(cache: &RunCache, key: &JobKey, record: &OutcomeRecord) ->
             timings: record.timings,
             machine: record.machine.clone(),
             packages: record.packages.clone(),
+            class: Some(cache.class.clone()),
+            placement,
         },
     );
     remote.publish(&entry).err().flatten()
@@ -320,7 +330,7 @@ pub(in crate::run) fn entries(cache: &Cache, fingerprint: &str) -> Result<Vec<Re
         )
     })?;
     Ok(remote
-        .entries(fingerprint)?
+        .entries(Some(fingerprint))?
         .into_iter()
         .map(|(key, opened)| match opened {
             Ok(entry) => row(key, &entry, RemoteStatus::Trusted),
@@ -353,4 +363,54 @@ fn row(key: String, entry: &SharedEntry, status: RemoteStatus) -> RemoteRow {
         machine: Some(entry.record.machine.clone()),
         status,
     }
+}
+
+/// One verdict of the fleet's remote store, sealed by the fleet, of any
+/// machine class: what `fleet ls` and `fleet diff` are made of.
+#[derive(Debug, Clone)]
+pub(in crate::run) struct Published {
+    /// The publisher's full fingerprint hash: its machine class.
+    pub fingerprint: String,
+    /// Its class in readable facts, when the publisher sent them.
+    pub class: Option<ClassFacts>,
+    /// Its machine in one line.
+    pub machine: String,
+    /// The variant (or module).
+    pub variant: String,
+    /// Where the variant stands among its kernel's, on the publisher.
+    pub placement: Option<Placement>,
+    /// What probing showed there.
+    pub outcome: Outcome,
+    /// When (Unix seconds).
+    pub created: u64,
+}
+
+/// Every verdict of `cache`'s remote tier that the fleet sealed, of every
+/// machine class, and how many entries were refused; `Err` says why the
+/// store cannot be listed.
+pub(in crate::run) fn published(cache: &Cache) -> Result<(Vec<Published>, usize), String> {
+    let remote = cache.remote().ok_or_else(|| {
+        format!(
+            "no remote store: set {} or give --remote URL",
+            crate::cache::remote::settings::REMOTE_ENV
+        )
+    })?;
+    let mut refused = 0;
+    let mut out = Vec::new();
+    for (_, opened) in remote.entries(None)? {
+        let Ok(entry) = opened else {
+            refused += 1;
+            continue;
+        };
+        out.push(Published {
+            fingerprint: entry.parts.fingerprint,
+            variant: entry.parts.job.name,
+            created: entry.created,
+            class: entry.record.class,
+            machine: entry.record.machine,
+            placement: entry.record.placement,
+            outcome: entry.record.outcome,
+        });
+    }
+    Ok((out, refused))
 }
