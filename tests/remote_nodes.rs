@@ -1,0 +1,139 @@
+//! Many nodes at once against one real `redis-server`: each is a process
+//! with a cache of its own on this one machine (one fingerprint), started
+//! together, as a fleet's nodes start after a new image.
+
+mod common;
+
+use common::node::{Node, OUTCOMES, secret_file};
+use common::redis_server::RedisServer;
+use common::{fresh_dir, kernel_repo, stderr, variant_names};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// `n` variant names that load on this CPU-only machine.
+fn names(n: usize) -> Vec<String> {
+    let mut names = variant_names(n + 1);
+    names.retain(|v| v != "torch-cuda");
+    names.truncate(n);
+    names
+}
+
+/// `warmup --json` of `repo` on `node`, started.
+fn warmup(node: &Node, repo: &Path) -> Child {
+    node.cmd(&["warmup", repo.to_str().unwrap(), "--json", "--python"])
+        .arg(common::venv_python())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A finished warmup's (probed, answered from a cache) counts.
+fn counts(child: Child) -> (u64, u64) {
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("warmup --json: {e}\n{}", stderr(&out)));
+    let kernel = &doc[0];
+    assert_eq!(kernel["passed"], kernel["variants"], "{doc}");
+    (
+        kernel["probed"].as_u64().unwrap(),
+        kernel["cached"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn twenty_nodes_warming_up_together_probe_each_variant_once() {
+    let redis = RedisServer::start();
+    let secret = secret_file();
+    let variants = 3;
+    // Long enough that every node starts while the first probes run.
+    let repo = kernel_repo(
+        &fresh_dir("repo"),
+        "twenty",
+        &names(variants),
+        "import time\ntime.sleep(1)\nX = 1\n",
+    );
+    let nodes: Vec<Node> = (0..20).map(|_| Node::new(&redis, &secret)).collect();
+    let children: Vec<Child> = nodes.iter().map(|n| warmup(n, &repo)).collect();
+    let (mut probed, mut answered) = (0, 0);
+    for child in children {
+        let (p, a) = counts(child);
+        probed += p;
+        answered += a;
+    }
+    assert_eq!(
+        probed, variants as u64,
+        "each variant probed once, fleet-wide"
+    );
+    assert_eq!(answered, 19 * variants as u64);
+    assert_eq!(redis.keys(&format!("{OUTCOMES}*")).len(), variants);
+    assert!(redis.keys("preflight:lease-v2:*").is_empty());
+}
+
+#[test]
+fn redis_stopped_mid_warmup_loses_no_verdict_and_leaves_no_half_entry() {
+    let redis = RedisServer::start();
+    let secret = secret_file();
+    let variants = 4;
+    let repo = kernel_repo(
+        &fresh_dir("repo"),
+        "stopped",
+        &names(variants),
+        "import time\ntime.sleep(1)\nX = 1\n",
+    );
+    let nodes: Vec<Node> = (0..4)
+        .map(|_| Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_LEASE", "2s"))
+        .collect();
+    let children: Vec<Child> = nodes
+        .iter()
+        .map(|n| {
+            let mut cmd = n.cmd(&["warmup", repo.to_str().unwrap(), "--json", "--jobs", "1"]);
+            cmd.arg("--python")
+                .arg(common::venv_python())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Stopped once the first verdict is published, while others are
+    // being probed.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while redis.keys(&format!("{OUTCOMES}*")).is_empty() {
+        assert!(Instant::now() < deadline, "nothing was ever published");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    redis.pause();
+    let mut warned = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        warned += usize::from(stderr(&out).contains("answering from this node alone"));
+    }
+    redis.resume();
+    assert!(warned > 0, "no node noticed the store stop");
+
+    // Every node holds every verdict itself: the next warmup probes nothing
+    // and asks no one.
+    let stored = redis.keys(&format!("{OUTCOMES}*")).len();
+    redis.pause();
+    for node in &nodes {
+        let (probed, cached) = counts(warmup(node, &repo));
+        assert_eq!((probed, cached), (0, variants as u64));
+    }
+    redis.resume();
+
+    // Every entry the store holds verifies: none is half-written.
+    let out = nodes[0].cmd(&["fleet", "ls", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let fleet: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fleet["refused"], 0, "{fleet}");
+    let verdicts = fleet["classes"][0]["kernels"][0]["variants"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(verdicts, stored, "{fleet}");
+}
