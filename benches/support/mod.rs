@@ -324,7 +324,7 @@ fn parse_strace_summary(text: &str) -> Option<Syscalls> {
 
 /// CPU time (user + system) of every child this process has waited for so
 /// far (`getrusage(RUSAGE_CHILDREN)`).
-fn children_cpu() -> Duration {
+pub fn children_cpu() -> Duration {
     // SAFETY: getrusage fills the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
