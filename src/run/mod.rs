@@ -173,8 +173,18 @@ pub fn run(
         // cannot be started leaves that work undone (every probe then
         // judges itself).
         let judged = Cancel::new();
+        // While other nodes of this machine class probe some of these jobs
+        // (a fleet warming up together), most will be answered by them:
+        // work ahead of every pending job would be spent for nothing.
+        let others = plan.cache.as_ref().is_some_and(|cache| {
+            let keys = pending.iter().filter_map(|job| job.key.as_ref());
+            cached::remote::others_probing(cache, keys, &|why| warn(None, why))
+        });
         std::thread::scope(|scope| {
-            for work in ahead(&pending, executors, jobs) {
+            for work in ahead(&pending, executors, jobs)
+                .into_iter()
+                .filter(|_| !others)
+            {
                 let judged = &judged;
                 let _ = std::thread::Builder::new()
                     .name("ahead".into())

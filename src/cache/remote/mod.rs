@@ -244,6 +244,20 @@ impl Remote {
         .map(|n| n > 0)
     }
 
+    /// Whether another node holds the lease of any of `keys` (one round
+    /// trip).
+    pub(crate) fn any_leased<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k Key>,
+    ) -> Result<bool, Unavailable> {
+        let names: Vec<String> = keys.into_iter().map(|k| format!("{LEASES}{k}")).collect();
+        if names.is_empty() {
+            return Ok(false);
+        }
+        self.with(|con| redis::cmd("EXISTS").arg(&names).query::<u32>(con))
+            .map(|n| n > 0)
+    }
+
     /// Extend the lease of `key` while this node holds it: `Ok(false)`
     /// when it does not any more.
     pub(crate) fn renew(&self, key: &Key) -> Result<bool, Unavailable> {

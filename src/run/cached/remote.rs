@@ -24,6 +24,27 @@ pub(in crate::run) fn attach(cache: Cache, settings: Option<&super::RemoteSettin
     }
 }
 
+/// Whether other nodes of this machine class are probing some of `keys`
+/// now (they hold its lease): a fleet warming up together, where most of
+/// the jobs this node misses will be answered by another node. `warn`
+/// hears the remote tier's one warning.
+pub(in crate::run) fn others_probing<'k>(
+    cache: &RunCache,
+    keys: impl IntoIterator<Item = &'k JobKey>,
+    warn: &dyn Fn(String),
+) -> bool {
+    let Some(remote) = cache.cache.remote() else {
+        return false;
+    };
+    match remote.any_leased(keys.into_iter().map(|k| &k.key.key)) {
+        Ok(held) => held,
+        Err(warning) => {
+            warning.into_iter().for_each(warn);
+            false
+        }
+    }
+}
+
 /// What the remote tier says of a job now.
 enum Asked {
     Hit(Box<Hit>),
