@@ -15,12 +15,12 @@ Names are imported when first used, and this file imports nothing itself
 """
 
 _WHERE = {
-    "NoWorkingVariant": "_api",
+    "NoWorkingVariant": "_errors",
     "check": "_api",
     "fingerprint": "_api",
     "resolve": "_api",
     "select": "_api",
-    "warmup": "_api",
+    "warmup": "_hub",
     "BenchReport": "_bench",
     "BenchSummary": "_bench",
     "VariantBench": "_bench",
@@ -28,7 +28,7 @@ _WHERE = {
     "PreflightError": "_binary",
     "find_preflight": "_binary",
     "enable": "_enable",
-    "KernelLoadError": "_hub",
+    "KernelLoadError": "_errors",
     "download": "_hub",
     "get_kernel": "_hub",
     "Candidate": "_types",
@@ -47,7 +47,7 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-_SUBMODULES = {"_api", "_bench", "_binary", "_enable", "_hub", "_types", "_verify"}
+_SUBMODULES = {"_api", "_bench", "_binary", "_enable", "_errors", "_hub", "_types", "_verify"}
 
 
 def __getattr__(name):  # type: ignore[no-untyped-def]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
-from ._binary import PreflightError, run_json
+from ._binary import run_json
+from ._errors import NoWorkingVariant, why_table
 from ._types import (
     CheckReport,
     Decision,
@@ -25,27 +26,6 @@ from ._types import (
 PathOrRepo = Union[str, "os.PathLike[str]"]
 
 _REPO_ID = re.compile(r"[^/\s]+/[^/\s]+")
-
-
-class NoWorkingVariant(PreflightError):
-    """`select` answered "no": no variant works here. `text` is the table of
-    why, `selection` every variant with its outcome."""
-
-    def __init__(self, selection: Selection, what: str) -> None:
-        super().__init__(f"no variant of {what} works here\n{why_table(selection)}", 1)
-        self.selection = selection
-
-
-def why_table(selection: Selection) -> str:
-    """One line per variant: its outcome and message, and the fix hint."""
-    rows = ([selection.chosen] if selection.chosen else []) + selection.alternatives
-    width = max((len(c.variant) for c in rows), default=0)
-    lines = []
-    for c in rows:
-        lines.append(f"  {c.variant:<{width}}  {c.outcome.kind}: {c.outcome.message}".rstrip())
-        if c.outcome.hint:
-            lines.append(f"  {'':<{width}}    hint: {c.outcome.hint}")
-    return "\n".join(lines)
 
 
 def _python(python: Optional[PathOrRepo]) -> list[str]:
@@ -180,44 +160,32 @@ def select(
     return selection
 
 
-def warmup(
+def warmup_fetching(
+    fetch: Optional[Callable[..., Any]],
     targets: Sequence[PathOrRepo] = (),
     *,
     revision: Optional[str] = None,
     version: Optional[int] = None,
     lock: Optional[PathOrRepo] = None,
     project: Optional[PathOrRepo] = None,
-    download: bool = False,
     trust_remote_code: Union[bool, list[str]] = False,
     jobs: Optional[int] = None,
     timeout: Optional[float] = None,
     python: Optional[PathOrRepo] = None,
 ) -> list[KernelSummary]:
-    """Probe every variant without a cached outcome: of `targets` (kernel
-    repo ids or directories), of the kernels a `kernels.lock` pins (`lock`,
-    each at its locked commit, as `load_kernel` loads them) and a project's
-    `pyproject.toml` names (`project`, its `[tool.kernels.dependencies]`,
-    each at its version), or of every ref of every kernel in the hub cache
-    when there are none. With `download=True`, each kernel's candidates are
-    fetched first (see `download`): the first run of a new machine for the
-    kernels a project uses, as `kernels download` is for the loader.
-
-    A lock file or project that cannot be read raises what `kernels`
-    raises for it (`FileNotFoundError`, `ValueError`), naming the file."""
+    """`warmup` (`_hub.warmup`, the public one), each kernel's candidates
+    fetched first with `fetch` (`download`) when it is given: this module
+    knows the command, not the hub."""
     if isinstance(targets, (str, os.PathLike)):
         targets = [targets]
     pins = _project_pins(lock, project)
     args = ["warmup"]
     for t in targets:
         target = _target(t)
-        if download and target[0] == "--repo":
-            from ._hub import download as fetch
-
+        if fetch is not None and target[0] == "--repo":
             fetch(target[1], revision=revision, version=version, trust_remote_code=trust_remote_code, python=python)
         args += target
-    if download:
-        from ._hub import download as fetch
-
+    if fetch is not None:
         for repo, pin in pins:
             fetch(repo, trust_remote_code=trust_remote_code, python=python, **pin)
     if lock is not None:
@@ -267,7 +235,7 @@ __all__ = [
     "fingerprint",
     "resolve",
     "select",
-    "warmup",
+    "warmup_fetching",
     "why_table",
 ]
 

@@ -251,3 +251,30 @@ class _PatchingLoader:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
+
+
+class scope:
+    """Verify the `kernels` loads made inside the block (a `with`
+    statement): the seam is installed if it is not, and the loads in the
+    block are verified whatever the variable says, probing in `python`
+    (default: the process's choice, else this interpreter)."""
+
+    def __init__(self, python: Optional[Any] = None) -> None:
+        self.python = python
+        self.token: Any = None
+
+    def __enter__(self) -> None:
+        from . import _verify
+
+        install()
+        seam = getattr(sys.modules[SEAM_MODULE], SEAM_FUNCTION)
+        if getattr(seam, _ORIGINAL, None) is None:
+            raise RuntimeError(
+                seam_problem(seam) or "kernel_preflight could not put verification in front of kernels' loader"
+            )
+        self.token = _verify.enter_scope(self.python)
+
+    def __exit__(self, *exc: Any) -> None:
+        from . import _verify
+
+        _verify.leave_scope(self.token)

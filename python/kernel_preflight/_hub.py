@@ -14,108 +14,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional, Sequence, Union
 
-from ._api import NoWorkingVariant, PathOrRepo, resolve, why_table
-from ._types import Selection
+from ._api import PathOrRepo, resolve, warmup_fetching
+from ._errors import KernelLoadError
+from ._types import KernelSummary
 
 Trust = Union[bool, list[str]]
-
-
-class KernelLoadError(FileNotFoundError, NoWorkingVariant):
-    """No variant of a kernel could be loaded here: the loader's pick failed
-    its probe (or its files are broken) and so did every other candidate
-    the loader would take, or the loader's validators refused them. `text`
-    has a line per variant with why; `selection` every variant probed with
-    its outcome; `refused` the candidates the loader refused, with its
-    error.
-
-    It is a `FileNotFoundError`, the type `kernels` raises when it finds no
-    build variant for the system, so that the fallbacks callers already
-    have (transformers' `lazy_load_kernel`, `kernelize`'s
-    `KernelizeFallback.CANNOT_LOAD`) take it; and a `NoWorkingVariant`
-    (`PreflightError`, a `RuntimeError`). Where plain `kernels` would have
-    raised an error of its own for the same load (its pick's `metadata.json`
-    does not parse: a `ValueError`), the error is also of that type
-    (`carrying`), with kernels' message and notes, and the table as a note.
-    CPython cannot make one class an `OSError` and an `ImportError` both
-    (their instance layouts conflict): where the loader's import of its
-    pick raises, the loader's own exception is what the caller gets, with
-    the table as a note (docs/flag.md)."""
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> "KernelLoadError":
-        # OSError reads (errno, strerror, filename) from several arguments.
-        return super().__new__(cls)
-
-    def __init__(
-        self,
-        repo_id: str,
-        selection: Optional[Selection],
-        refused: Sequence[tuple[str, BaseException]] = (),
-    ) -> None:
-        selection = selection or Selection(chosen=None, alternatives=[], cached=False, raw={})
-        NoWorkingVariant.__init__(self, selection, repo_id)
-        lines = [f"no variant of {repo_id} could be loaded here"]
-        table = why_table(selection)
-        if table:
-            lines.append(table)
-        width = max([len(c.variant) for c in selection.alternatives] + [len(v) for v, _ in refused], default=0)
-        for variant, error in refused:
-            message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            lines.append(f"  {variant:<{width}}  refused by the hub loader: {message}")
-        self.text = "\n".join(lines)
-        self.args = (self.text,)
-        self.refused = list(refused)
-
-    def __str__(self) -> str:
-        return self.text
-
-    @classmethod
-    def carrying(
-        cls,
-        error: BaseException,
-        repo_id: str,
-        selection: Optional[Selection],
-        refused: Sequence[tuple[str, BaseException]] = (),
-    ) -> BaseException:
-        """The error for a load where plain `kernels` raised `error`: a
-        `KernelLoadError` that is also of `error`'s type, whose message is
-        kernels' message, with kernels' notes and then the table of
-        variants as notes; `error` itself with the table as a note where
-        no class can be both (an `ImportError`)."""
-        kind = _carrying_class(type(error))
-        if kind is None:
-            _note(error, cls(repo_id, selection, refused).text)
-            return error
-        combined = kind(repo_id, selection, refused)
-        table = combined.text
-        combined.text = str(error)
-        combined.args = (combined.text,)
-        for note in [*getattr(error, "__notes__", ()), table]:
-            _note(combined, note)
-        return combined
-
-
-_CARRYING: dict[type, Optional[type]] = {}
-
-
-def _carrying_class(kind: type) -> Optional[type]:
-    """`KernelLoadError` made also a `kind`, or None when CPython cannot
-    (an `ImportError`, whose layout conflicts with `OSError`'s)."""
-    if issubclass(KernelLoadError, kind):
-        return KernelLoadError
-    if kind not in _CARRYING:
-        try:
-            made = type(KernelLoadError.__name__, (KernelLoadError, kind), {"__module__": __name__})
-        except TypeError:
-            made = None
-        _CARRYING[kind] = made
-    return _CARRYING[kind]
-
-
-def _note(error: BaseException, note: str) -> None:
-    if hasattr(error, "add_note"):
-        error.add_note(note)
-    else:  # Python < 3.11: the attribute the traceback printer reads
-        error.__notes__ = [*getattr(error, "__notes__", []), note]  # type: ignore[attr-defined]
 
 
 def _kernels_requirement() -> str:
@@ -220,6 +123,10 @@ def download(
     )
 
 
+# `warmup`'s parameter `download` hides the function in its body.
+_download = download
+
+
 def get_kernel(
     repo_id: str,
     *,
@@ -249,9 +156,9 @@ def get_kernel(
     for each variant. `python` names the interpreter the probes run in.
     """
     kernels = _kernels()
-    from . import _verify
+    from ._enable import scope
 
-    with _verify.scope(python=python):
+    with scope(python=python):
         return kernels.load.get_kernel(
             repo_id,
             revision=revision,
@@ -261,3 +168,41 @@ def get_kernel(
             trust_remote_code=trust_remote_code,
             check_arch=check_arch,
         )
+
+
+def warmup(
+    targets: Sequence[PathOrRepo] = (),
+    *,
+    revision: Optional[str] = None,
+    version: Optional[int] = None,
+    lock: Optional[PathOrRepo] = None,
+    project: Optional[PathOrRepo] = None,
+    download: bool = False,
+    trust_remote_code: Union[bool, list[str]] = False,
+    jobs: Optional[int] = None,
+    timeout: Optional[float] = None,
+    python: Optional[PathOrRepo] = None,
+) -> list[KernelSummary]:
+    """Probe every variant without a cached outcome: of `targets` (kernel
+    repo ids or directories), of the kernels a `kernels.lock` pins (`lock`,
+    each at its locked commit, as `load_kernel` loads them) and a project's
+    `pyproject.toml` names (`project`, its `[tool.kernels.dependencies]`,
+    each at its version), or of every ref of every kernel in the hub cache
+    when there are none. With `download=True`, each kernel's candidates are
+    fetched first (see `download`): the first run of a new machine for the
+    kernels a project uses, as `kernels download` is for the loader.
+
+    A lock file or project that cannot be read raises what `kernels`
+    raises for it (`FileNotFoundError`, `ValueError`), naming the file."""
+    return warmup_fetching(
+        _download if download else None,
+        targets,
+        revision=revision,
+        version=version,
+        lock=lock,
+        project=project,
+        trust_remote_code=trust_remote_code,
+        jobs=jobs,
+        timeout=timeout,
+        python=python,
+    )

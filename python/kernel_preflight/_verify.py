@@ -34,7 +34,6 @@ have died or had nothing to load, `KernelLoadError`, a `FileNotFoundError`
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import os
 import sys
@@ -81,22 +80,14 @@ def python_of(scope: Optional[_Scope], default: Optional[str]) -> str:
     return default or sys.executable
 
 
-@contextlib.contextmanager
-def scope(python: Optional[Any] = None) -> Iterator[None]:
-    """Verify the `kernels` loads made inside the block."""
-    from . import _enable
+def enter_scope(python: Optional[Any]) -> Any:
+    """Makes the calls that follow, in this context, a verified load asked
+    for by a call (`_enable.scope`); the token `leave_scope` takes."""
+    return _SCOPE.set(_Scope(os.fspath(python) if python is not None else None))
 
-    _enable.install()
-    seam = getattr(sys.modules[_enable.SEAM_MODULE], _enable.SEAM_FUNCTION)
-    if getattr(seam, "__kernel_preflight_original__", None) is None:
-        raise RuntimeError(
-            _enable.seam_problem(seam) or "kernel_preflight could not put verification in front of kernels' loader"
-        )
-    token = _SCOPE.set(_Scope(os.fspath(python) if python is not None else None))
-    try:
-        yield
-    finally:
-        _SCOPE.reset(token)
+
+def leave_scope(token: Any) -> None:
+    _SCOPE.reset(token)
 
 
 # ---------------------------------------------------------------- the tree
@@ -165,7 +156,7 @@ def _tree_class() -> type:
                 return super().load()
             except BaseException as e:
                 if self.note is not None and self.note not in getattr(e, "__notes__", ()):
-                    from ._hub import _note
+                    from ._errors import _note
 
                     _note(e, self.note)
                 raise
@@ -517,7 +508,7 @@ def _no_variant(
     refused: Sequence[tuple[str, BaseException]],
     loader_error: Optional[BaseException] = None,
 ) -> BaseException:
-    from ._hub import KernelLoadError
+    from ._errors import KernelLoadError
     from ._types import Selection
 
     selection = Selection(chosen=None, alternatives=list(probed), cached=False, raw={})
