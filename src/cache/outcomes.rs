@@ -158,24 +158,7 @@ pub fn smoke_label(smoke: &SmokeSource) -> String {
 
 /// One line describing a machine: GPUs, driver, Python, hash prefix.
 pub fn machine_line(fp: &Fingerprint, hash: &str) -> String {
-    let gpus = if fp.gpus.devices.is_empty() {
-        "no GPU".to_string()
-    } else {
-        let mut names: Vec<String> = fp
-            .gpus
-            .devices
-            .iter()
-            .map(|d| {
-                let model = d.model.clone().unwrap_or_else(|| "NVIDIA GPU".into());
-                match &d.compute_capability {
-                    Some(cc) => format!("{model} (sm {cc})"),
-                    None => model,
-                }
-            })
-            .collect();
-        names.dedup();
-        names.join(", ")
-    };
+    let gpus = fp.gpu_models().unwrap_or_else(|| "no GPU".into());
     let driver = fp
         .gpus
         .driver

@@ -55,9 +55,11 @@ impl ClassFacts {
 const NONE: &str = "-";
 
 impl Fingerprint {
-    /// This machine's class in readable facts.
-    pub fn class_facts(&self) -> ClassFacts {
-        let mut gpus: Vec<String> = self
+    /// The GPU models, each with its compute capability when measured
+    /// (`NVIDIA H100 80GB HBM3 (sm 9.0)`), comma-separated; `None`
+    /// without GPUs.
+    pub fn gpu_models(&self) -> Option<String> {
+        let mut names: Vec<String> = self
             .gpus
             .devices
             .iter()
@@ -69,7 +71,12 @@ impl Fingerprint {
                 }
             })
             .collect();
-        gpus.dedup();
+        names.dedup();
+        (!names.is_empty()).then(|| names.join(", "))
+    }
+
+    /// This machine's class in readable facts.
+    pub fn class_facts(&self) -> ClassFacts {
         let python = self.python.as_ref();
         let torch = python.and_then(|p| {
             let version = p.packages.get("torch")?.clone().unwrap_or_default();
@@ -87,11 +94,7 @@ impl Fingerprint {
             .and_then(|t| t.version.clone());
         let or_none = |v: Option<String>| v.filter(|v| !v.is_empty()).unwrap_or(NONE.into());
         ClassFacts {
-            gpu: if gpus.is_empty() {
-                NONE.into()
-            } else {
-                gpus.join(", ")
-            },
+            gpu: or_none(self.gpu_models()),
             driver: or_none(self.gpus.driver.clone()),
             toolkit: or_none(toolkit),
             torch: or_none(torch),

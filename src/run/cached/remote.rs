@@ -311,6 +311,16 @@ impl Drop for Lease {
     }
 }
 
+/// `cache`'s remote tier, for a listing; `Err` when it has none.
+fn remote_of(cache: &Cache) -> Result<&Arc<Remote>, String> {
+    cache.remote().ok_or_else(|| {
+        format!(
+            "no remote store: set {} or give --remote URL",
+            crate::cache::remote::settings::REMOTE_ENV
+        )
+    })
+}
+
 /// One entry of the remote store as `cache ls --remote` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RemoteRow {
@@ -344,13 +354,7 @@ pub enum RemoteStatus {
 /// Every entry of `cache`'s remote tier, as the machine `fingerprint`
 /// (full hash) judges it; `Err` says why it cannot be listed.
 pub(in crate::run) fn entries(cache: &Cache, fingerprint: &str) -> Result<Vec<RemoteRow>, String> {
-    let remote = cache.remote().ok_or_else(|| {
-        format!(
-            "no remote store: set {} or give --remote URL",
-            crate::cache::remote::settings::REMOTE_ENV
-        )
-    })?;
-    Ok(remote
+    Ok(remote_of(cache)?
         .entries(Some(fingerprint))?
         .into_iter()
         .map(|(key, opened)| match opened {
@@ -410,15 +414,9 @@ pub(in crate::run) struct Published {
 /// machine class, and how many entries were refused; `Err` says why the
 /// store cannot be listed.
 pub(in crate::run) fn published(cache: &Cache) -> Result<(Vec<Published>, usize), String> {
-    let remote = cache.remote().ok_or_else(|| {
-        format!(
-            "no remote store: set {} or give --remote URL",
-            crate::cache::remote::settings::REMOTE_ENV
-        )
-    })?;
     let mut refused = 0;
     let mut out = Vec::new();
-    for (_, opened) in remote.entries(None)? {
+    for (_, opened) in remote_of(cache)?.entries(None)? {
         let Ok(entry) = opened else {
             refused += 1;
             continue;
