@@ -408,3 +408,45 @@ fn bad_settings_are_one_message_and_exit_2() {
     }
     assert!(redis.keys("*").is_empty());
 }
+
+/// `rediss://`: a Redis that speaks TLS only, its certificate signed by
+/// the cluster's own authority (`PREFLIGHT_REMOTE_CA_FILE`): the second
+/// node answers from the first one's verdicts. Without that authority the
+/// server's certificate is not trusted: one warning, local behaviour.
+#[test]
+fn a_store_behind_tls_is_shared_when_its_authority_is_trusted() {
+    let redis = RedisServer::start_tls();
+    let ca = redis.ca.clone().expect("a TLS server has a CA");
+    let secret = secret_file();
+    let repo = kernel_repo(&fresh_dir("repo"), "tls", &names(2), "X = 1\n");
+    let a = Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_CA_FILE", ca.display().to_string());
+    let (out, doc) = a.check(&repo);
+    assert_eq!(answered(&doc), ["probed"; 2], "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    assert_eq!(redis.keys(&format!("{OUTCOMES}*")).len(), 2);
+    let b = Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_CA_FILE", ca.display().to_string());
+    let (out, doc) = b.check(&repo);
+    assert_eq!(answered(&doc), ["remote"; 2], "{}", stderr(&out));
+    // The system's roots do not know the test's authority.
+    let c = Node::new(&redis, &secret);
+    let (out, doc) = c.check(&repo);
+    assert_eq!(answered(&doc), ["probed"; 2], "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).matches("warning").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+    // A file that holds no certificate is bad input.
+    let not_pem = fresh_dir("not-pem").join("ca.crt");
+    std::fs::write(&not_pem, "not a certificate").unwrap();
+    let d =
+        Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_CA_FILE", not_pem.display().to_string());
+    let out = d.check_cmd(&repo).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no PEM certificate"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -13,20 +13,51 @@ pub struct RedisServer {
     pub port: u16,
     /// Its working folder.
     pub dir: PathBuf,
+    /// With TLS only ([`RedisServer::start_tls`]): the PEM of the
+    /// certificate authority that signed its certificate.
+    pub ca: Option<PathBuf>,
 }
 
 impl RedisServer {
     /// Start one and wait until it answers. A machine without
     /// `redis-server` fails the test, never skips it.
     pub fn start() -> RedisServer {
+        RedisServer::started(false)
+    }
+
+    /// [`RedisServer::start`] speaking TLS only (`rediss://`), with a
+    /// certificate for 127.0.0.1 signed by a certificate authority made
+    /// for it (`openssl`), whose PEM is [`RedisServer::ca`].
+    pub fn start_tls() -> RedisServer {
+        RedisServer::started(true)
+    }
+
+    fn started(tls: bool) -> RedisServer {
         let dir = super::fresh_dir("redis");
         // A free port: bound by the system, released for the server.
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
             .port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        let mut command = Command::new("redis-server");
+        let ca = tls.then(|| {
+            let ca = certificates(&dir);
+            command
+                .args(["--port", "0", "--tls-port", &port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(dir.join("server.crt"))
+                .arg("--tls-key-file")
+                .arg(dir.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(&ca)
+                .args(["--tls-auth-clients", "no"]);
+            ca
+        });
+        if !tls {
+            command.args(["--port", &port.to_string()]);
+        }
+        let child = command
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             .arg("--dir")
             .arg(&dir)
@@ -39,7 +70,12 @@ impl RedisServer {
                      install it (Debian: apt-get install -y redis-server; .ci/run does)"
                 )
             });
-        let server = RedisServer { child, port, dir };
+        let server = RedisServer {
+            child,
+            port,
+            dir,
+            ca,
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         while server.try_connection().is_err() {
             assert!(
@@ -53,12 +89,25 @@ impl RedisServer {
 
     /// Its address.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        let scheme = if self.ca.is_some() { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/0", self.port)
     }
 
     fn try_connection(&self) -> redis::RedisResult<redis::Connection> {
-        let mut con = redis::Client::open(self.url())?
-            .get_connection_with_timeout(Duration::from_millis(500))?;
+        let client = match &self.ca {
+            Some(ca) => {
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                redis::Client::build_with_tls(
+                    self.url(),
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(std::fs::read(ca).expect("the test CA")),
+                    },
+                )?
+            }
+            None => redis::Client::open(self.url())?,
+        };
+        let mut con = client.get_connection_with_timeout(Duration::from_millis(500))?;
         redis::cmd("PING").query::<String>(&mut con)?;
         Ok(con)
     }
@@ -106,6 +155,73 @@ impl RedisServer {
     pub fn resume(&self) {
         signal(self.child.id(), "-CONT");
     }
+}
+
+/// A certificate authority and a server certificate for 127.0.0.1 signed
+/// by it, in `dir` (`ca.crt`, `server.crt`, `server.key`); the CA's path.
+fn certificates(dir: &std::path::Path) -> PathBuf {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl makes the test's certificates");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=preflight test CA",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .expect("san.ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "1",
+        "-extfile",
+        "san.ext",
+    ]);
+    dir.join("ca.crt")
 }
 
 fn signal(pid: u32, which: &str) {

@@ -164,7 +164,23 @@ impl Remote {
 
     fn connect(&self) -> redis::RedisResult<redis::Connection> {
         let timeout = self.settings.timeout;
-        let client = redis::Client::open(self.settings.url.as_str())?;
+        let client = if self.settings.url.starts_with("rediss://") {
+            // rustls checks the server's certificate with ring's
+            // algorithms (the first call in the process sets them).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            match &self.settings.ca {
+                Some(ca) => redis::Client::build_with_tls(
+                    self.settings.url.as_str(),
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(ca.clone()),
+                    },
+                )?,
+                None => redis::Client::open(self.settings.url.as_str())?,
+            }
+        } else {
+            redis::Client::open(self.settings.url.as_str())?
+        };
         let con = client.get_connection_with_timeout(timeout)?;
         con.set_read_timeout(Some(timeout))?;
         con.set_write_timeout(Some(timeout))?;
