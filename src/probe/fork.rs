@@ -164,13 +164,7 @@ impl Forking {
     /// timeout); `None` (and the reason kept) when probes must be fresh
     /// processes.
     pub(super) fn ticket(&self, executor: &PythonExecutor, within: Duration) -> Option<Ticket> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let State::NotStarted = *state {
-            *state = match Server::start(executor, self.require_torch, within.min(READY_WITHIN)) {
-                Ok(server) => State::Running(server),
-                Err(why) => State::Off(why),
-            };
-        }
+        let mut state = self.started(executor, within.min(READY_WITHIN));
         let State::Running(server) = &mut *state else {
             return None;
         };
@@ -187,17 +181,27 @@ impl Forking {
     /// most as long as any start may take; why probes will be fresh
     /// processes, when they will.
     pub(super) fn start(&self, executor: &PythonExecutor) -> Option<String> {
+        match &*self.started(executor, READY_WITHIN) {
+            State::Off(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// The state, locked, with the server started first (waiting for it
+    /// at most `within`) if it was not yet.
+    fn started(
+        &self,
+        executor: &PythonExecutor,
+        within: Duration,
+    ) -> std::sync::MutexGuard<'_, State> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if let State::NotStarted = *state {
-            *state = match Server::start(executor, self.require_torch, READY_WITHIN) {
+            *state = match Server::start(executor, self.require_torch, within) {
                 Ok(server) => State::Running(server),
                 Err(why) => State::Off(why),
             };
         }
-        match &*state {
-            State::Off(why) => Some(why.clone()),
-            _ => None,
-        }
+        state
     }
 
     /// What the server did with request `id`, once the probe's run ended:

@@ -364,6 +364,11 @@ impl Executor for PythonExecutor {
         forked_job.limits.timeout = job.limits.timeout.saturating_sub(asked.elapsed());
         let id = ticket.id;
         let evidence = self.probe(&forked_job, name, path, Some(ticket), cancel)?;
+        if cancel.is_cancelled() {
+            // Stopped: nothing is probed again, so what the server did
+            // with the request is not waited for.
+            return Ok(evidence);
+        }
         match forking.answer(id) {
             Some(fork::Answer::Refused(why)) => {
                 // No probe ran: the server refused (or could not join the
