@@ -18,13 +18,14 @@ pub use super::packages::{distributions_digest, normalize, parse_dist_dir, versi
 
 /// Packages whose versions are always part of the fingerprint (distribution
 /// names, normalized).
-pub const TRACKED_PACKAGES: [&str; 6] = [
+pub const TRACKED_PACKAGES: [&str; 7] = [
     "torch",
     "triton",
     "nvidia-cutlass-dsl",
     "apache-tvm-ffi",
     "einops",
     "kernels",
+    "mlx",
 ];
 
 /// A Python environment.
