@@ -4,8 +4,11 @@
 //! legacy or dotted; the rest is split from the end: `<cpu>-<os>`, then
 //! `cpython-<X.Y>-<abi>` in dotted names, then the backend.
 
-use super::version::{Split, Version};
-use super::{Backend, Framework, NoarchFramework, OrOther, PythonTag, Sdk, VariantName};
+use super::version::{Split as Digits, Version};
+use super::{
+    Backend, Cpu, Framework, NoarchBackend, NoarchFramework, OrOther, Os, PythonTag, Sdk,
+    VariantName,
+};
 
 /// Parse `name`, or say which part does not fit.
 pub(super) fn name(name: &str) -> Result<VariantName, String> {
@@ -117,10 +120,11 @@ fn sdk(rest: &[&str]) -> Result<Sdk, String> {
     }
 }
 
+/// The parts before `<cpu>-<os>`, and those two.
+type Split<'a> = (&'a [&'a str], OrOther<Cpu>, OrOther<Os>);
+
 /// Split `<cpu>-<os>` off the end.
-fn system<'a>(
-    parts: &'a [&'a str],
-) -> Result<(&'a [&'a str], OrOther<super::Cpu>, OrOther<super::Os>), String> {
+fn system<'a>(parts: &'a [&'a str]) -> Result<Split<'a>, String> {
     match parts {
         [rest @ .., cpu, os] if !cpu.is_empty() && !os.is_empty() => {
             Ok((rest, OrOther::from_name(cpu), OrOther::from_name(os)))
@@ -142,7 +146,7 @@ fn python<'a>(parts: &'a [&'a str]) -> Result<Option<(&'a [&'a str], PythonTag)>
 }
 
 /// A backend as noarch and SDK names spell it: any non-empty word.
-fn named_backend(name: &str) -> Result<OrOther<super::NoarchBackend>, String> {
+fn named_backend(name: &str) -> Result<OrOther<NoarchBackend>, String> {
     if name.is_empty() {
         return Err("no backend after the framework".into());
     }
@@ -160,7 +164,7 @@ fn cxx_tag(part: Option<&&str>, at: usize) -> (Option<bool>, usize) {
 }
 
 fn fused(digits: &str, what: &str) -> Result<Version, String> {
-    Version::parse_fused(digits, Split::OneDigitMajor)
+    Version::parse_fused(digits, Digits::OneDigitMajor)
         .ok_or_else(|| format!("{what} version {digits:?} is not two or more digits"))
 }
 
