@@ -35,18 +35,27 @@ class Release:
     validators (its digest check) on a kernel once it is installed
     (`validate_kernel`, between install and load); `cache_dir_at_import`
     whether its resolvers read the cache folder once, when `hf_hub` is
-    imported (`CACHE_DIR`), rather than at each call."""
+    imported (`CACHE_DIR`), rather than at each call; `oid_revisions`
+    whether a resolved revision is the loader's `Oid` rather than a `str`
+    (`RemoteKernel.revision`)."""
 
     # The compiled part of the loader (`Metadata`, `KernelVersion`): the
     # same module in every release so far.
     NATIVE = "kernels._rust"
 
-    def __init__(self, first: str, *, package: str, validates_kernels: bool, cache_dir_at_import: bool) -> None:
+    def __init__(
+        self, first: str, *, package: str, validates_kernels: bool, cache_dir_at_import: bool, oid_revisions: bool
+    ) -> None:
         self.first = first
         self.series = ".".join(first.split(".")[:2])
         self.package = package
         self.validates_kernels = validates_kernels
         self.cache_dir_at_import = cache_dir_at_import
+        self.oid_revisions = oid_revisions
+
+    def revision(self, commit: Any) -> Any:
+        """A commit as the loader's `RemoteKernel` holds it."""
+        return self.native().Oid.from_str(str(commit)) if self.oid_revisions else str(commit)
 
     def native(self) -> ModuleType:
         """The loader's compiled module."""
@@ -84,11 +93,14 @@ class Release:
 # Oldest first; the newest is the one whose rules preflight applies where
 # `kernels` is not installed.
 RELEASES = (
-    Release("0.17.2", package="kernels", validates_kernels=False, cache_dir_at_import=True),
-    # 0.18: kernel validators (signature, digest) run after install.
-    Release("0.18.3", package="kernels", validates_kernels=True, cache_dir_at_import=False),
+    Release("0.17.2", package="kernels", validates_kernels=False, cache_dir_at_import=True, oid_revisions=False),
+    # 0.18: kernel validators (signature, digest) run after install;
+    # revisions are `Oid`s; the cache folder is read at each call.
+    Release("0.18.3", package="kernels", validates_kernels=True, cache_dir_at_import=False, oid_revisions=True),
     # 0.19: every module moved under `kernels._internals`.
-    Release("0.19.1", package="kernels._internals", validates_kernels=True, cache_dir_at_import=False),
+    Release(
+        "0.19.1", package="kernels._internals", validates_kernels=True, cache_dir_at_import=False, oid_revisions=True
+    ),
 )
 
 

@@ -279,11 +279,11 @@ def _cache_pin(resolver: Any, kernel: Any) -> Optional[list[str]]:
     resolvers = _kernels("resolver")
     if isinstance(resolver, resolvers.LockedHubCacheResolver):
         lock = resolver.kernel_locks.get(kernel, None)
-        return None if lock is None else ["--revision", lock.commit]
+        return None if lock is None else ["--revision", str(lock.commit)]
     if isinstance(resolver, resolvers.HubCacheResolver):
         if isinstance(kernel.version, _native().KernelVersion.Version):
             return ["--version", str(kernel.version.version)]
-        return ["--revision", kernel.version.revision]
+        return ["--revision", str(kernel.version.revision)]
     return None
 
 
@@ -537,16 +537,18 @@ def _no_variant(
 
 def _identity(location: Any) -> tuple:
     if isinstance(location, _kernels("resolver").RemoteKernel):
-        return ("remote", location.repo_id, location.revision, location.variant_str)
+        return ("remote", location.repo_id, str(location.revision), location.variant_str)
     return ("local", os.path.abspath(location.variant_path))
 
 
 class _Pinned:
-    """A kernel repository at one revision, as the loader resolved it."""
+    """A kernel repository at one commit, as the loader resolved it
+    (`revision`, a `str` for the hub's client whatever type the loader
+    gave it)."""
 
-    def __init__(self, repo_id: str, revision: str) -> None:
+    def __init__(self, repo_id: str, revision: Any) -> None:
         self.repo_id = repo_id
-        self.revision = revision
+        self.revision = str(revision)
 
 
 def _fetches(resolver: Any) -> bool:
@@ -598,7 +600,7 @@ def _local(variant: Path, metadata: Any, origin: Any) -> Any:
 def _remote_origin(pinned: _Pinned, name: str, metadata: Any) -> Any:
     return _kernels("resolver").RemoteKernel(
         repo_id=pinned.repo_id,
-        revision=pinned.revision,
+        revision=_loader.current().revision(pinned.revision),
         metadata=metadata,
         variant=_kernels("variants").parse_variant(name),
     )
