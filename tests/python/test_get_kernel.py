@@ -226,7 +226,7 @@ def test_without_kernels_the_hint_names_what_installs_it():
     done = run_python(code)
     assert done.returncode == 0, done.stderr
     message = done.stdout.strip()
-    assert "pip install 'kernels" in message and "<0.18" in message, message
+    assert "pip install 'kernels" in message and "<0.20" in message, message
     assert "pip install '.[hub]'" in message, message
     assert "kernel-preflight[hub]" not in message, message
 

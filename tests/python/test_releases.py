@@ -170,7 +170,8 @@ def test_check_with_an_unknown_release_says_the_judge_is_unknown_and_probes_anyw
     snapshot = hub_cache.folder("acme/relu") / "snapshots" / sha(1) / "build"
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run(
-        [str(find_preflight()), "check", str(snapshot / FALLBACK), str(snapshot / PREFERRED), "--json"],
+        [str(find_preflight()), "check", str(snapshot / FALLBACK), str(snapshot / PREFERRED), "--json"]
+        + ["--python", sys.executable],
         capture_output=True,
         text=True,
         env=env,
@@ -184,3 +185,66 @@ def test_check_with_an_unknown_release_says_the_judge_is_unknown_and_probes_anyw
     # The pick is probed and fails for its own reason, not the loader's.
     assert exits["kind"] != "dependency_version" and exits["phase"] == "import", exits
     assert "kernels" not in exits["message"], exits
+
+
+def tampered_kernel(hub_cache, repo: str, commit: str) -> Path:
+    """A kernel whose pick records a digest of its files and then had one
+    changed; the other variant records a true one. Returns the build folder."""
+    native = _loader.current().native()
+    snapshot = hub_cache.add(
+        repo,
+        commit,
+        {**variant_files(PREFERRED, snapshot=commit), **variant_files(FALLBACK, snapshot=commit)},
+        refs=("v1",),
+    )
+    for variant in (PREFERRED, FALLBACK):
+        folder = snapshot / "build" / variant
+        doc = json.loads((folder / "metadata.json").read_text())
+        files = native.Digest.hash_variant(native.DigestAlgorithm.SHA256, folder).files
+        doc["digest"] = {"algorithm": "sha256", "files": files}
+        (folder / "metadata.json").write_text(json.dumps(doc))
+    init = snapshot / "build" / PREFERRED / "__init__.py"
+    init.write_text(init.read_text() + "\nTAMPERED = True\n")
+    return snapshot / "build"
+
+
+DIGEST_PROGRAM = """
+import json, kernels
+try:
+    print(json.dumps({"v": kernels.get_kernel("acme/tampered", version=1).VARIANT}))
+except Exception as e:
+    print(json.dumps({"error": type(e).__name__, "message": str(e)}))
+"""
+
+
+def test_a_digest_that_does_not_match_is_the_loaders_refusal_with_and_without_the_flag(hub_cache, tmp_path):
+    if not _loader.current().validates_kernels:
+        pytest.skip("this kernels release checks no digest")
+    build = tampered_kernel(hub_cache, "acme/tampered", sha(3))
+    plain = run_python(DIGEST_PROGRAM, unset=("KERNEL_PREFLIGHT",))
+    outcomes = tmp_path / "outcomes"
+    flagged = run_python(DIGEST_PROGRAM, env={"KERNEL_PREFLIGHT": "1", "PREFLIGHT_CACHE": str(outcomes)})
+    assert plain.returncode == 0 and flagged.returncode == 0, (plain.stderr, flagged.stderr)
+    (refused,) = [json.loads(x) for x in plain.stdout.splitlines()]
+    assert refused["error"] == "RuntimeError" and "do not match the digest" in refused["message"], refused
+    assert flagged.stdout == plain.stdout
+    # Refused before anything of it ran: no probe, so no outcome recorded.
+    assert not outcomes.exists() or not any(p.is_file() for p in outcomes.rglob("*"))
+
+    from kernel_preflight import find_preflight
+
+    done = subprocess.run(
+        [str(find_preflight()), "check", str(build / PREFERRED), str(build / FALLBACK), "--json"]
+        + ["--python", sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    results = {Path(r["path"]).name: r["outcome"] for r in json.loads(done.stdout)["results"]}
+    assert results[FALLBACK]["kind"] == "pass", results[FALLBACK]
+    tampered = results[PREFERRED]
+    assert tampered["kind"] == "import_error", tampered
+    import kernels
+
+    assert f"hub loader (kernels {kernels.__version__}) refuses it" in tampered["message"], tampered
+    assert "do not match the digest" in tampered["message"], tampered
