@@ -93,7 +93,10 @@ def download(
     hub cache, in the layout `kernels` reads: every variant the hub accepts
     by name on this system (not only the one it would pick) and the
     repository's `benchmarks/` (the smoke source), through `huggingface_hub`
-    with the user's token, after the hub's publisher-trust check.
+    with the user's token, after the hub's publisher-trust check. Which
+    variants the hub accepts is the installed loader's own decision, or
+    with `python` (probes in another interpreter) `preflight resolve`'s
+    for that interpreter.
 
     A version is fetched by its branch (`vN`), so that the cache records
     `refs/vN` and offline calls find it. Returns the snapshot folder; `None`
@@ -108,9 +111,15 @@ def download(
     api = release.module("hf_hub")._get_hf_api(user_agent=user_agent)
     if version is not None:
         revision = versions.resolve_version_spec_as_ref(repo_id, version, local_files_only=False).name
-    found = release.module("variants").get_variants(api, repo_id=repo_id, revision=revision)
-    names = sorted(v.variant_str for v in found)
-    accepted = [d.variant for d in resolve(variants=names, python=python) if d.accepted]
+    variants = release.module("variants")
+    found = variants.get_variants(api, repo_id=repo_id, revision=revision)
+    if python is None:
+        # Probes run here, where the loader is installed: its own decision
+        # (the one `get_kernel_variants` reports) is the truth.
+        accepted = [v.variant_str for v in variants.resolve_variants(found, None)[0]]
+    else:
+        names = sorted(v.variant_str for v in found)
+        accepted = [d.variant for d in resolve(variants=names, python=python) if d.accepted]
     patterns = [f"build/{name}/*" for name in accepted] + ["benchmarks/*"]
     return Path(
         str(
