@@ -310,22 +310,34 @@ class _Probes:
     def run(self, variants: Sequence[Path]) -> list["Candidate"]:
         """Each variant probed in a child of its own (`preflight check`,
         answered from the outcome cache when it holds them), in order."""
-        from ._types import Candidate, Outcome
+        return [_candidate(target, found) for target, found in self.results(variants)]
 
+    def results(self, variants: Sequence[Path]) -> list[tuple[str, Optional[dict]]]:
+        """`run`'s answers as `check` printed them: each variant's absolute
+        path and its result document (None when there was none). A pick
+        that passes needs nothing more, so the warm path builds no
+        `Candidate` (whose module's dataclasses cost a fresh process more
+        than the rest of the verification: docs/performance.md)."""
         if not variants:
             return []
         targets = [os.path.abspath(v) for v in variants]
         doc, _ = run_json(["check", *targets, "--python", self.python], answers=(0, 1), env=self.env())
         found = {os.path.abspath(r["path"]): r for r in doc.get("results", [])}
-        probed = []
-        for target in targets:
-            r = found.get(target)
-            if r is None:  # preflight said nothing of it: not a pass
-                outcome = Outcome(kind="probe_error", message="preflight check reported nothing for this variant")
-                probed.append(Candidate(variant=Path(target).name, path=target, outcome=outcome))
-            else:
-                probed.append(Candidate.from_json(r))
-        return probed
+        return [(target, found.get(target)) for target in targets]
+
+
+def _passed(result: Optional[dict]) -> bool:
+    """Whether a `check` result document says the variant works here."""
+    return result is not None and result.get("outcome", {}).get("kind") == "pass"
+
+
+def _candidate(target: str, result: Optional[dict]) -> "Candidate":
+    from ._types import Candidate, Outcome
+
+    if result is None:  # preflight said nothing of it: not a pass
+        outcome = Outcome(kind="probe_error", message="preflight check reported nothing for this variant")
+        return Candidate(variant=Path(target).name, path=target, outcome=outcome)
+    return Candidate.from_json(result)
 
 
 # ---------------------------------------------------------------- one pick
@@ -394,10 +406,11 @@ class _Pick:
         remote = self.remote()
         if remote is not None:
             _fetch_benchmarks(api, remote, variant.parent.parent)
-        (tried,) = probes.run([variant])
-        if tried.outcome.passed:
+        ((target, result),) = probes.results([variant])
+        if _passed(result):
             _CHOSEN[key] = installed
             return installed, None
+        tried = _candidate(target, result)
         chosen, others, refused = self.candidates(api, probes, after=variant)
         if chosen is not None:
             _CHOSEN[key] = chosen
