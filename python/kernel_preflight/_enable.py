@@ -174,7 +174,8 @@ def seam_problem(package: Any) -> Optional[str]:
         return f"{where}.{SEAM_FUNCTION} is not a Python function in kernels {version}"
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     if tuple(sorted(names)) != tuple(sorted(SEAM_PARAMETERS)):
-        return f"{where}.{SEAM_FUNCTION} takes ({', '.join(names)}) in kernels {version}, not ({', '.join(SEAM_PARAMETERS)})"
+        expected = ", ".join(SEAM_PARAMETERS)
+        return f"{where}.{SEAM_FUNCTION} takes ({', '.join(names)}) in kernels {version}, not ({expected})"
     if not hasattr(reader, "read_from_file"):
         return f"{release.package}.resolver.Metadata.read_from_file is not in kernels {version}"
     if getattr(getattr(module, ANSWERING_FUNCTION, None), "__code__", None) is None:
