@@ -38,7 +38,6 @@ pub use machine::Machine;
 
 use crate::probe::Subject;
 use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -418,10 +417,7 @@ pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -
     let Subject::Variant { name, .. } = subject else {
         return outcome;
     };
-    let cuda = match name {
-        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-    };
+    let cuda = name.is_cuda();
     match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
         Some(Some(why)) => contradicted(outcome.phase, &why),
         _ => outcome,
