@@ -610,6 +610,12 @@ fn orphaned_child_helper() {
     let cmd = ChildCommand::new("sh")
         .arg("-c")
         .arg(r#"echo $$ > "$PID_FILE.tmp" && mv "$PID_FILE.tmp" "$PID_FILE" && exec sleep 3600"#)
-        .env("PID_FILE", pid_file);
-    let _ = sandbox().run(&cmd, &quick(), &Cancel::new());
+        .env("PID_FILE", &pid_file);
+    // Past the walls: the test waits for the pid in this folder.
+    let folder = Path::new(&pid_file)
+        .parent()
+        .expect("the pid file's folder");
+    let _ = sandbox()
+        .writable(folder)
+        .run(&cmd, &quick(), &Cancel::new());
 }

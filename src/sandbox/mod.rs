@@ -398,11 +398,13 @@ fn default_reaper() -> Option<PathBuf> {
 struct Confinement {
     read_only: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
 }
 
 static CONFINEMENT: Mutex<Confinement> = Mutex::new(Confinement {
     read_only: Vec::new(),
     hidden: Vec::new(),
+    writable: Vec::new(),
 });
 
 fn confinement() -> Confinement {
@@ -445,6 +447,19 @@ static JIT_STORE: Mutex<Option<PathBuf>> = Mutex::new(None);
 pub fn keep_jit_caches_in(dir: impl Into<PathBuf>) {
     if let Ok(mut store) = JIT_STORE.lock() {
         *store = Some(dir.into());
+    }
+}
+
+/// Binds `path` (a folder) read-write from the host in every sandbox made
+/// from now on, as [`Sandbox::writable`] does for one: `preflight` does so
+/// for the folders `PREFLIGHT_PROBE_WRITABLE` names. Hidden paths stay
+/// hidden below it.
+pub fn write_by_default(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.writable.contains(&path)
+    {
+        c.writable.push(path);
     }
 }
 
@@ -541,7 +556,7 @@ impl Sandbox {
             running: Arc::new(AtomicI32::new(0)),
             stdin: None,
             handoff: false,
-            writable: Vec::new(),
+            writable: confinement().writable,
             jit: None,
         })
     }
