@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sandbox")
-        .join(name)
+    common::fixtures().join("sandbox").join(name)
 }
 
 fn python(script: &str) -> ChildCommand {
@@ -34,7 +32,7 @@ fn quick() -> Limits {
 fn sandbox() -> Sandbox {
     Sandbox::new()
         .expect("sandbox directory")
-        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()))
+        .with_reaper(Some(common::preflight_bin()))
 }
 
 /// Runs `cmd` marked ([`common::mark`]), and checks that nothing it

@@ -14,13 +14,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sandbox")
-        .join(name)
+    common::fixtures().join("sandbox").join(name)
 }
 
 fn reaper() -> Option<PathBuf> {
-    Some(env!("CARGO_BIN_EXE_preflight").into())
+    Some(common::preflight_bin())
 }
 
 fn quick() -> Limits {
@@ -258,7 +256,7 @@ fn a_reaper_that_cannot_be_executed_is_named() {
 
 #[test]
 fn reaper_by_hand_is_refused() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_preflight"))
+    let out = std::process::Command::new(common::preflight_bin())
         .args(["__reaper", "--", "true"])
         .output()
         .expect("run preflight");

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 fn sandbox() -> Sandbox {
     Sandbox::new()
         .expect("sandbox directory")
-        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()))
+        .with_reaper(Some(common::preflight_bin()))
 }
 
 /// Runs `script` with `sh -c` in `sandbox`; its stdout, once it exited 0.
@@ -124,7 +124,7 @@ fn host_places() -> Vec<PathBuf> {
     places.extend(std::env::var_os("HOME").map(PathBuf::from));
     // The probed interpreter's prefix and its site-packages, where this
     // user can reach the project's venv (`nobody` may not).
-    let venv = std::path::absolute(".venv").expect("venv path");
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv");
     places.push(venv.clone());
     places.extend(
         std::fs::read_dir(venv.join("lib"))
