@@ -2,6 +2,8 @@
 //! whatever its end, must give back its descriptors and its children. A test
 //! binary of its own, so that no other test opens descriptors meanwhile.
 
+mod common;
+
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox};
 use std::time::Duration;
 
