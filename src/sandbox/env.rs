@@ -125,8 +125,8 @@ mod tests {
             "HOME",
             "CUDA_HOME",
             "CUDA_VISIBLE_DEVICES",
-            // The user's JIT cache: the device depth fills it, so that
-            // `warmup` leaves it warm.
+            // Where the JIT cache is: the probe's is its kernel's own,
+            // bound there (walls.rs).
             "CUDA_CACHE_PATH",
             "CUDA_CACHE_MAXSIZE",
             "HF_HOME",
