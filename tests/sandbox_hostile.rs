@@ -32,9 +32,8 @@ use kernel_preflight::sandbox::{Cancel, ChildCommand, Isolation, Limits, Sandbox
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 #[test]
