@@ -225,7 +225,7 @@ impl Remote {
                 )
             }
             Trouble::Cluster(why) => format!(
-                "a Redis Cluster ({why}), which the remote store does not use: point {} at one \
+                "a Redis Cluster ({why}), which is not supported: point {} at one \
                  Redis (a primary, or a managed Redis's primary endpoint)",
                 settings::REMOTE_ENV
             ),
@@ -242,9 +242,9 @@ impl Remote {
         // A server that does not let this user read INFO is taken for a
         // single Redis; a cluster's redirections would say otherwise.
         match redis::cmd("INFO").arg("cluster").query::<String>(&mut con) {
-            Ok(info) if info.lines().any(|l| l.trim() == "cluster_enabled:1") => Err(
-                Trouble::Cluster("it says cluster_enabled:1".into()),
-            ),
+            Ok(info) if info.lines().any(|l| l.trim() == "cluster_enabled:1") => {
+                Err(Trouble::Cluster("it says cluster_enabled:1".into()))
+            }
             Ok(_) => Ok(con),
             Err(e) => match Trouble::of(&e) {
                 Trouble::Fatal(_)

@@ -35,13 +35,31 @@ impl Trouble {
             ErrorKind::Server(S::BusyLoading | S::ReadOnly | S::MasterDown | S::TryAgain) => {
                 Trouble::Transient(text)
             }
-            // Every I/O failure but a forbidden or unsupported one.
-            ErrorKind::Io if !matches!(e.retry_method(), redis::RetryMethod::NoRetry) => {
-                Trouble::Transient(text)
-            }
+            ErrorKind::Io if transient_io(e) => Trouble::Transient(text),
             _ => Trouble::Fatal(text),
         }
     }
+}
+
+/// Whether an I/O failure may pass: every one but a certificate or a
+/// protocol refused (TLS says `InvalidData`), a forbidden or unsupported
+/// operation.
+fn transient_io(e: &redis::RedisError) -> bool {
+    use std::io::ErrorKind as Io;
+    type Inner = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    // redis keeps the I/O error behind an `Arc`, which is what it gives as
+    // the source.
+    let io = std::error::Error::source(e).and_then(|s| {
+        s.downcast_ref::<Inner>()
+            .and_then(|inner| inner.downcast_ref::<std::io::Error>())
+            .or_else(|| s.downcast_ref::<std::io::Error>())
+    });
+    !io.is_some_and(|io| {
+        matches!(
+            io.kind(),
+            Io::InvalidData | Io::InvalidInput | Io::PermissionDenied | Io::Unsupported
+        )
+    })
 }
 
 /// Growing pauses, each drawn at random from the upper half of its step,
@@ -141,8 +159,14 @@ mod tests {
             Trouble::Transient(_)
         ));
         assert!(matches!(
-            Trouble::of(&io(std::io::ErrorKind::PermissionDenied)),
-            Trouble::Fatal(_)
+            Trouble::of(&io(std::io::ErrorKind::WouldBlock)),
+            Trouble::Transient(_)
         ));
+        for fatal in [
+            std::io::ErrorKind::PermissionDenied,
+            std::io::ErrorKind::InvalidData,
+        ] {
+            assert!(matches!(Trouble::of(&io(fatal)), Trouble::Fatal(_)));
+        }
     }
 }
