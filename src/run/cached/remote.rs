@@ -196,6 +196,15 @@ pub(in crate::run) fn claim(
     // The lookup before warned about what it refused; one refused while
     // waiting is in the run's count.
     let mut warned = true;
+    // Put off while another node held it: most likely published since,
+    // which one read finds.
+    if wait {
+        match ask(cache, key, path, &mut warned, warn) {
+            Asked::Hit(hit) => return Claim::Answered(*hit),
+            Asked::Down => return Claim::Probe(None),
+            Asked::Miss => {}
+        }
+    }
     loop {
         let taken = if remote.publishes() {
             remote.lease(&key.key.key)
