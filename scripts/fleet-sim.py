@@ -23,8 +23,9 @@ never run).
 
 The binary is target/release/preflight (PREFLIGHT_BIN to choose another),
 the probed interpreter .venv/bin/python (--python). Needs redis-server.
-Exits 1 when a node fails, a (class, variant) is probed other than once,
-or the deadline passes (every process it started is killed then).
+Exits 1 when a node fails or gives up on the store ("answering from this
+node alone"), a (class, variant) is probed other than once, or the
+deadline passes (every process it started is killed then).
 """
 
 import argparse
@@ -62,6 +63,8 @@ class Redis:
         while True:
             try:
                 self.sock = socket.create_connection(("127.0.0.1", self.port), 1)
+                # A thousand nodes on two cores can starve this process.
+                self.sock.settimeout(120)
                 break
             except OSError:
                 if time.time() > deadline:
@@ -235,6 +238,7 @@ class Monitor:
 
     def __init__(self, port, own):
         self.sock = socket.create_connection(("127.0.0.1", port), 5)
+        self.sock.settimeout(None)
         self.sock.sendall(b"MONITOR\r\n")
         self.file = self.sock.makefile("rb")
         if self.file.readline() != b"+OK\r\n":
@@ -458,7 +462,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(figures, f, indent=1)
-    if figures["failed"] or not figures["each_class_variant_probed_once"]:
+    if (figures["failed"] or figures["answered_alone"]
+            or not figures["each_class_variant_probed_once"]):
         for path in figures["failed_stderr"]:
             print(f"fleet-sim: a node failed: {path}", file=sys.stderr)
         print(f"fleet-sim: kept {work}", file=sys.stderr)
