@@ -338,6 +338,14 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     if let Some(why) = contradiction(&outcome, &report, machine) {
         outcome = contradicted(outcome.phase, &why);
     }
+    if evidence.made == Made::Forked
+        && !outcome.kind.passed()
+        && let Some(why) = cuda::lost_in_fork(&outcome.message, &evidence.stderr)
+    {
+        let phase = outcome.phase;
+        outcome = Outcome::probe_error(phase, &why);
+        outcome.hint = hints::FORKED_DRIVER.into();
+    }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
