@@ -68,6 +68,7 @@ fn report() -> BenchReport {
             },
         ],
         reference: None,
+        context: None,
     }
 }
 

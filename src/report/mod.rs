@@ -2,10 +2,12 @@
 //! the library's types.
 
 pub mod bench;
+pub mod bench_chart;
 pub mod cache;
 pub mod check;
 pub mod device;
 pub mod doctor;
+mod draw;
 pub mod events;
 pub mod fingerprint;
 pub mod fleet;
