@@ -11,6 +11,7 @@ mod draw;
 pub mod events;
 pub mod fingerprint;
 pub mod fleet;
+pub mod fleet_page;
 pub mod grid;
 pub mod inspect;
 pub mod labels;
