@@ -294,10 +294,12 @@ pub(super) fn percent(fraction: f64) -> String {
 
 /// Milliseconds in the unit that keeps three significant digits readable.
 pub(super) fn time(ms: f64) -> String {
+    // A value that three digits round up to 1000 of a unit is shown in
+    // the next one (`1.00 ms`, not `1000 µs`).
     let (value, unit) = match ms {
-        x if x >= 1000.0 => (x / 1000.0, "s"),
-        x if x >= 1.0 => (x, "ms"),
-        x if x >= 1e-3 => (x * 1e3, "µs"),
+        x if x >= 999.5 => ((x / 1000.0).max(1.0), "s"),
+        x if x >= 0.9995 => (x.max(1.0), "ms"),
+        x if x >= 0.9995e-3 => ((x * 1e3).max(1.0), "µs"),
         x => (x * 1e6, "ns"),
     };
     format!("{} {unit}", sig3(value))

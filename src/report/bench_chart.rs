@@ -1,7 +1,7 @@
 //! `preflight bench --plot FILE.svg`: the bench as one self-contained SVG
 //! chart, 800 px wide, on an opaque card (readable on light and dark
 //! pages). Per timed variant, and the reference, a row: every sample as a
-//! dot (at most [`MAX_DOTS`], spaced evenly by rank), the quartiles as a
+//! dot (at most 240, spaced evenly by rank), the quartiles as a
 //! box, the median as a bar; its speed against the fastest with the
 //! bootstrap interval the verdict is drawn from; the verdict in words.
 //! Then the variants that were not timed with their outcome, and a caption
@@ -14,6 +14,9 @@ use crate::stats::{Comparison, Verdict};
 use svg::Document;
 use svg::node::element::{Circle, Group, Line, Rectangle};
 
+mod scales;
+use scales::{Scale, speed_scale, spread, time_scale, within};
+
 /// The picture's width, and what a README shows it at.
 const WIDTH: f64 = 800.0;
 /// Space around everything.
@@ -24,9 +27,6 @@ const DIST: (f64, f64) = (16.0, 420.0);
 const FOREST: (f64, f64) = (446.0, 620.0);
 /// Where the verdict column starts.
 const VERDICT_X: f64 = 640.0;
-/// The most dots a row draws: a bench of 30 000 samples would otherwise
-/// weigh megabytes; spaced by rank, they keep the distribution's shape.
-const MAX_DOTS: usize = 240;
 /// A row's band of dots, in px.
 const BAND: f64 = 24.0;
 
@@ -95,24 +95,6 @@ impl Row<'_> {
             s.samples,
             stop(self.timed.stop)
         )
-    }
-}
-
-/// A linear scale from values to px.
-#[derive(Clone, Copy)]
-struct Scale {
-    lo: f64,
-    hi: f64,
-    from: f64,
-    to: f64,
-    log: bool,
-}
-
-impl Scale {
-    fn at(&self, v: f64) -> f64 {
-        let f = |x: f64| if self.log { x.ln() } else { x };
-        let t = (f(v) - f(self.lo)) / (f(self.hi) - f(self.lo));
-        self.from + t.clamp(0.0, 1.0) * (self.to - self.from)
     }
 }
 
@@ -342,65 +324,12 @@ fn plot(rows: &[Row], top: f64) -> (Group, f64) {
     (g, y)
 }
 
-/// The ticks whose labels stay within `panel`, give or take `slack` px:
-/// the panels' labels never run into each other.
-fn within(ticks: Vec<(f64, String)>, panel: (f64, f64), slack: f64) -> Vec<(f64, String)> {
-    ticks
-        .into_iter()
-        .filter(|(x, label)| {
-            let half = width(label, SMALL) / 2.0;
-            x - half >= panel.0 - slack && x + half <= panel.1 + slack
-        })
-        .collect()
-}
-
 fn vline(x: f64, y1: f64, y2: f64) -> Line {
     Line::new()
         .set("x1", px(x))
         .set("x2", px(x))
         .set("y1", px(y1))
         .set("y2", px(y2))
-}
-
-/// The time axis: from the fastest sample to the slowest row's third
-/// quartile plus three IQRs (a preempted sample milliseconds long would
-/// squash every box into a line), at most its slowest sample.
-fn time_scale(rows: &[Row]) -> Scale {
-    let lo = rows
-        .iter()
-        .map(|r| r.timed.summary.min)
-        .fold(f64::INFINITY, f64::min);
-    let hi = rows
-        .iter()
-        .map(|r| {
-            let s = &r.timed.summary;
-            s.max.min(s.q3 + 3.0 * s.iqr).max(s.q3)
-        })
-        .fold(0.0, f64::max);
-    let pad = ((hi - lo) * 0.04).max(hi * 1e-3).max(1e-9);
-    Scale {
-        lo: (lo - pad).max(0.0),
-        hi: hi + pad,
-        from: DIST.0 + 4.0,
-        to: DIST.1 - 4.0,
-        log: false,
-    }
-}
-
-/// The speed axis, logarithmic around 1×: every interval, and 1.
-fn speed_scale(rows: &[Row]) -> Scale {
-    let (mut lo, mut hi) = (1.0f64, 1.0f64);
-    for c in rows.iter().filter_map(Row::vs) {
-        lo = lo.min(c.low.max(1e-3));
-        hi = hi.max(c.high.min(1e3));
-    }
-    Scale {
-        lo: lo.min(1.0 / 1.05) / 1.1,
-        hi: hi.max(1.05) * 1.1,
-        from: FOREST.0 + 6.0,
-        to: FOREST.1 - 6.0,
-        log: true,
-    }
 }
 
 /// One row from `top`: its name and figures, its samples, its speed and
@@ -504,7 +433,7 @@ fn draw_row(row: &Row, top: f64, times: Scale, speeds: Scale, grid: &[f64]) -> (
                     .set("stroke", CARD),
             );
     }
-    g = g.add(text(VERDICT_X, cy - 1.0, BODY, row.verdict(), colour).set("font-weight", "bold"));
+    g = g.add(text(VERDICT_X, cy - 2.0, BODY, row.verdict(), colour).set("font-weight", "bold"));
     if let Some(c) = row.vs().filter(|_| !row.is_fastest()) {
         g = g.add(text(VERDICT_X, cy + 12.0, SMALL, &speedup(&c), INK));
     }
@@ -531,19 +460,6 @@ fn diamond(x: f64, y: f64, colour: &str) -> svg::node::element::Path {
     svg::node::element::Path::new()
         .set("d", d)
         .set("fill", colour)
-}
-
-/// At most [`MAX_DOTS`] of `samples`, sorted, spaced evenly by rank.
-fn spread(samples: &[f64]) -> Vec<f64> {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    if sorted.len() <= MAX_DOTS {
-        return sorted;
-    }
-    let last = (sorted.len() - 1) as f64;
-    (0..MAX_DOTS)
-        .map(|i| sorted[(i as f64 * last / (MAX_DOTS - 1) as f64).round() as usize])
-        .collect()
 }
 
 #[cfg(test)]

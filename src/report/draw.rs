@@ -20,7 +20,9 @@ pub fn width(text: &str, size: f64) -> f64 {
 
 /// The characters that fit in `px` at `size`.
 fn chars_in(px: f64, size: f64) -> usize {
-    (px / (size * ADVANCE_EM)).floor().max(1.0) as usize
+    // The epsilon keeps a width computed as n characters' from flooring
+    // to n - 1.
+    (px / (size * ADVANCE_EM) + 1e-9).floor().max(1.0) as usize
 }
 
 /// `text`, or when it is wider than `px`, its start and end around a `…`.
@@ -184,7 +186,7 @@ mod tests {
     fn a_long_name_keeps_its_start_and_end() {
         let name = "torch28-cxx11-cu128-x86_64-linux-with-a-very-long-suffix";
         let shown = fit(name, 10.0, 10.0 * ADVANCE_EM * 21.0);
-        assert_eq!(shown, "torch28-cx…ng-suffix");
+        assert_eq!(shown, "torch28-cx…ong-suffix");
         assert!(width(&shown, 10.0) <= 10.0 * ADVANCE_EM * 21.0);
         assert_eq!(fit("short", 10.0, 100.0), "short");
     }
@@ -197,7 +199,7 @@ mod tests {
             10.0 * ADVANCE_EM * 9.0,
             2,
         );
-        assert_eq!(lines, vec!["one two", "three fo…"]);
+        assert_eq!(lines, vec!["one two", "three…"]);
         let lines = wrap("abcdefghijkl mn", 10.0, 10.0 * ADVANCE_EM * 5.0, 9);
         assert_eq!(lines, vec!["abcde", "fghij", "kl mn"]);
     }

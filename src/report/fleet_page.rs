@@ -33,8 +33,8 @@ nav ul { margin: 6px 0; padding-left: 18px; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; background: var(--bg); }
 th, td { border: 1px solid var(--rule); padding: 6px 8px; text-align: left; vertical-align: top; }
-thead th { background: var(--head); min-width: 10em; max-width: 22em; font-weight: normal; }
-tbody th { background: var(--head); white-space: nowrap; }
+thead th { background: var(--head); min-width: 9em; max-width: 20em; font-weight: normal; }
+tbody th { background: var(--head); max-width: 16em; overflow-wrap: anywhere; }
 td.ok summary { color: var(--ok); } td.none summary { color: var(--none); }
 td.unknown { color: var(--muted); }
 tr.disagree th, tr.disagree td { background: var(--odd); }
