@@ -338,6 +338,14 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     if let Some(why) = contradiction(&outcome, &report, machine) {
         outcome = contradicted(outcome.phase, &why);
     }
+    if evidence.made == Made::Forked
+        && !outcome.kind.passed()
+        && let Some(why) = cuda::lost_in_fork(&outcome.message, &evidence.stderr)
+    {
+        let phase = outcome.phase;
+        outcome = Outcome::probe_error(phase, &why);
+        outcome.hint = hints::FORKED_DRIVER.into();
+    }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
@@ -559,7 +567,13 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             "hub rules (applied by preflight: no `kernels` here) refuse it: {}",
             short_paths(message)
         ),
-        Some(judge) => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+        Some(judge) => match unknown_loader(judge) {
+            Some(why) => format!(
+                "hub rules (applied by preflight: {why}) refuse it: {}",
+                short_paths(message)
+            ),
+            None => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+        },
     };
     match (check, package) {
         (HubCheck::Metadata, _) => Cause::new(OutcomeKind::ImportError, said, hints::METADATA),
@@ -577,8 +591,16 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             Cause::new(OutcomeKind::DependencyVersion, said, hints::KERNELS_MINVER)
         }
         (HubCheck::Arch, _) => Cause::new(OutcomeKind::UnsupportedArch, said, hints::ARCH),
+        (HubCheck::Digest, _) => Cause::new(OutcomeKind::ImportError, said, hints::DIGEST),
         (HubCheck::Other, _) => Cause::new(OutcomeKind::ImportError, said, hints::HUB_REFUSED),
     }
+}
+
+/// Why preflight judged in place of an installed `kernels` it has no
+/// adapter for: the child labels that judgment `preflight: <why>`
+/// (probes/python/acceptance.py).
+pub(crate) fn unknown_loader(judge: &str) -> Option<&str> {
+    judge.strip_prefix("preflight: ")
 }
 
 /// The hub's parser names the file it read as `` `"/…/metadata.json"` ``;

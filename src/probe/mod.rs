@@ -123,6 +123,28 @@ pub fn device_for(variant: &VariantName) -> &'static str {
 /// (every variant of it, its benchmarks), and for a snapshot in the hub
 /// cache the kernel's whole folder there, whose `blobs/` the snapshot's
 /// files link to; a lone variant folder is itself.
+/// A sandbox for probes of the kernels whose files are `files` (see
+/// [`kernel_files`]): those files read-only, and, when they are one
+/// kernel's, that kernel's own JIT caches, keyed by where its files are
+/// (`crate::sandbox::Sandbox::jit_caches_of`): what its probes compile,
+/// its later probes find, and nothing else does.
+pub(crate) fn kernel_sandbox(
+    files: impl IntoIterator<Item = PathBuf>,
+) -> Result<crate::sandbox::Sandbox, crate::sandbox::SandboxError> {
+    let mut files: Vec<PathBuf> = files.into_iter().collect();
+    files.sort();
+    files.dedup();
+    let mut sandbox = crate::sandbox::Sandbox::new()?;
+    if let [one] = files.as_slice() {
+        let canonical = std::fs::canonicalize(one).unwrap_or_else(|_| one.clone());
+        let identity = crate::hash::sha256_hex(canonical.as_os_str().as_encoded_bytes());
+        sandbox = sandbox.jit_caches_of(&identity[..32]);
+    }
+    Ok(files
+        .into_iter()
+        .fold(sandbox, crate::sandbox::Sandbox::read_only))
+}
+
 pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
     let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
     let named = |p: &Path, name: &str| p.file_name().is_some_and(|n| n == name);

@@ -215,13 +215,7 @@ impl Plan {
             return None;
         };
         let first = self.jobs.iter().position(|j| j.target == job.target)?;
-        // A hub snapshot's folder is named by its revision.
-        let version = d
-            .root
-            .parent()
-            .filter(|snapshot| crate::discover::hub_cache::snapshot_repo_id(snapshot).is_some())
-            .and_then(|snapshot| snapshot.file_name())
-            .map(|rev| rev.to_string_lossy().chars().take(12).collect());
+        let version = self.revision(job.target);
         Some(cached::Placement {
             kernel: d
                 .kernel
@@ -231,6 +225,21 @@ impl Plan {
             accepted: job.declared.accepted,
             preference: u32::try_from(job.id.0 - first).unwrap_or(u32::MAX),
         })
+    }
+
+    /// The hub revision of `target` (its first 12 hex digits), when it is
+    /// a snapshot in the hub cache; `None` for a folder elsewhere or a
+    /// native target.
+    pub fn revision(&self, target: TargetId) -> Option<String> {
+        let Target::Hub(d) = &self.targets.get(target.0)?.target else {
+            return None;
+        };
+        // A hub snapshot's folder is named by its revision.
+        d.root
+            .parent()
+            .filter(|snapshot| crate::discover::hub_cache::snapshot_repo_id(snapshot).is_some())
+            .and_then(|snapshot| snapshot.file_name())
+            .map(|rev| rev.to_string_lossy().chars().take(12).collect())
     }
 
     /// Jobs that will be probed or answered from the cache (not skipped).
