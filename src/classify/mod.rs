@@ -337,11 +337,12 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report, machine);
     if let Some(why) = contradiction(&outcome, &report, machine) {
-        outcome = contradicted(outcome.phase, &why);
+        outcome = contradicted(&outcome, &why);
     }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
+    termination::exhausted(&mut outcome, evidence);
     termination::record(&mut outcome, evidence);
     outcome.embedded = report.embedded;
     outcome.made = evidence.made;
@@ -423,14 +424,28 @@ pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -
         VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
     };
     match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
-        Some(Some(why)) => contradicted(outcome.phase, &why),
+        Some(Some(why)) => contradicted(&outcome, &why),
         _ => outcome,
     }
 }
 
-fn contradicted(phase: Phase, why: &str) -> Outcome {
-    let mut outcome = Outcome::probe_error(phase, why);
+/// The `probe_error` that replaces `refused`, a pass that cannot be true;
+/// how its child was made stays.
+fn contradicted(refused: &Outcome, why: &str) -> Outcome {
+    let mut outcome = Outcome::probe_error(refused.phase, why);
     outcome.hint = hints::CONTRADICTED.into();
+    outcome.made = refused.made;
+    outcome
+}
+
+/// The outcome of a probe whose child the machine refused to start
+/// (its fork, or the reaper's, failed for want of processes or memory):
+/// a transient `probe_error` that says so, for the row, not a fault that
+/// ends the run.
+pub fn refused_start(message: &str) -> Outcome {
+    let mut outcome = Outcome::probe_error(Phase::Start, message);
+    outcome.hint = hints::EXHAUSTED.into();
+    outcome.transient = true;
     outcome
 }
 

@@ -70,6 +70,7 @@ pub(super) fn evidence(termination: Termination, channel: &[String], stderr: &st
         wall: Duration::from_millis(5),
         pid: Some(7),
         made: Default::default(),
+        exhausted: Vec::new(),
     }
 }
 

@@ -215,8 +215,14 @@ fn execute_one(
 ) -> Executed {
     let start = Instant::now();
     let result = match executor {
-        Some(executor) => executor.run(job, cancel).map_err(|e| e.to_string()),
-        None => Err(format!("no executor to run {} in", job.subject.describe())),
+        Some(executor) => executor.run(job, cancel).map_err(|e| {
+            let exhausted = matches!(&e, probe::ProbeError::Sandbox(s) if s.is_exhaustion());
+            (e.to_string(), exhausted)
+        }),
+        None => Err((
+            format!("no executor to run {} in", job.subject.describe()),
+            false,
+        )),
     };
     let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
     match result {
@@ -233,7 +239,18 @@ fn execute_one(
             leaked: evidence.leaked,
             fault: None,
         },
-        Err(message) => Executed {
+        // The run goes on: another probe (a fork bomb) may hold what this
+        // one lacked, and the row says so.
+        Err((message, true)) => Executed {
+            outcome: classify::refused_start(&message),
+            timings: Timings {
+                total_ms,
+                ..Timings::default()
+            },
+            leaked: None,
+            fault: None,
+        },
+        Err((message, false)) => Executed {
             outcome: Outcome::probe_error(Phase::Start, &message),
             timings: Timings {
                 total_ms,
