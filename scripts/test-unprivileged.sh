@@ -16,7 +16,7 @@ fi
 scratch=$(mktemp -d "$(scratch_base)/unprivileged.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 chmod 1777 "$scratch"
-tests=(sandbox sandbox_escape sandbox_interrupt sandbox_fds sandbox_env)
+tests=(sandbox sandbox_escape sandbox_interrupt sandbox_fds sandbox_env sandbox_bounds)
 binaries=$(cargo test --locked --no-run --message-format=json "${tests[@]/#/--test=}" 2>/dev/null |
   python3 -c 'import json, sys
 for line in sys.stdin:

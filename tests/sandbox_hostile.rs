@@ -42,28 +42,6 @@ fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
-/// A Python interpreter that `nobody` may run (the project's venv may live
-/// where only root reaches), if there is one.
-fn nobody_python() -> Option<PathBuf> {
-    let candidates = [
-        probe_fixtures::python(),
-        PathBuf::from("/usr/bin/python3"),
-        PathBuf::from("/usr/local/bin/python3"),
-    ];
-    candidates.into_iter().find(|python| {
-        // Through a shell: setpriv's own exec of the program may succeed
-        // where nobody's lookup of the same path fails.
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .args(["sh", "-c", "test -x \"$0\" && exec \"$0\" -c pass"])
-            .arg(python)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
 /// A kernel repo with one universal variant whose import is `init`,
 /// readable by every user (the fallback test runs it as `nobody`).
 fn kernel(init: &str) -> probe_fixtures::Repo {
@@ -517,7 +495,7 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
         eprintln!("needs root to make a user namespace that refuses namespaces; skipped");
         return;
     }
-    let Some(python) = nobody_python() else {
+    let Some(python) = probe_fixtures::nobody_python() else {
         panic!("no Python interpreter that nobody may run");
     };
     let report = report_dir();
@@ -644,7 +622,7 @@ fn every_hostile_class_holds_for_an_unprivileged_user_too() {
         eprintln!("already unprivileged: the tests above ran as this user");
         return;
     }
-    let Some(python) = nobody_python() else {
+    let Some(python) = probe_fixtures::nobody_python() else {
         panic!("no Python interpreter that nobody may run");
     };
     let scratch = report_dir();

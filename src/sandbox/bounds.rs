@@ -83,7 +83,9 @@ fn found() -> &'static Found {
         let pids = hierarchy(&cgroups, &mountinfo, "pids");
         let memory = hierarchy(&cgroups, &mountinfo, "memory");
         let usable = match (&pids, &memory) {
-            (Ok(pids), Ok(memory)) => writable(pids, "pids").and_then(|()| writable(memory, "memory")),
+            (Ok(pids), Ok(memory)) => {
+                writable(pids, "pids").and_then(|()| writable(memory, "memory"))
+            }
             (Err(why), _) | (_, Err(why)) => Err(why.clone()),
         };
         Found {
@@ -99,10 +101,25 @@ pub fn unbounded_reason() -> Option<String> {
     found().usable.clone().err()
 }
 
+/// This process's cgroup folder in the hierarchy that holds `controller`
+/// (`pids` or `memory`), where that hierarchy is mounted: where the
+/// cgroups of its probes are made.
+pub fn own_cgroup(controller: &str) -> Option<PathBuf> {
+    let hierarchy = match controller {
+        "pids" => found().pids.as_ref(),
+        "memory" => found().memory.as_ref(),
+        _ => None,
+    };
+    hierarchy.map(|h| h.own.clone())
+}
+
 /// The processes a probe may hold: at most `max`, and at most half of
 /// what the cgroups around preflight leave now.
 pub(crate) fn pid_bound(max: u64) -> u64 {
-    let room = found().pids.as_ref().map_or(u64::MAX, |h| room(h, Counter::Pids));
+    let room = found()
+        .pids
+        .as_ref()
+        .map_or(u64::MAX, |h| room(h, Counter::Pids));
     max.min((room / 2).max(MIN_PIDS))
 }
 
@@ -123,7 +140,9 @@ fn writable(h: &Hierarchy, controller: &str) -> Result<(), String> {
             h.own.display()
         ));
     }
-    let probe = h.own.join(format!("preflight-{}-check", std::process::id()));
+    let probe = h
+        .own
+        .join(format!("preflight-{}-check", std::process::id()));
     fs::create_dir(&probe)
         .and_then(|()| fs::remove_dir(&probe))
         .map_err(|e| format!("cannot make a cgroup in {}: {e}", h.own.display()))
@@ -147,11 +166,13 @@ fn hierarchy(cgroups: &str, mountinfo: &str, controller: &str) -> Result<Hierarc
         .lines()
         .find_map(|line| cgroup_mount(line, controller, unified))
         .ok_or_else(|| format!("the `{controller}` cgroup hierarchy is not mounted"))?;
-    let relative = Path::new(path)
+    // The path is from the root of the hierarchy; the mount may show a
+    // folder of it (a container's).
+    let path = Path::new(path);
+    let relative = path
         .strip_prefix(&root)
-        .unwrap_or(Path::new(path))
-        .strip_prefix("/")
-        .unwrap_or(Path::new(path));
+        .or_else(|_| path.strip_prefix("/"))
+        .unwrap_or(path);
     Ok(Hierarchy {
         own: mount.join(relative),
         mount,
@@ -213,8 +234,7 @@ impl ProbeCgroups {
     /// they cannot be made ([`unbounded_reason`]).
     pub(crate) fn make(max_pids: u64, max_memory: u64) -> Option<ProbeCgroups> {
         let found = found();
-        let (Ok(()), Some(pids), Some(memory)) = (&found.usable, &found.pids, &found.memory)
-        else {
+        let (Ok(()), Some(pids), Some(memory)) = (&found.usable, &found.pids, &found.memory) else {
             return None;
         };
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -403,7 +423,10 @@ mod tests {
             .lines()
             .find_map(|l| cgroup_mount(l, "memory", false))
             .expect("memory");
-        assert_eq!(memory, (PathBuf::from("/sys/fs/cgroup/memory"), "/m".into()));
+        assert_eq!(
+            memory,
+            (PathBuf::from("/sys/fs/cgroup/memory"), "/m".into())
+        );
         let found = hierarchy(cgroups, "", "pids");
         assert_eq!(
             found.err().as_deref(),

@@ -55,15 +55,20 @@ pub(crate) unsafe fn drop_all(last_cap: u32) -> Result<(), i32> {
     unsafe {
         let errno = || *libc::__errno_location();
         // Absent before Linux 4.3: then there is no ambient set to clear.
-        if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0
+        if libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        ) < 0
             && errno() != libc::EINVAL
         {
             return Err(errno());
         }
         if holds_setpcap() {
             for cap in 0..=last_cap {
-                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno() != libc::EINVAL
-                {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno() != libc::EINVAL {
                     return Err(errno());
                 }
             }
