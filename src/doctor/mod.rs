@@ -137,6 +137,8 @@ pub struct DoctorReport {
     /// How its probes (and `check`'s) are isolated here; `None` when not
     /// known (no child could be made at all).
     pub isolation: Option<Isolation>,
+    /// The processes and memory each probe may hold here.
+    pub bounds: crate::sandbox::ProbeBounds,
 }
 
 impl DoctorReport {
@@ -241,6 +243,7 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         summary,
         checks,
         isolation: crate::sandbox::isolation(),
+        bounds: crate::sandbox::probe_bounds(&crate::sandbox::Limits::default()),
     }
 }
 

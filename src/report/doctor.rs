@@ -30,6 +30,7 @@ pub fn table(report: &DoctorReport) -> String {
     if let Some(isolation) = &report.isolation {
         let _ = writeln!(out, "probes run in {}", isolation.describe());
     }
+    let _ = writeln!(out, "each probe may hold {}", report.bounds.describe());
     let mut table = super::table(&["capability", "verdict", "time", "details"]);
     for c in &report.checks {
         table.add_row(vec![

@@ -96,9 +96,54 @@ fn found() -> &'static Found {
     })
 }
 
-/// Why probes get no cgroup of their own here, if they do not.
-pub fn unbounded_reason() -> Option<String> {
-    found().usable.clone().err()
+/// The bounds a probe started now gets under `limits`, as `doctor`
+/// says them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ProbeBounds {
+    /// Processes and threads (its cgroup's `pids.max`, else the
+    /// `RLIMIT_NPROC` of its user namespace); `None` when nothing bounds
+    /// them (root, with no cgroup to make: root is never counted).
+    pub pids: Option<u64>,
+    /// Bytes of memory, where a cgroup of its own holds them.
+    pub memory: Option<u64>,
+    /// Why a probe gets no cgroup of its own here, if it does not.
+    pub no_cgroup: Option<String>,
+}
+
+impl ProbeBounds {
+    /// One line: `4096 processes and threads, 11 GiB of memory (a cgroup
+    /// per probe)`.
+    pub fn describe(&self) -> String {
+        let pids = match self.pids {
+            Some(n) => format!("{n} processes and threads"),
+            None => "no bound on processes".to_owned(),
+        };
+        match (&self.memory, &self.no_cgroup) {
+            (Some(bytes), _) => {
+                format!("{pids}, {} MiB of memory (a cgroup per probe)", bytes >> 20)
+            }
+            (None, why) => format!(
+                "{pids} ({}), memory only as bounded around preflight (no cgroup per probe: {})",
+                if self.pids.is_some() {
+                    "RLIMIT_NPROC of its user namespace"
+                } else {
+                    "root is not counted against RLIMIT_NPROC"
+                },
+                why.as_deref().unwrap_or("none made")
+            ),
+        }
+    }
+}
+
+/// The bounds a probe started now gets under `limits`.
+pub fn probe_bounds(limits: &super::Limits) -> ProbeBounds {
+    let no_cgroup = found().usable.clone().err();
+    let counted = !nix::unistd::getuid().is_root();
+    ProbeBounds {
+        pids: (no_cgroup.is_none() || counted).then(|| pid_bound(limits.pids)),
+        memory: no_cgroup.is_none().then(|| memory_bound(limits.memory)),
+        no_cgroup,
+    }
 }
 
 /// This process's cgroup folder in the hierarchy that holds `controller`

@@ -69,7 +69,7 @@ pub mod reaper;
 mod spawn;
 mod supervise;
 
-pub use bounds::{Exhausted, own_cgroup, unbounded_reason};
+pub use bounds::{Exhausted, ProbeBounds, own_cgroup, probe_bounds};
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};

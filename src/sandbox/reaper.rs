@@ -570,12 +570,13 @@ unsafe fn fork_child(
             if let Some(((_, ready), (go, _))) = &handshake {
                 let host_pid = host_proc.map_or(-1, |proc| own_pid_in(proc));
                 // Before the user namespace exists: it is made with this
-                // as the most its user may hold in it.
-                let pids = namespaced.map_or(libc::RLIM_INFINITY, |ns| ns.pids);
-                let nproc = libc::rlimit {
-                    rlim_cur: pids,
-                    rlim_max: pids,
-                };
+                // as the most its user may hold in it. Never above the hard
+                // limit, which only a privileged process may raise.
+                let mut nproc: libc::rlimit = std::mem::zeroed();
+                libc::getrlimit(libc::RLIMIT_NPROC, &mut nproc);
+                let pids = namespaced.map_or(nproc.rlim_max, |ns| ns.pids.min(nproc.rlim_max));
+                nproc.rlim_cur = pids;
+                nproc.rlim_max = pids;
                 if libc::setrlimit(libc::RLIMIT_NPROC, &nproc) < 0 {
                     report_failure(FAIL_FD, Step::ProcessLimit);
                 }
@@ -593,7 +594,8 @@ unsafe fn fork_child(
             if libc::setpgid(0, 0) < 0 {
                 report_failure(FAIL_FD, Step::ProcessGroup);
             }
-            // Last: the id maps above are written while it may still.
+            // Last, in its own user namespace, where it holds every
+            // capability until now (`CAP_SETPCAP` empties its bounding set).
             if let Err(errno) = privileges::drop_all(last_cap) {
                 report_errno(FAIL_FD, Step::DropPrivileges, errno);
             }
