@@ -62,8 +62,6 @@ pub const PROBE_MEMORY: &str = "the variant's code filled the memory a probe may
 pub const PROBE_PIDS: &str = "the variant's code started processes or threads until refused (a probe may hold half of what the cgroups around preflight leave): a fork bomb, or a pool sized for a larger machine";
 /// SIGKILL from outside the probe, with no bound of its own seen reached.
 pub const KILLED: &str = "SIGKILL that preflight did not send: most often the kernel's out-of-memory killer (see `dmesg`); run it alone with more memory free, and report it to the kernel's authors if it persists";
-/// The machine refused the probe a process or memory before it ran.
-pub const EXHAUSTED: &str = "the machine refused a new process or its memory (another probe or program holds them): probe it again once they are free";
 /// A signal killed the child.
 pub const CRASHED: &str = "the process died without an error report: run it alone (CUDA_LAUNCH_BLOCKING=1, a debugger) and report it to the kernel's authors";
 /// A nonzero exit without a report.

@@ -438,17 +438,6 @@ fn contradicted(refused: &Outcome, why: &str) -> Outcome {
     outcome
 }
 
-/// The outcome of a probe whose child the machine refused to start
-/// (its fork, or the reaper's, failed for want of processes or memory):
-/// a transient `probe_error` that says so, for the row, not a fault that
-/// ends the run.
-pub fn refused_start(message: &str) -> Outcome {
-    let mut outcome = Outcome::probe_error(Phase::Start, message);
-    outcome.hint = hints::EXHAUSTED.into();
-    outcome.transient = true;
-    outcome
-}
-
 /// The outcome of a compiled CUDA variant from its two probes: `import`
 /// (the hub's acceptance, the import, the device confirmed usable, the
 /// smoke) and `device` (the cuda executor loading the code embedded in its

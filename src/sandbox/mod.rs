@@ -367,9 +367,9 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    /// Whether the machine refused the child a process or memory for now
+    /// Whether the machine refused the child a process or memory
     /// (`EAGAIN`, `ENOMEM` from a fork, the reaper's included): what
-    /// another probe or program holds, not a fault of the sandbox.
+    /// another probe may hold for a while, and let go when it ends.
     pub fn is_exhaustion(&self) -> bool {
         let source = match self {
             SandboxError::ChildSetup { source, .. }
