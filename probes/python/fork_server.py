@@ -37,9 +37,12 @@ the client (`fork_client.py`) as its stdin. For each such request the
 server forks one helper, which reads one request from the client within
 `RECEIVE_WITHIN` (its command line, environment, working directory, umask
 and standard streams; the client's pid and uid from the kernel's
-credentials, never from what it says), joins the client's user, mount and
-pid namespaces (one `setns` on a pidfd of the client), and forks the probe
-there through a first child that stops it, hands it over and ends: the
+credentials, never from what it says), joins the client's cgroups (the
+probe's own bounds on processes and memory) and its user, mount and pid
+namespaces (one `setns` on a pidfd of the client), and forks the probe
+there through a first child that drops every capability (`setns` gave it
+all of them in the probe's user namespace, and no `execve` follows to
+take them), stops it, hands it over and ends: the
 probe, orphaned, is reparented to pid 1 of its namespace, the probe's
 reaper, which adopts it as its child when the client exits 0
 (src/sandbox/reaper.rs) and lets it go on. From there its parent is the
@@ -344,8 +347,8 @@ def cgroup_mounts():
                 mounts.setdefault("", (fields[4], fields[3]))
             elif kind[0] == "cgroup" and len(kind) > 2:
                 options = kind[2].strip().split(",")
-                for key in (",".join(o for o in options if o not in ("rw", "ro")),):
-                    mounts.setdefault(key, (fields[4], fields[3]))
+                key = ",".join(o for o in options if o not in ("rw", "ro"))
+                mounts.setdefault(key, (fields[4], fields[3]))
     return mounts
 
 
@@ -360,10 +363,12 @@ def join_cgroups(pid):
         if mine.get(key) == path:
             continue
         mounts = mounts or cgroup_mounts()
-        key_found = next((k for k in mounts if set(k.split(",")) == set(key.split(","))), None)
-        if key_found is None:
+        # Its mount's options name the same controllers, maybe with others
+        # (`xattr`, `noprefix`).
+        found = [m for k, m in mounts.items() if set(key.split(",")) <= set(k.split(","))]
+        if not found:
             raise OSError("the client's cgroup hierarchy %r is not mounted here" % key)
-        mount, root = mounts[key_found]
+        mount, root = found[0]
         if root != "/" and path.startswith(root):
             path = path[len(root):]
         with open(os.path.join(mount, path.lstrip("/"), "cgroup.procs"), "w") as f:
