@@ -11,20 +11,18 @@
 //!   status is the verdicts' (1), as root and as `nobody`.
 
 mod common;
+mod hostile;
 mod probe_fixtures;
 
+use hostile::{bounded, is_root, kernel, nobody_python, open_up, outcomes};
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Sandbox, Termination};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
-
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
 
 /// The fields of a `/proc/PID/status` text.
 fn status(text: &str) -> BTreeMap<String, String> {
@@ -60,7 +58,7 @@ fn assert_powerless(fields: &BTreeMap<String, String>, who: &str, bounding: bool
 
 #[test]
 fn a_sandboxed_child_holds_no_capability_and_ignores_no_signal() {
-    let reaper = Some(PathBuf::from(env!("CARGO_BIN_EXE_preflight")));
+    let reaper = Some(common::preflight_bin());
     for (held, reaper) in [("by its reaper", reaper), ("alone", None)] {
         let reaper_held = reaper.is_some();
         let sandbox = Sandbox::new().expect("sandbox").with_reaper(reaper);
@@ -84,66 +82,24 @@ fn a_sandboxed_child_holds_no_capability_and_ignores_no_signal() {
     }
 }
 
-/// A kernel repo with one universal variant whose import is `init`,
-/// readable by every user.
-fn kernel(init: &str) -> probe_fixtures::Repo {
-    let repo = probe_fixtures::Repo::new();
-    repo.variant("torch-universal", init);
-    open_up(repo.dir.path());
-    repo
-}
-
-fn open_up(dir: &Path) {
-    let mode = |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
-    mode(dir, 0o777).expect("chmod");
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            open_up(&path);
-        } else {
-            mode(&path, 0o666).expect("chmod");
-        }
-    }
-}
-
-/// Runs `cmd` to its end, killing it and failing past `limit`.
-fn bounded(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait"),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-            panic!("{cmd:?} did not end within {limit:?}");
-        }
-    }
-}
-
 /// `preflight check --jobs 2 --json` of `targets`, as `setpriv` makes it
 /// (`nobody`) when `as_nobody`, joining `cgroups` (their `cgroup.procs`)
 /// first when given.
 fn check(targets: &[&Path], as_nobody: bool, cgroups: &[PathBuf]) -> (Output, Value) {
-    let python = if as_nobody {
-        probe_fixtures::nobody_python().expect("a Python interpreter nobody may run")
-    } else {
-        probe_fixtures::python()
+    // From wherever the checkout is (root's 0700 home included).
+    let copy = as_nobody.then(common::nobody::ForNobody::new);
+    let python = match &copy {
+        Some(_) => nobody_python().expect("a Python interpreter nobody may run"),
+        None => probe_fixtures::python(),
     };
-    let mut cmd = if as_nobody {
-        let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_preflight"));
-        cmd
-    } else {
-        Command::new(env!("CARGO_BIN_EXE_preflight"))
+    let mut cmd = match &copy {
+        Some(copy) => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(copy.preflight());
+            cmd
+        }
+        None => Command::new(common::preflight_bin()),
     };
     let base = common::preflight_cmd();
     cmd.envs(base.get_envs().filter_map(|(k, v)| Some((k, v?))));
@@ -178,7 +134,7 @@ fn check(targets: &[&Path], as_nobody: bool, cgroups: &[PathBuf]) -> (Output, Va
         });
     }
     let out = bounded(cmd, Duration::from_secs(240));
-    drop(procs);
+    drop((procs, copy));
     let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "check --json printed no JSON ({e}): {}\n{}",
@@ -187,15 +143,6 @@ fn check(targets: &[&Path], as_nobody: bool, cgroups: &[PathBuf]) -> (Output, Va
         )
     });
     (out, json)
-}
-
-fn outcomes(json: &Value) -> Vec<&Value> {
-    json["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| &r["outcome"])
-        .collect()
 }
 
 fn made() -> &'static str {
@@ -384,30 +331,11 @@ fn the_bounds_hold_for_an_unprivileged_user_too() {
         eprintln!("already unprivileged: the tests above ran as this user");
         return;
     }
-    let scratch = common::fresh_dir("bounds-nobody");
-    open_up(&scratch);
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(std::env::current_exe().expect("test binary"))
-        .args([
-            "--skip",
+    hostile::as_nobody(
+        &[
             "the_bounds_hold_for_an_unprivileged_user_too",
-            "--skip",
             "a_fork_bomb_and_a_memory_hog_end_alone_beside_a_good_kernel",
-            "--test-threads=1",
-        ])
-        .env(
-            "PREFLIGHT_TEST_PYTHON",
-            probe_fixtures::nobody_python().expect("a Python interpreter nobody may run"),
-        )
-        .env("PREFLIGHT_TEST_SCRATCH", &scratch)
-        .env("HOME", &scratch)
-        .env("TMPDIR", "/tmp");
-    let out = bounded(cmd, Duration::from_secs(300));
-    let stdout = common::stdout(&out);
-    assert!(
-        out.status.success() && stdout.contains("test result: ok. 2 passed; 0 failed"),
-        "as nobody:\n{stdout}\n{}",
-        common::stderr(&out)
+        ],
+        2,
     );
 }

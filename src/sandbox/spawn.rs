@@ -49,9 +49,10 @@ pub(crate) enum Step {
     CopyIn = 17,
     ProbeUserNamespace = 18,
     ProbeUserMap = 19,
-    DropPrivileges = 20,
-    ProcessLimit = 21,
-    Cgroup = 22,
+    MountWalls = 20,
+    DropPrivileges = 21,
+    ProcessLimit = 22,
+    Cgroup = 23,
 }
 
 impl Step {
@@ -76,6 +77,7 @@ impl Step {
             Step::CopyIn,
             Step::ProbeUserNamespace,
             Step::ProbeUserMap,
+            Step::MountWalls,
             Step::DropPrivileges,
             Step::ProcessLimit,
             Step::Cgroup,
@@ -104,6 +106,9 @@ impl Step {
             Step::CopyIn => "carrying the sandbox's files into the probe's folder",
             Step::ProbeUserNamespace => "unshare(CLONE_NEWUSER) for the probe",
             Step::ProbeUserMap => "writing the id maps of the probe's own user namespace",
+            Step::MountWalls => {
+                "making the host's file system read-only (mount_setattr, Linux 5.12+) and the probe's /dev"
+            }
             Step::DropPrivileges => "dropping the probe's capabilities (no_new_privs)",
             Step::ProcessLimit => "setrlimit(RLIMIT_NPROC) for the probe",
             Step::Cgroup => "joining the probe's cgroups",
@@ -120,6 +125,7 @@ impl Step {
                 | Step::MountPropagation
                 | Step::MountProc
                 | Step::MountScratch
+                | Step::MountWalls
                 | Step::ProbeUserNamespace
                 | Step::ProbeUserMap
         )

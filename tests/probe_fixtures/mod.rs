@@ -144,28 +144,6 @@ pub fn python() -> PathBuf {
     kernel_preflight::probe::find_python(Path::new("python3")).expect("python3 on PATH")
 }
 
-/// A Python interpreter that `nobody` may run (the project's venv may live
-/// where only root reaches), if there is one.
-pub fn nobody_python() -> Option<PathBuf> {
-    let candidates = [
-        python(),
-        PathBuf::from("/usr/bin/python3"),
-        PathBuf::from("/usr/local/bin/python3"),
-    ];
-    candidates.into_iter().find(|python| {
-        // Through a shell: setpriv's own exec of the program may succeed
-        // where nobody's lookup of the same path fails.
-        std::process::Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .args(["sh", "-c", "test -x \"$0\" && exec \"$0\" -c pass"])
-            .arg(python)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
 pub fn quick_limits() -> Limits {
     Limits {
         timeout: Duration::from_secs(20),
@@ -221,7 +199,10 @@ pub fn forked() -> bool {
 /// namespace), so this binary's sandboxes get `preflight`'s reaper then.
 pub fn made(executor: &PythonExecutor) -> PythonExecutor {
     if forked() {
-        kernel_preflight::sandbox::set_default_reaper(env!("CARGO_BIN_EXE_preflight").into());
+        kernel_preflight::sandbox::set_default_reaper(
+            std::env::var_os("PREFLIGHT_TEST_BINARY")
+                .map_or_else(|| env!("CARGO_BIN_EXE_preflight").into(), PathBuf::from),
+        );
         let forked = executor.clone().forked_always();
         // These tests are about probes: the server's start is not counted
         // against their (short) timeouts (tests/fork_server.rs is about it).
