@@ -31,8 +31,7 @@ pub use request::{
 use super::bench::Fifos;
 use super::{BenchChild, BenchExecutor, BenchSpec, Executor, Job, ProbeError, Subject};
 use crate::protocol::{Depth, Evidence, ExecutorKind};
-use crate::sandbox::{Cancel, ChildCommand, Sandbox};
-use crate::variant::{Backend, NoarchBackend, VariantName};
+use crate::sandbox::{Cancel, ChildCommand};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
