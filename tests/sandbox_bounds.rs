@@ -84,8 +84,14 @@ fn a_sandboxed_child_holds_no_capability_and_ignores_no_signal() {
 
 /// `preflight check --jobs 2 --json` of `targets`, as `setpriv` makes it
 /// (`nobody`) when `as_nobody`, joining `cgroups` (their `cgroup.procs`)
-/// first when given.
-fn check(targets: &[&Path], as_nobody: bool, cgroups: &[PathBuf]) -> (Output, Value) {
+/// first when given; its probes may write into `writable` (past the
+/// walls: `PREFLIGHT_PROBE_WRITABLE`).
+fn check(
+    targets: &[&Path],
+    as_nobody: bool,
+    cgroups: &[PathBuf],
+    writable: Option<&Path>,
+) -> (Output, Value) {
     // From wherever the checkout is (root's 0700 home included).
     let copy = as_nobody.then(common::nobody::ForNobody::new);
     let python = match &copy {
@@ -105,6 +111,9 @@ fn check(targets: &[&Path], as_nobody: bool, cgroups: &[PathBuf]) -> (Output, Va
     cmd.envs(base.get_envs().filter_map(|(k, v)| Some((k, v?))));
     let cache = common::fresh_dir("bounds-cache");
     open_up(&cache);
+    if let Some(folder) = writable {
+        cmd.env("PREFLIGHT_PROBE_WRITABLE", folder);
+    }
     cmd.env("PREFLIGHT_CACHE", &cache)
         .env("HOME", &cache)
         .arg("check")
@@ -168,7 +177,7 @@ fn a_probed_kernel_holds_no_capability_fresh_or_forked_root_or_not() {
     let users: &[bool] = if is_root() { &[false, true] } else { &[false] };
     for &as_nobody in users {
         let _ = std::fs::remove_file(report.join("status"));
-        let (out, json) = check(&[&repo.root()], as_nobody, &[]);
+        let (out, json) = check(&[&repo.root()], as_nobody, &[], Some(&report));
         let who = if as_nobody { "nobody" } else { "this user" };
         assert!(out.status.success(), "{who}: {json:#}");
         let outcome = outcomes(&json)[0];
@@ -274,6 +283,7 @@ fn a_fork_bomb_and_a_memory_hog_end_alone_beside_a_good_kernel() {
             &[&bomb.root(), &hog.root(), &good.root()],
             as_nobody,
             &bounded.dirs,
+            None,
         );
         assert_eq!(
             out.status.code(),
