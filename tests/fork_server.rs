@@ -339,6 +339,13 @@ fn a_fork_the_server_is_refused_runs_the_probe_fresh() {
         );
         return;
     }
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(group.clone());
     let site = torch_site();
     let executor = forking(&site);
     assert_eq!(executor.start_fork_server(), None);
@@ -365,7 +372,6 @@ fn a_fork_the_server_is_refused_runs_the_probe_fresh() {
     let events = std::fs::read_to_string(group.join("pids.events")).unwrap_or_default();
     // Back where it came from before the cgroup goes.
     let _ = std::fs::write(hierarchy.join("cgroup.procs"), server.to_string());
-    let _ = std::fs::remove_dir(&group);
     assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
     assert_eq!(run.evidence.made, Made::Fresh);
     let why = executor.fork_fallback().expect("the refusal, kept");

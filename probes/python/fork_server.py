@@ -366,9 +366,14 @@ def join_cgroups(pid):
     """Moves this process into every cgroup of the client `pid` that is
     not the server's: the ones preflight made for that probe alone
     (src/sandbox/bounds.rs), whose bounds a fresh probe has from its
-    first instruction. The probe forked after this starts in them."""
+    first instruction. The probe forked after this starts in them.
+    Returns the server's own `cgroup.procs` of those hierarchies, open:
+    `leave` writes this process back into them, so that its end leaves
+    nothing of it in the probe's (a zombie the server has not reaped yet
+    would keep preflight from removing them)."""
     mine, theirs = cgroups_of("self"), cgroups_of(pid)
     mounts = None
+    back = []
     for key, path in theirs.items():
         if mine.get(key) == path:
             continue
@@ -379,10 +384,26 @@ def join_cgroups(pid):
         if not found:
             raise OSError("the client's cgroup hierarchy %r is not mounted here" % key)
         mount, root = found[0]
-        if root != "/" and path.startswith(root):
-            path = path[len(root):]
-        with open(os.path.join(mount, path.lstrip("/"), "cgroup.procs"), "w") as f:
+
+        def procs(path):
+            if root != "/" and path.startswith(root):
+                path = path[len(root):]
+            return os.path.join(mount, path.lstrip("/"), "cgroup.procs")
+
+        back.append(os.open(procs(mine.get(key, "/")), os.O_WRONLY | os.O_CLOEXEC))
+        with open(procs(path), "w") as f:
             f.write("%d" % os.getpid())
+    return back
+
+
+def leave(back):
+    """Writes this process back into the server's cgroups (`join_cgroups`)."""
+    for fd in back:
+        try:
+            os.write(fd, b"%d" % os.getpid())
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def limits_of(pid):
@@ -506,14 +527,14 @@ def helper(conn, request_id, server):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:
         os._exit(1)
-    fds = []
+    fds, back = [], []
     try:
         request, fds, pid, uid = receive(conn)
         if uid != os.getuid():
             raise ValueError("a client of another user (uid %d)" % uid)
         pidfd = os.pidfd_open(pid)
         limits = limits_of(pid)
-        join_cgroups(pid)
+        back = join_cgroups(pid)
         join(pid, pidfd)
         os.close(pidfd)
         report, told = os.pipe()
@@ -530,11 +551,13 @@ def helper(conn, request_id, server):
         why = "%s: %s" % (type(e).__name__, e) if isinstance(e, OSError) else str(e)
         say({"id": request_id, "refused": why})
         reply(conn, {"error": why})
+        leave(back)
         os._exit(1)
     for fd in fds:
         os.close(fd)
     say({"id": request_id, "forked": True})
     reply(conn, {"pid": int(probe_pid)})
+    leave(back)
     os._exit(0)
 
 

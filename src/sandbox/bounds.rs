@@ -82,6 +82,9 @@ fn found() -> &'static Found {
         let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let pids = hierarchy(&cgroups, &mountinfo, "pids");
         let memory = hierarchy(&cgroups, &mountinfo, "memory");
+        for own in pids.iter().chain(&memory).map(|h| &h.own) {
+            sweep(own);
+        }
         let usable = match (&pids, &memory) {
             (Ok(pids), Ok(memory)) => {
                 writable(pids, "pids").and_then(|()| writable(memory, "memory"))
@@ -156,6 +159,26 @@ pub fn own_cgroup(controller: &str) -> Option<PathBuf> {
         _ => None,
     };
     hierarchy.map(|h| h.own.clone())
+}
+
+/// Removes the cgroups in `own` that a `preflight` no longer running made
+/// (`preflight-PID-N`: one killed before it could): `rmdir` removes only
+/// an empty cgroup, so none that still holds a process goes.
+fn sweep(own: &Path) {
+    let Ok(entries) = fs::read_dir(own) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let owner = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("preflight-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
 }
 
 /// The processes a probe may hold: at most `max`, and at most half of
