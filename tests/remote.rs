@@ -364,6 +364,10 @@ fn bad_settings_are_one_message_and_exit_2() {
             "positive duration",
         ),
         (
+            Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_RETRY", "soon"),
+            "PREFLIGHT_REMOTE_RETRY=soon",
+        ),
+        (
             Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_MODE", "write-only"),
             "expected read-write or read-only",
         ),
