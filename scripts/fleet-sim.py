@@ -16,7 +16,8 @@ peak commands per second (INFO sampled every 100 ms), bytes stored per
 entry and in total, each node's wall time (median, p99) against a node
 alone, and the CPU time of every node and its probes (wait4) against N
 cold nodes alone (N times a node alone, measured once: N cold nodes are
-never run).
+never run), split into what every node pays and what each probe costs
+(least squares over the nodes; --json also writes each node's figures).
 
   scripts/fleet-sim.py --nodes 20 [--classes 20] [--kernels 20]
       [--variants 8] [--live 200] [--deadline 900] [--json FILE]
