@@ -13,6 +13,7 @@ mod fingerprint;
 mod fleet;
 mod inspect;
 mod labels;
+mod output;
 mod probing;
 mod reaper;
 mod repo;

@@ -31,7 +31,7 @@ pub use python::{
 use crate::discover::{KernelRepo, RepoId};
 use crate::protocol::{Channel, Made};
 use crate::sandbox::RunReport;
-use crate::variant::{Backend, NoarchBackend, VariantName};
+use crate::variant::VariantName;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -103,28 +103,18 @@ impl SmokeSource {
 }
 
 /// The torch device a variant's smoke runs on; `auto` lets the child pick
-/// (universal variants run wherever torch has an accelerator, else on cpu).
+/// (universal variants, SDKs for any backend and names of no known backend
+/// run wherever torch has an accelerator, else on cpu).
 pub fn device_for(variant: &VariantName) -> &'static str {
-    match variant {
-        VariantName::Arch { backend, .. } => match backend {
-            Backend::Cuda(_) | Backend::Rocm(_) => "cuda",
-            Backend::Xpu(_) => "xpu",
-            Backend::Metal => "mps",
-            Backend::Cann(_) => "npu",
-            Backend::Neuron => "neuron",
-            Backend::Tpu => "tpu",
-            Backend::Cpu => "cpu",
-        },
-        VariantName::Noarch { backend } => match backend {
-            NoarchBackend::Cuda | NoarchBackend::Rocm => "cuda",
-            NoarchBackend::Xpu => "xpu",
-            NoarchBackend::Metal => "mps",
-            NoarchBackend::Npu => "npu",
-            NoarchBackend::Neuron => "neuron",
-            NoarchBackend::Tpu => "tpu",
-            NoarchBackend::Cpu => "cpu",
-            NoarchBackend::Universal => "auto",
-        },
+    match variant.backend_kind().as_deref() {
+        Some("cuda" | "rocm") => "cuda",
+        Some("xpu") => "xpu",
+        Some("metal") => "mps",
+        Some("cann" | "npu") => "npu",
+        Some("neuron") => "neuron",
+        Some("tpu") => "tpu",
+        Some("cpu") => "cpu",
+        _ => "auto",
     }
 }
 

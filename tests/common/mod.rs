@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod nobody;
 pub mod node;
 pub mod redis_server;

@@ -32,7 +32,6 @@ use super::bench::Fifos;
 use super::{BenchChild, BenchExecutor, BenchSpec, Executor, Job, ProbeError, Subject};
 use crate::protocol::{Depth, Evidence, ExecutorKind};
 use crate::sandbox::{Cancel, ChildCommand};
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -309,10 +308,7 @@ impl Executor for CudaExecutor {
         let Subject::Variant { name, path } = &job.subject else {
             return None;
         };
-        let cuda = match name {
-            VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-            VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-        };
+        let cuda = name.is_cuda();
         (cuda && has_shared_objects(path)).then(|| Job {
             subject: Subject::DeviceCode {
                 name: name.clone(),
