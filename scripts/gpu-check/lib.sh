@@ -37,6 +37,9 @@ passed=0 failed=0 skipped=0
 SECTION=setup
 
 say() { echo "$*"; echo "$*" >&3; }
+# Lines of stdin to the log and the console (never `tee /dev/fd/3`: that
+# opens the console's file again, from its start).
+both() { local line; while IFS= read -r line; do say "$line"; done; }
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n\t' '  ')"; }
 record() { # record STATUS CHECK [WANT GOT]
   printf '{"script":"%s","section":"%s","status":"%s","check":%s,"want":%s,"got":%s,"at_s":%s}\n' \
@@ -144,7 +147,7 @@ check() {
     expect "check $1: depth" "$4" "$(jget "$json" "' '.join(sorted(set(str(r['outcome']['depth']) for r in d['results'])))")"
   fi
   if [ "$kinds" != "$3" ]; then
-    jget "$json" "'\n'.join(r['variant']+': '+r['outcome']['message'] for r in d['results'])" | sed 's/^/    /' | tee /dev/fd/3
+    jget "$json" "'\n'.join(r['variant']+': '+r['outcome']['message'] for r in d['results'])" | sed 's/^/    /' | both
     tail -n 5 "$W/$1.check.err" | sed 's/^/    /' >&3
   fi
 }
