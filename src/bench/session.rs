@@ -14,7 +14,7 @@
 
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, result, start_each, time_all};
+use super::rounds::{Participant, Turns, Unit, flushed, result, start_each, time_all};
 use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
@@ -143,7 +143,7 @@ pub fn bench(
         .collect();
     // At most one more: the reference.
     let participants = timed.len() + 1;
-    let mut exclusive = false;
+    let mut turns = Turns::default();
     start_each(
         &mut timed,
         BenchRole::Variant,
@@ -152,7 +152,7 @@ pub fn bench(
         options,
         interrupt,
         reporter,
-        &mut exclusive,
+        &mut turns,
     )?;
     // The reference computation, in a child of its own (in the first
     // variant's company: the workload's setup may use it), when a variant
@@ -170,10 +170,17 @@ pub fn bench(
             options,
             interrupt,
             reporter,
-            &mut exclusive,
+            &mut turns,
         )?;
     }
-    time_all(&mut timed, &mut reference, options, interrupt, reporter)?;
+    time_all(
+        &mut timed,
+        &mut reference,
+        options,
+        interrupt,
+        reporter,
+        &mut turns,
+    )?;
 
     let workload = timed
         .iter()
