@@ -270,6 +270,8 @@ fn universal_and_cpu_variants_and_a_cpu_placement_need_no_device() {
 /// The bench child's NVML handle where torch gives no PCI address: NVML
 /// numbers the machine's GPUs and ignores `CUDA_VISIBLE_DEVICES`, CUDA
 /// numbers that list's entries; an entry NVML cannot take finds nothing.
+/// And the compute mode it reads (an NVML without the entry point: not
+/// exclusive).
 #[test]
 fn nvmls_device_for_a_cuda_ordinal_goes_through_cuda_visible_devices() {
     let dir = tempfile::tempdir().unwrap();
@@ -292,6 +294,18 @@ class Lib:
         self.asked.append(uuid.decode())
         return 0
 
+# The compute mode through the same library: 3 is EXCLUSIVE_PROCESS.
+class Modes(Lib):
+    def __init__(self, mode):
+        self.mode = mode
+
+    def nvmlDeviceGetComputeMode(self, handle, mode):
+        mode._obj.value = self.mode
+        return 0
+
+modes = [bench.Nvml(Modes(m), None, None).exclusive() for m in (0, 2, 3)]
+modes.append(bench.Nvml(Lib(), None, None).exclusive())
+print(modes)
 out = []
 for visible, ordinal in [(None, 1), ("3,1", 0), ("3,1", 1), ("GPU-abc,2", 0), ("MIG-x", 0), ("2", 1)]:
     os.environ.pop("CUDA_VISIBLE_DEVICES", None)
@@ -315,6 +329,6 @@ print(" ".join(out))
     );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        "0:[1] 0:[3] 0:[1] 0:['GPU-abc'] -1:[] -1:[]"
+        "[False, False, True, False]\n0:[1] 0:[3] 0:[1] 0:['GPU-abc'] -1:[] -1:[]"
     );
 }
