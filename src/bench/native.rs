@@ -113,6 +113,7 @@ pub(super) fn bench(
             plan.fingerprint.hash(),
             options.criteria,
             excluded,
+            super::session::context(plan, None),
         ));
     }
     let participants = timed.len();
@@ -140,6 +141,7 @@ pub(super) fn bench(
         criteria: options.criteria,
         variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
         reference: None,
+        context: Some(super::session::context(plan, None)),
     };
     report.variants.append(&mut excluded);
     report.rank(options.seed);

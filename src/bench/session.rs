@@ -13,13 +13,14 @@
 //! `--timeout`).
 
 use super::BenchError;
-use super::result::{BenchReport, BenchStatus, VariantBench};
+use super::result::{BenchContext, BenchReport, BenchStatus, VariantBench};
 use super::rounds::{Participant, Turns, Unit, flushed, result, start_each, time_all};
 use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
 use crate::run::{
     BenchReporter, CheckOptions, CheckReport, Executors, Job, Listener, Plan, Session, Stream,
+    TargetId,
 };
 use crate::sandbox::Cancel;
 use crate::stats::StopCriteria;
@@ -119,6 +120,7 @@ pub fn bench(
             plan.fingerprint.hash(),
             options.criteria,
             variants,
+            context(plan, plan.targets.first().map(|_| TargetId(0))),
         ));
     };
     match (&first.probe.smoke, &options.workload) {
@@ -198,6 +200,7 @@ pub fn bench(
         criteria: options.criteria,
         variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
         reference: reference.as_ref().map(|p| result(p, options.cpu_time)),
+        context: Some(context(plan, Some(first.target))),
     };
     report.variants.append(&mut variants);
     report.rank(options.seed);
@@ -251,6 +254,17 @@ fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
         },
         vs_fastest: None,
         vs_reference: None,
+    }
+}
+
+/// What the bench of `target` ran on, finished now: the chart's caption.
+pub(super) fn context(plan: &Plan, target: Option<TargetId>) -> BenchContext {
+    BenchContext {
+        revision: target.and_then(|t| plan.revision(t)),
+        machine: plan.fingerprint.class_facts(),
+        finished: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
     }
 }
 

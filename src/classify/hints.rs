@@ -81,6 +81,8 @@ pub const KERNELS_MINVER: &str =
     "upgrade the hub loader (pip install --upgrade kernels), or use an older build of the kernel";
 /// A `python-depends` entry the hub does not allow on this backend.
 pub const UNSUPPORTED_DEPENDENCY: &str = "the hub loader does not allow this python-depends entry on this machine's backend: a newer `kernels` may allow it; otherwise use a variant that does not need it";
+/// Files that differ from the digest the variant's metadata records.
+pub const DIGEST: &str = "the variant's files differ from the digest its metadata.json records (the hub loader refuses to load it): fetch it again, or ask the kernel's authors";
 /// A hub validator this preflight does not know.
 pub const HUB_REFUSED: &str =
     "the hub loader refuses this variant here; see its message, and check the kernels version";

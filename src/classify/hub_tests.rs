@@ -71,6 +71,14 @@ fn hub_refusals_keep_the_hubs_words_and_map_to_the_taxonomy() {
             hints::ARCH.to_owned(),
         ),
         (
+            HubCheck::Digest,
+            "Kernel 'k' variant 'torch-cpu': the files do not match the digest in the metadata, so they may have been modified:\n__init__.py: …",
+            None,
+            OutcomeKind::ImportError,
+            "do not match the digest",
+            hints::DIGEST.to_owned(),
+        ),
+        (
             HubCheck::Other,
             "a new validator says no",
             None,
@@ -108,6 +116,18 @@ fn hub_refusals_keep_the_hubs_words_and_map_to_the_taxonomy() {
         "{}",
         outcome.message
     );
+    // A `kernels` release the child has no adapter for: preflight's rules
+    // judged, and the message says why, never blaming the kernel's loader.
+    let unknown = "preflight: kernels 0.20.0 is a release preflight does not know (it knows 0.17.2, 0.18.3, 0.19.1)";
+    let outcome = refused(unknown, HubCheck::Metadata, parse, None);
+    assert!(
+        outcome.message.starts_with(
+            "hub rules (applied by preflight: kernels 0.20.0 is a release preflight does not know (it knows 0.17.2, 0.18.3, 0.19.1)) refuse it: Cannot parse"
+        ),
+        "{}",
+        outcome.message
+    );
+    assert_eq!(unknown_loader("kernels 0.19.1"), None);
 }
 
 #[test]

@@ -38,7 +38,6 @@ pub use machine::Machine;
 
 use crate::probe::Subject;
 use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -426,10 +425,7 @@ pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -
     let Subject::Variant { name, .. } = subject else {
         return outcome;
     };
-    let cuda = match name {
-        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-    };
+    let cuda = name.is_cuda();
     match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
         Some(Some(why)) => contradicted(outcome.phase, &why),
         _ => outcome,
@@ -571,7 +567,13 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             "hub rules (applied by preflight: no `kernels` here) refuse it: {}",
             short_paths(message)
         ),
-        Some(judge) => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+        Some(judge) => match unknown_loader(judge) {
+            Some(why) => format!(
+                "hub rules (applied by preflight: {why}) refuse it: {}",
+                short_paths(message)
+            ),
+            None => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+        },
     };
     match (check, package) {
         (HubCheck::Metadata, _) => Cause::new(OutcomeKind::ImportError, said, hints::METADATA),
@@ -589,8 +591,16 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             Cause::new(OutcomeKind::DependencyVersion, said, hints::KERNELS_MINVER)
         }
         (HubCheck::Arch, _) => Cause::new(OutcomeKind::UnsupportedArch, said, hints::ARCH),
+        (HubCheck::Digest, _) => Cause::new(OutcomeKind::ImportError, said, hints::DIGEST),
         (HubCheck::Other, _) => Cause::new(OutcomeKind::ImportError, said, hints::HUB_REFUSED),
     }
+}
+
+/// Why preflight judged in place of an installed `kernels` it has no
+/// adapter for: the child labels that judgment `preflight: <why>`
+/// (probes/python/acceptance.py).
+pub(crate) fn unknown_loader(judge: &str) -> Option<&str> {
+    judge.strip_prefix("preflight: ")
 }
 
 /// The hub's parser names the file it read as `` `"/…/metadata.json"` ``;

@@ -172,7 +172,10 @@ fn pass_message(report: &Report, depth: Depth) -> String {
     };
     match report.runtime.acceptance.as_deref() {
         Some("preflight") => format!("{what}; hub rules applied by preflight (no `kernels` here)"),
-        Some(judge) => format!("{what}; accepted by {judge}"),
+        Some(judge) => match super::unknown_loader(judge) {
+            Some(why) => format!("{what}; hub rules applied by preflight ({why})"),
+            None => format!("{what}; accepted by {judge}"),
+        },
         None => what,
     }
 }

@@ -492,6 +492,9 @@ pub enum HubCheck {
     /// `ArchValidator`: the device's compute capability is among the
     /// declared archs.
     Arch,
+    /// `DigestValidator` (kernels 0.18 and later): the variant's files
+    /// match the digest its metadata records.
+    Digest,
     /// A validator this preflight does not know (a newer `kernels`).
     #[serde(other)]
     Other,
