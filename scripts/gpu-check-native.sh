@@ -168,12 +168,9 @@ $AXPY
 s_nvcc() {
   artifacts
   [ -n "$ART" ] || return 0
-  local n=${cc/./} other=80 nvcc_cuda newer ptx_want=pass
+  local n=${cc/./} other=80 ptx_want
   [ "${cc%%.*}" = 8 ] && other=90
-  nvcc_cuda=$(cat "$ART/nvcc-version")
-  # PTX from an nvcc newer than the driver is ptx_too_new; else it JITs.
-  newer=$(printf '%s\n%s\n' "$nvcc_cuda" "$driver_cuda" | sort -V | tail -n 1)
-  [ "$nvcc_cuda" != "$driver_cuda" ] && [ "$newer" = "$nvcc_cuda" ] && ptx_want=ptx_too_new
+  ptx_want=$(ptx_want)
   if [ -f "$ART/axpy_sm$n.cubin" ]; then
     target cubin "$ART/axpy_sm$n.cubin"
     check cubin 0 pass verified
@@ -263,6 +260,9 @@ s_namespaces() {
 
 section setup 10 s_setup
 section fingerprint 30 s_fingerprint
+# The probes use the interpreter where there is one: NVRTC may come from
+# its wheels alone (a pip-only torch machine has no toolkit).
+if command -v "$PY" >/dev/null; then PYBIN=$(pybin); fi
 [ -z "$cc" ] || [ "$cc" = "?" ] && say "note: fingerprint --full gave no device 0; doctor's is used"
 section doctor 60 s_doctor
 if [ -z "$cc" ] || [ "$cc" = "?" ]; then

@@ -152,6 +152,17 @@ check() {
   fi
 }
 
+# ptx_want: pass where the artifacts' nvcc is not newer than the driver's
+# CUDA (the fingerprint's), ptx_too_new where it is: a driver JIT-compiles
+# no PTX of a newer ISA.
+ptx_want() {
+  local nvcc_cuda driver newer
+  nvcc_cuda=$(cat "$ART/nvcc-version")
+  driver=$(jget "$OUT/fingerprint.json" "d['gpus']['cuda_driver_api']")
+  newer=$(printf '%s\n%s\n' "$nvcc_cuda" "$driver" | sort -V | tail -n 1)
+  if [ "$nvcc_cuda" != "$driver" ] && [ "$newer" = "$nvcc_cuda" ]; then echo ptx_too_new; else echo pass; fi
+}
+
 # The nvcc a kernel's build would find: CUDA_HOME, CUDA_PATH, PATH,
 # /usr/local/cuda; nothing where there is none.
 local_nvcc() {
