@@ -20,7 +20,7 @@ trap 'rm -rf "$copy"' EXIT
 chmod 755 "$copy"
 mkdir -m 1777 "$copy/scratch"
 place() { ln -f "$1" "$2" 2>/dev/null || cp "$1" "$2"; chmod 755 "$2"; }
-tests=(sandbox sandbox_escape sandbox_interrupt sandbox_fds sandbox_env sandbox_walls)
+tests=(sandbox sandbox_escape sandbox_interrupt sandbox_fds sandbox_env sandbox_walls sandbox_bounds)
 artifacts=$(cargo test --locked --no-run --message-format=json "${tests[@]/#/--test=}" 2>/dev/null |
   python3 -c 'import json, sys
 for line in sys.stdin:

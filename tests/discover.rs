@@ -300,7 +300,7 @@ fn dotted_and_sdk_build_folders_are_variants_under_each_release() {
         fs::create_dir_all(build.join(name)).unwrap();
         fs::write(build.join(name).join("metadata.json"), METADATA).unwrap();
     }
-    let Target::Hub(found) = discover::discover(&build.parent().unwrap()).unwrap() else {
+    let Target::Hub(found) = discover::discover(build.parent().unwrap()).unwrap() else {
         panic!("not a hub kernel");
     };
     let mut listed: Vec<String> = found.variants.iter().map(|v| v.name.to_string()).collect();

@@ -56,6 +56,12 @@ pub const UNEXPECTED_CUDA: &str =
 pub const WRONG_RESULT: &str = "the kernel runs but computes wrong values here: check the reference (smoke file, expected values in preflight.toml); otherwise do not use this build, and report it to the kernel's authors";
 /// The deadline passed.
 pub const TIMEOUT: &str = "the kernel hangs here, or its first run compiles (JIT) or downloads for longer than the timeout: raise --timeout";
+/// The out-of-memory killer ended a probe at its memory bound.
+pub const PROBE_MEMORY: &str = "the variant's code filled the memory a probe may hold (half of what the cgroups around preflight leave, at most the probe's own limit): run it alone, with more memory free, and check it for a leak";
+/// A probe held every process and thread it may.
+pub const PROBE_PIDS: &str = "the variant's code started processes or threads until refused (a probe may hold half of what the cgroups around preflight leave): a fork bomb, or a pool sized for a larger machine";
+/// SIGKILL from outside the probe, with no bound of its own seen reached.
+pub const KILLED: &str = "SIGKILL that preflight did not send: most often the kernel's out-of-memory killer (see `dmesg`); run it alone with more memory free, and report it to the kernel's authors if it persists";
 /// A signal killed the child.
 pub const CRASHED: &str = "the process died without an error report: run it alone (CUDA_LAUNCH_BLOCKING=1, a debugger) and report it to the kernel's authors";
 /// A nonzero exit without a report.

@@ -336,7 +336,7 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report, machine);
     if let Some(why) = contradiction(&outcome, &report, machine) {
-        outcome = contradicted(outcome.phase, &why);
+        outcome = contradicted(&outcome, &why);
     }
     if evidence.made == Made::Forked
         && !outcome.kind.passed()
@@ -349,6 +349,7 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
+    termination::exhausted(&mut outcome, evidence);
     termination::record(&mut outcome, evidence);
     outcome.embedded = report.embedded;
     outcome.made = evidence.made;
@@ -427,14 +428,17 @@ pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -
     };
     let cuda = name.is_cuda();
     match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
-        Some(Some(why)) => contradicted(outcome.phase, &why),
+        Some(Some(why)) => contradicted(&outcome, &why),
         _ => outcome,
     }
 }
 
-fn contradicted(phase: Phase, why: &str) -> Outcome {
-    let mut outcome = Outcome::probe_error(phase, why);
+/// The `probe_error` that replaces `refused`, a pass that cannot be true;
+/// how its child was made stays.
+fn contradicted(refused: &Outcome, why: &str) -> Outcome {
+    let mut outcome = Outcome::probe_error(refused.phase, why);
     outcome.hint = hints::CONTRADICTED.into();
+    outcome.made = refused.made;
     outcome
 }
 

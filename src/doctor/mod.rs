@@ -141,6 +141,8 @@ pub struct DoctorReport {
     /// command line reads (`crate::sandbox::Plan`); empty without
     /// namespaces.
     pub walls: Vec<String>,
+    /// The processes and memory each probe may hold here.
+    pub bounds: crate::sandbox::ProbeBounds,
 }
 
 impl DoctorReport {
@@ -246,6 +248,7 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         checks,
         isolation: crate::sandbox::isolation(),
         walls: walls(),
+        bounds: crate::sandbox::probe_bounds(&crate::sandbox::Limits::default()),
     }
 }
 

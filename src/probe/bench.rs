@@ -485,6 +485,7 @@ impl BenchChild {
             wall: report.wall,
             pid: report.pid,
             made: Default::default(),
+            exhausted: report.exhausted.clone(),
         })
     }
 }

@@ -177,6 +177,7 @@ fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path, made: Made) 
         wall: run.wall,
         pid: run.pid,
         made,
+        exhausted: run.exhausted,
     }
 }
 

@@ -54,6 +54,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bounds;
 mod cancel;
 mod capture;
 mod carry;
@@ -63,17 +64,20 @@ mod isolation;
 mod leak;
 mod link;
 mod mounts;
+mod privileges;
 mod procfs;
 pub mod reaper;
 mod spawn;
 mod supervise;
 mod walls;
 
+pub use bounds::{Exhausted, ProbeBounds, own_cgroup, probe_bounds};
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
 pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
 pub use leak::{Leak, Place};
+pub use privileges::default_dispositions;
 pub use walls::Plan;
 
 use isolation::Mode;
@@ -112,11 +116,21 @@ pub struct Limits {
     /// How long a child whose work is done ([`Sandbox::run_until`]) gets to
     /// exit by itself before it is killed ([`Termination::DidNotExit`]).
     pub linger: Duration,
+    /// Processes and threads the child and its descendants may hold at
+    /// once: in a cgroup of the probe's own where one can be made, and in
+    /// its own user namespace (`RLIMIT_NPROC`) where it has one and is not
+    /// root. At most half of what the cgroups around this process leave.
+    pub pids: u64,
+    /// Bytes of memory the child and its descendants may hold, where a
+    /// cgroup of their own can be made; at most half of what the cgroups
+    /// around this process (or the machine) leave.
+    pub memory: u64,
 }
 
 impl Default for Limits {
     /// 60 s timeout, 5 s grace, 64 KiB head and tail, 4096 files, 500 ms
-    /// pipe wait, 1 GiB scratch, 3 s linger.
+    /// pipe wait, 1 GiB scratch, 3 s linger, 4096 processes, no memory
+    /// bound of its own (half of what is left).
     fn default() -> Limits {
         Limits {
             timeout: Duration::from_secs(60),
@@ -127,6 +141,8 @@ impl Default for Limits {
             pipe_close_wait: Duration::from_millis(500),
             scratch: 1 << 30,
             linger: Duration::from_secs(3),
+            pids: 4096,
+            memory: u64::MAX,
         }
     }
 }
@@ -286,6 +302,9 @@ pub struct RunReport {
     pub pid: Option<i32>,
     /// How the child was isolated.
     pub isolation: Isolation,
+    /// The bounds of [`Limits::pids`] and [`Limits::memory`] the child
+    /// reached, where it had a cgroup of its own to count them.
+    pub exhausted: Vec<Exhausted>,
 }
 
 impl RunReport {
@@ -351,6 +370,19 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// Whether the machine refused the child a process or memory
+    /// (`EAGAIN`, `ENOMEM` from a fork, the reaper's included): what
+    /// another probe may hold for a while, and let go when it ends.
+    pub fn is_exhaustion(&self) -> bool {
+        let source = match self {
+            SandboxError::ChildSetup { source, .. }
+            | SandboxError::Exec { source, .. }
+            | SandboxError::Io(_, source) => source,
+            _ => return false,
+        };
+        matches!(source.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM))
+    }
+
     fn os(what: &'static str, errno: nix::errno::Errno) -> SandboxError {
         SandboxError::Io(what, errno.into())
     }
@@ -714,6 +746,7 @@ impl Sandbox {
                 isolation: Isolation::Session {
                     reason: "cancelled before it started".to_owned(),
                 },
+                exhausted: Vec::new(),
             });
         }
         let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
@@ -722,6 +755,18 @@ impl Sandbox {
             env.insert(name.into(), self.dir().into());
         }
         env.extend(cmd.env.iter().cloned());
+        let cgroups = bounds::ProbeCgroups::make(limits.pids, limits.memory);
+        let cgroup_procs: Vec<_> = cgroups
+            .iter()
+            .flat_map(|c| c.procs())
+            .map(AsRawFd::as_raw_fd)
+            .collect();
+        let ended = |report: Result<RunReport, SandboxError>| {
+            report.map(|mut report| {
+                report.exhausted = cgroups.as_ref().map(|c| c.exhausted()).unwrap_or_default();
+                report
+            })
+        };
         let prepare = |setup: &Setup| {
             spawn::Prepared::new(
                 &cmd.program,
@@ -731,7 +776,11 @@ impl Sandbox {
                 limits.max_open_files,
                 self.reaper.as_deref().map(|r| (r, setup.encode())),
             )
-            .map(|prepared| prepared.with_stdin(self.stdin.as_ref().map(|fd| fd.as_raw_fd())))
+            .map(|prepared| {
+                prepared
+                    .with_stdin(self.stdin.as_ref().map(|fd| fd.as_raw_fd()))
+                    .in_cgroups(cgroup_procs.clone())
+            })
         };
         let modes = match self.reaper {
             Some(_) if self.namespaces => isolation::candidates(),
@@ -759,7 +808,7 @@ impl Sandbox {
                     let report =
                         supervise::supervise(spawned, limits, cancel, start, done, isolation);
                     self.running.store(0, Ordering::SeqCst);
-                    return report;
+                    return ended(report);
                 }
                 Err(SpawnError::Refused(why)) => refused = Some(why),
                 Err(SpawnError::Sandbox(e)) => return Err(e),
@@ -798,7 +847,9 @@ impl Sandbox {
             held::Held::Reaper(link) => link.reaper().as_raw(),
             held::Held::Group(group) => group.pid().as_raw(),
         });
-        supervise::supervise(spawned, limits, cancel, start, done, isolation)
+        ended(supervise::supervise(
+            spawned, limits, cancel, start, done, isolation,
+        ))
     }
 
     /// The walls of a child with the environment `env` in `mode`.
@@ -840,6 +891,7 @@ impl Sandbox {
                 plan: self.walls(mode, env, limits)?,
             },
             identity: mode == Mode::Root,
+            pids: bounds::pid_bound(limits.pids),
             uid: nix::unistd::geteuid().as_raw(),
             gid: nix::unistd::getegid().as_raw(),
         })
