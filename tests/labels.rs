@@ -491,6 +491,57 @@ fn before_any_warmup_nothing_has_a_verdict_and_nothing_is_probed() {
     assert!(common::stderr(&out).contains("never measured: run preflight warmup first"));
 }
 
+/// The new user's case: `warmup --python P`, then `labels` without
+/// `--python`. The environment found by default was never measured, and
+/// the labels say which one was, and the `--python` that reaches it.
+#[test]
+fn without_python_the_labels_name_the_environment_that_has_the_verdicts() {
+    let node = shared();
+    let out = common::preflight_cmd()
+        .env("KERNELS_CACHE", &node.root)
+        .env("PREFLIGHT_CACHE", &node.cache)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .env_remove("PREFLIGHT_PYTHON")
+        .args([
+            "labels",
+            "--format",
+            "json",
+            "--lock",
+            node.lock.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let venv = common::venv_python();
+    assert_eq!(
+        doc["measured_elsewhere"],
+        json!([venv.to_str().unwrap()]),
+        "{doc}"
+    );
+    let reach = format!(
+        "this machine's verdicts are for --python {}",
+        venv.display()
+    );
+    for kernel in doc["kernels"].as_array().unwrap() {
+        assert_eq!(kernel["verdict"], "unknown", "{doc}");
+        if kernel["kernel"] != "acme/absent" {
+            assert!(kernel["why"].as_str().unwrap().contains(&reach), "{doc}");
+        }
+    }
+    assert!(
+        common::stderr(&out).contains(&reach),
+        "{}",
+        common::stderr(&out)
+    );
+    // With it, the verdicts are there.
+    let out = node.labels("json", &[]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc.get("measured_elsewhere").is_none(), "{doc}");
+    assert_eq!(doc["kernels"][0]["verdict"], "pass", "{doc}");
+}
+
 fn pass(kernel: &str, version: &str, variant: &str) -> KernelLabel {
     KernelLabel {
         kernel: kernel.into(),
@@ -516,6 +567,7 @@ fn a_feature_file_over_64_kib_is_refused() {
                 )
             })
             .collect(),
+        measured_elsewhere: Vec::new(),
     };
     let fits = render::nfd(&many(100), "preflight.kernels.hf.co", SystemTime::now()).unwrap();
     nfd_file(&fits);
