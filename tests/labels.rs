@@ -542,6 +542,39 @@ fn without_python_the_labels_name_the_environment_that_has_the_verdicts() {
     assert_eq!(doc["kernels"][0]["verdict"], "pass", "{doc}");
 }
 
+/// `select` in that environment says the same before it measures it (in
+/// a copy of the node's cache: the shared one stays unmeasured for it).
+#[test]
+fn select_in_an_unmeasured_environment_names_the_one_that_has_verdicts() {
+    let node = shared();
+    let cache = common::fresh_dir("select-elsewhere");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", node.cache.display()))
+        .arg(&cache)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let out = common::preflight_cmd()
+        .env("KERNELS_CACHE", &node.root)
+        .env("PREFLIGHT_CACHE", &cache)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .env_remove("PREFLIGHT_PYTHON")
+        .args(["select", "--repo", "acme/relu", "--version", "1"])
+        .output()
+        .unwrap();
+    let reach = format!(
+        "this machine's verdicts are for --python {} (select measures this one now)",
+        common::venv_python().display()
+    );
+    assert!(
+        common::stderr(&out).contains(&reach),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
 fn pass(kernel: &str, version: &str, variant: &str) -> KernelLabel {
     KernelLabel {
         kernel: kernel.into(),

@@ -228,6 +228,20 @@ impl Session {
     }
 }
 
+/// When `session`'s environment was never measured here and others of
+/// this machine were: a note naming them and the `--python` that reaches
+/// them (what `select` says before it measures this one).
+pub fn unmeasured_here(session: &Session) -> Result<Option<String>, SessionError> {
+    if session.kept_fingerprint()?.is_some() {
+        return Ok(None);
+    }
+    let elsewhere = session.measured_elsewhere()?;
+    if elsewhere.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(never_measured(session.interpreter()?, &elsewhere)))
+}
+
 /// Why a kernel has no verdict when this environment was never measured:
 /// the environments of this machine that have verdicts, and how to reach
 /// them, or that the machine needs a warmup.
