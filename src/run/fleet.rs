@@ -162,6 +162,20 @@ impl Fleet {
     pub fn diff(&self, a: &MachineClass, b: &MachineClass) -> FleetDiff {
         diff(a, b, self.refused)
     }
+
+    /// Every kernel and version some class has verdicts for, sorted.
+    pub fn kernels(&self) -> Vec<(String, Option<String>)> {
+        let set: BTreeSet<(String, Option<String>)> = self
+            .classes
+            .iter()
+            .flat_map(|c| {
+                c.kernels
+                    .iter()
+                    .map(|k| (k.kernel.clone(), k.version.clone()))
+            })
+            .collect();
+        set.into_iter().collect()
+    }
 }
 
 /// Group `published` by class, kernel and version; the newest verdict of
