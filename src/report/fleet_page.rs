@@ -182,6 +182,11 @@ fn matrix(fleet: &Fleet, kernels: &[(String, Option<String>)]) -> Markup {
                     @for c in &fleet.classes {
                         th title=(hover(c)) {
                             a href={ "#class-" (c.class) } { code { (c.class) } }
+                            @for h in fleet.here.iter().filter(|h| h.class == c.class) {
+                                br;
+                                span.badge { "this machine" }
+                                " " code { "--python " (h.python.display()) }
+                            }
                             br;
                             span.muted { (summary(c)) }
                             details { summary.muted { "every fact" } (facts(c)) }
