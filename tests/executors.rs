@@ -82,6 +82,7 @@ impl Executor for Scripted {
             wall: Duration::from_millis(1),
             pid: Some(7),
             made: Default::default(),
+            exhausted: Vec::new(),
         })
     }
 }

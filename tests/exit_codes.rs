@@ -132,6 +132,11 @@ fn a_failed_fork_is_an_internal_error() {
             .or_else(|_| std::fs::copy(&binary, &reachable).map(drop))
             .unwrap();
         binary = reachable;
+        // The cache is nobody's, as a user's own cache is theirs: the run
+        // gets as far as its first fork.
+        let cache = tmp.path().join("cache");
+        std::fs::create_dir(&cache).unwrap();
+        std::os::unix::fs::chown(&cache, Some(65534), Some(65534)).unwrap();
         let mut c = Command::new("setpriv");
         c.args([
             "--reuid=65534",

@@ -139,8 +139,10 @@ fn nothing_of_the_server_outlives_the_run() {
 /// A forked probe ends as a fresh one does, wherever a kernel can look:
 /// its parent is its namespace's pid 1 (the reaper), SIGKILL is the same
 /// end (not an error of the client), its signal dispositions are a fresh
-/// interpreter's, its own `KeyboardInterrupt` is its import error, and a
-/// process it leaves behind is reported as its leak.
+/// interpreter's (all but Python's own default: 32 and 33 too), its
+/// capability sets and `no_new_privs` a fresh probe's (none, set), its own
+/// `KeyboardInterrupt` is its import error, and a process it leaves behind
+/// is reported as its leak.
 #[test]
 fn a_forked_probe_ends_as_a_fresh_one_does() {
     let site = torch_site();
@@ -162,6 +164,12 @@ fn a_forked_probe_ends_as_a_fresh_one_does() {
             "import signal\n\
              raise ImportError(repr([signal.getsignal(s) for s in (signal.SIGINT, signal.SIGPIPE,\n\
              \x20   signal.SIGXFSZ, signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP)]))\n",
+        ),
+        (
+            "status",
+            "raise ImportError(repr([l for l in open('/proc/self/status')\n\
+             \x20   if l.split(':')[0] in ('CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb',\n\
+             \x20   'NoNewPrivs', 'SigIgn', 'SigBlk')]))\n",
         ),
         (
             "leak",
@@ -311,5 +319,65 @@ fn in_a_pids_limited_cgroup_nothing_of_a_run_stays() {
         procs().trim(),
         "",
         "processes of the run left in the cgroup"
+    );
+}
+
+/// A fork the machine refuses the server (its cgroup holds all the
+/// processes it may) is a refusal the server says, not its end (which
+/// left the kernel `probe_error: did not start: BrokenPipeError`): the
+/// probe runs fresh and passes, and the reason is kept. Needs root and a
+/// writable cgroup v1 `pids` hierarchy; says so and does nothing where
+/// the machine has neither.
+#[test]
+fn a_fork_the_server_is_refused_runs_the_probe_fresh() {
+    let hierarchy = std::path::Path::new("/sys/fs/cgroup/pids");
+    let group = hierarchy.join(format!("preflight-refused-{}", std::process::id()));
+    if !nix::unistd::geteuid().is_root() || std::fs::create_dir(&group).is_err() {
+        eprintln!(
+            "not applicable here: needs root and a writable {}",
+            hierarchy.display()
+        );
+        return;
+    }
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _remove = Remove(group.clone());
+    let site = torch_site();
+    let executor = forking(&site);
+    assert_eq!(executor.start_fork_server(), None);
+    // Ours among the servers of the tests running beside it: the one
+    // whose environment names this test's site.
+    let site_dir = site.dir.path().to_string_lossy().into_owned();
+    let ours: Vec<u32> = servers()
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|e| String::from_utf8_lossy(&e).contains(&site_dir))
+        })
+        .collect();
+    let [server] = ours[..] else {
+        panic!("one server of this test: {ours:?} of {:?}", servers());
+    };
+    // The server alone, with no room for another process.
+    std::fs::write(group.join("pids.max"), "1").expect("pids.max");
+    std::fs::write(group.join("cgroup.procs"), server.to_string()).expect("move the server");
+    let repo = Repo::new();
+    let variant = repo.variant("torch-universal", "X = 1\n");
+    let job = job(&variant, SmokeSource::LoadOnly, quick_limits());
+    let (run, outcome) = probe_as_it_goes(&executor, &job);
+    let events = std::fs::read_to_string(group.join("pids.events")).unwrap_or_default();
+    // Back where it came from before the cgroup goes.
+    let _ = std::fs::write(hierarchy.join("cgroup.procs"), server.to_string());
+    assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+    assert_eq!(run.evidence.made, Made::Fresh);
+    let why = executor.fork_fallback().expect("the refusal, kept");
+    assert!(why.contains("the fork server's fork failed"), "{why}");
+    assert!(
+        events.starts_with("max ") && events.trim() != "max 0",
+        "{events}"
     );
 }

@@ -68,9 +68,11 @@ def regular_metadata(variant):
 
 def accept(variant, allowlist):
     """Judge `variant` the way the hub loader would: returns who judged
-    (`kernels X.Y.Z` or `preflight`), raises `Refused` (naming who) when it
-    says no. A `kernels` that does not import raises what it raises: the
-    hub loader cannot load anything then."""
+    (`kernels X.Y.Z`; `preflight` without `kernels`; `preflight: <why>`
+    for a `kernels` release the bridge has no adapter for), raises
+    `Refused` (naming who) when it says no. A `kernels` that does not
+    import raises what it raises: the hub loader cannot load anything
+    then."""
     if not regular_metadata(variant):
         path = os.path.join(variant, "metadata.json")
         raise Refused("metadata", "`%s` is not a regular file" % path)
@@ -78,7 +80,13 @@ def accept(variant, allowlist):
         judge, who = part("hub_rules").by_rules, PREFLIGHT
     else:
         bridge = part("hub_bridge")
-        judge, who = bridge.by_kernels, "kernels %s" % bridge.hub_package().__version__
+        unknown = bridge.unknown()
+        if unknown is None:
+            judge, who = bridge.by_kernels, "kernels %s" % bridge.hub_package().__version__
+        else:
+            # Not the loader's judgment, and not the kernel's fault: the
+            # rules preflight copied, said as such, and the probe goes on.
+            judge, who = part("hub_rules").by_rules, "%s: %s" % (PREFLIGHT, unknown)
     try:
         judge(variant, allowlist)
     except Refused as refused:

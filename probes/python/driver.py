@@ -416,7 +416,8 @@ def kernel_dependencies(metadata):
     if not depends:
         return None
     from kernels import get_kernel
-    from kernels.deps import use_kernel_deps
+
+    use_kernel_deps = acceptance.part("hub_bridge").module("deps").use_kernel_deps
 
     loaded = {}
     for dep in depends:

@@ -37,9 +37,12 @@ the client (`fork_client.py`) as its stdin. For each such request the
 server forks one helper, which reads one request from the client within
 `RECEIVE_WITHIN` (its command line, environment, working directory, umask
 and standard streams; the client's pid and uid from the kernel's
-credentials, never from what it says), joins the client's user, mount and
-pid namespaces (one `setns` on a pidfd of the client), and forks the probe
-there through a first child that stops it, hands it over and ends: the
+credentials, never from what it says), joins the client's cgroups (the
+probe's own bounds on processes and memory) and its user, mount and pid
+namespaces (one `setns` on a pidfd of the client), and forks the probe
+there through a first child that drops every capability (`setns` gave it
+all of them in the probe's user namespace, and no `execve` follows to
+take them), stops it, hands it over and ends: the
 probe, orphaned, is reparented to pid 1 of its namespace, the probe's
 reaper, which adopts it as its child when the client exits 0
 (src/sandbox/reaper.rs) and lets it go on. From there its parent is the
@@ -79,8 +82,15 @@ MAX_HELPERS = 64
 SO_PASSCRED = getattr(socket, "SO_PASSCRED", 16)
 SCM_CREDENTIALS = getattr(socket, "SCM_CREDENTIALS", 2)
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+CAPABILITY_VERSION_3 = 0x20080522
 
 libc = ctypes.CDLL(None, use_errno=True)
+with open("/proc/sys/kernel/cap_last_cap") as f:
+    LAST_CAP = int(f.read())
 
 
 def preload():
@@ -162,13 +172,7 @@ class Pools:
         self.known = {}
 
     def find(self):
-        try:
-            with open("/proc/self/maps") as f:
-                fields = [line.split(None, 5) for line in f]
-        except OSError:
-            return
-        paths = {f[5].strip() for f in fields if len(f) == 6}
-        for path in paths:
+        for path in mapped():
             if "openblas" in os.path.basename(path).lower() and path not in self.known:
                 self.known[path] = OpenBLAS.of(path)
 
@@ -191,6 +195,16 @@ class Pools:
 POOLS = Pools()
 
 
+def mapped():
+    """The files mapped in this process (its loaded libraries)."""
+    try:
+        with open("/proc/self/maps") as f:
+            fields = [line.split(None, 5) for line in f]
+    except OSError:
+        return set()
+    return {f[5].strip() for f in fields if len(f) == 6}
+
+
 def unsafe():
     """Why forking now would give a child a state a fresh process does not
     have, or None. Stops the pools the server recognises first."""
@@ -207,6 +221,12 @@ def unsafe():
     initialized = getattr(cuda, "is_initialized", None)
     if initialized is not None and initialized():
         return "the fork server holds a CUDA context (torch.cuda is initialized)"
+    # torch.cuda.is_available() and device_count() call cuInit without
+    # marking torch.cuda initialized; a child forked after any cuInit gets
+    # CUDA error 3 from its first call. The driver is loaded only to start.
+    driver = sorted(p for p in mapped() if os.path.basename(p).startswith("libcuda.so"))
+    if driver:
+        return "the fork server has the CUDA driver loaded (%s): an import started it" % driver[0]
     return None
 
 
@@ -288,6 +308,102 @@ def join(pid, pidfd):
     if libc.setns(pidfd, flags) != 0:
         err = ctypes.get_errno()
         raise OSError(err, "setns: " + os.strerror(err))
+
+
+def prctl(*args):
+    """prctl with every argument an unsigned long, as the kernel reads them."""
+    if libc.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "prctl(%d): %s" % (args[0], os.strerror(err)))
+
+
+def drop_capabilities(last_cap):
+    """Drops every capability and sets no_new_privs, as a fresh probe's
+    reaper does before its `execve` (src/sandbox/privileges.rs): `setns`
+    gave this process every capability in the probe's user namespace, and
+    no `execve` follows to take them away. Up to `last_cap`, the kernel's
+    highest."""
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(last_cap + 1):
+        prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = struct.pack("Ii", CAPABILITY_VERSION_3, 0)
+    if libc.capset(header, bytes(24)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, "capset: " + os.strerror(err))
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def cgroups_of(pid):
+    """The cgroups of `pid` by hierarchy: `{controllers: path}` from
+    /proc/PID/cgroup (`""` is cgroup v2's)."""
+    found = {}
+    with open("/proc/%s/cgroup" % pid) as f:
+        for line in f:
+            parts = line.rstrip("\n").split(":", 2)
+            if len(parts) == 3:
+                found[parts[1]] = parts[2]
+    return found
+
+
+def cgroup_mounts():
+    """Where each cgroup hierarchy is mounted, and its root there:
+    `{controllers: (mount point, root)}`, keyed as `cgroups_of` keys."""
+    mounts = {}
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            before, _, after = line.partition(" - ")
+            fields, kind = before.split(" "), after.split(" ")
+            if kind[0] == "cgroup2":
+                mounts.setdefault("", (fields[4], fields[3]))
+            elif kind[0] == "cgroup" and len(kind) > 2:
+                options = kind[2].strip().split(",")
+                key = ",".join(o for o in options if o not in ("rw", "ro"))
+                mounts.setdefault(key, (fields[4], fields[3]))
+    return mounts
+
+
+def join_cgroups(pid):
+    """Moves this process into every cgroup of the client `pid` that is
+    not the server's: the ones preflight made for that probe alone
+    (src/sandbox/bounds.rs), whose bounds a fresh probe has from its
+    first instruction. The probe forked after this starts in them.
+    Returns the server's own `cgroup.procs` of those hierarchies, open:
+    `leave` writes this process back into them, so that its end leaves
+    nothing of it in the probe's (a zombie the server has not reaped yet
+    would keep preflight from removing them)."""
+    mine, theirs = cgroups_of("self"), cgroups_of(pid)
+    mounts = None
+    back = []
+    for key, path in theirs.items():
+        if mine.get(key) == path:
+            continue
+        mounts = mounts or cgroup_mounts()
+        # Its mount's options name the same controllers, maybe with others
+        # (`xattr`, `noprefix`).
+        found = [m for k, m in mounts.items() if set(key.split(",")) <= set(k.split(","))]
+        if not found:
+            raise OSError("the client's cgroup hierarchy %r is not mounted here" % key)
+        mount, root = found[0]
+
+        def procs(path):
+            if root != "/" and path.startswith(root):
+                path = path[len(root):]
+            return os.path.join(mount, path.lstrip("/"), "cgroup.procs")
+
+        back.append(os.open(procs(mine.get(key, "/")), os.O_WRONLY | os.O_CLOEXEC))
+        with open(procs(path), "w") as f:
+            f.write("%d" % os.getpid())
+    return back
+
+
+def leave(back):
+    """Writes this process back into the server's cgroups (`join_cgroups`)."""
+    for fd in back:
+        try:
+            os.write(fd, b"%d" % os.getpid())
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def limits_of(pid):
@@ -384,10 +500,17 @@ class Handoff(BaseException):
 
 
 def hand_over(request, fds, limits, report):
-    """The first child in the client's namespaces: forks the probe, waits
-    until it stopped itself, says its pid (as the namespace numbers it) on
-    `report` and ends, which leaves the probe to the reaper."""
-    child = os.fork()
+    """The first child in the client's namespaces: drops every capability
+    (the probe inherits none), forks the probe, waits until it stopped
+    itself, says its pid (as the namespace numbers it) on `report` and
+    ends, which leaves the probe to the reaper. When any of it fails it
+    says nothing, and the helper refuses the request."""
+    try:
+        drop_capabilities(LAST_CAP)
+        child = os.fork()
+    except OSError as e:
+        os.write(2, b"preflight fork server: %s\n" % str(e).encode())
+        os._exit(1)
     if child == 0:
         os.close(report)
         raise Handoff(request, fds, limits)
@@ -404,13 +527,14 @@ def helper(conn, request_id, server):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:
         os._exit(1)
-    fds = []
+    fds, back = [], []
     try:
         request, fds, pid, uid = receive(conn)
         if uid != os.getuid():
             raise ValueError("a client of another user (uid %d)" % uid)
         pidfd = os.pidfd_open(pid)
         limits = limits_of(pid)
+        back = join_cgroups(pid)
         join(pid, pidfd)
         os.close(pidfd)
         report, told = os.pipe()
@@ -427,11 +551,13 @@ def helper(conn, request_id, server):
         why = "%s: %s" % (type(e).__name__, e) if isinstance(e, OSError) else str(e)
         say({"id": request_id, "refused": why})
         reply(conn, {"error": why})
+        leave(back)
         os._exit(1)
     for fd in fds:
         os.close(fd)
     say({"id": request_id, "forked": True})
     reply(conn, {"pid": int(probe_pid)})
+    leave(back)
     os._exit(0)
 
 
@@ -473,11 +599,20 @@ def serve():
                 say({"id": asked["probe"], "refused": why})
                 reply(conn, {"error": why})
             else:
-                pid = os.fork()
+                try:
+                    pid = os.fork()
+                except OSError as e:
+                    # Refused (no process left to this user or cgroup): the
+                    # server goes on, and this probe runs fresh.
+                    why = "the fork server's fork failed: %s" % e
+                    say({"id": asked["probe"], "refused": why})
+                    reply(conn, {"error": why})
+                    pid = None
                 if pid == 0:
                     control.close()
                     helper(conn, asked["probe"], server)
-                helpers.add(pid)
+                if pid:
+                    helpers.add(pid)
         if conn is not None:
             conn.close()
 

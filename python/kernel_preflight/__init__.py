@@ -41,13 +41,14 @@ _WHERE = {
     "Selection": "_types",
     "Speed": "_types",
     "Timings": "_types",
+    "UnsupportedKernels": "_loader",
     "VariantResult": "_types",
 }
 
 __all__ = sorted(_WHERE)
 
 
-_SUBMODULES = {"_api", "_bench", "_binary", "_enable", "_errors", "_hub", "_types", "_verify"}
+_SUBMODULES = {"_api", "_bench", "_binary", "_enable", "_errors", "_hub", "_loader", "_types", "_verify"}
 
 
 def __getattr__(name):  # type: ignore[no-untyped-def]

@@ -203,14 +203,15 @@ def _project_pins(lock: Optional[PathOrRepo], project: Optional[PathOrRepo]) -> 
     with the `revision=` or `version=` that names each snapshot."""
     pins: list[tuple[str, dict]] = []
     if lock is not None:
-        from kernels._rust import KernelLocks
+        from ._loader import current
 
         with open(lock) as f:
-            locks = KernelLocks.from_json(f.read())
+            locks = current().native().KernelLocks.from_json(f.read())
         pins += [(dep.repo_id, {"revision": locked.commit}) for dep, locked in locks.items()]
     if project is not None:
-        from kernels.compat import tomllib
+        from ._loader import current
 
+        tomllib = current().module("compat").tomllib
         path = os.path.join(os.fspath(project), "pyproject.toml")
         with open(path, "rb") as f:
             data = tomllib.load(f)

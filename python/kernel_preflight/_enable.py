@@ -1,17 +1,19 @@
 """`KERNEL_PREFLIGHT=1` and `enable()`: verification in front of every
 `kernels` entry point that loads a kernel, in programs not changed for it.
 
-Every loader of `kernels` 0.17 — `get_kernel`, `get_local_kernel`,
+Every loader of `kernels` (0.17 to 0.19) — `get_kernel`, `get_local_kernel`,
 `load_kernel`, `get_locked_kernel`, `has_kernel`, and the repository
 classes' `.load()` that `kernelize` calls — builds its kernel tree with one
-function, `kernels.load.resolve_kernel_tree`, looked up in the globals of
-`kernels.load` at each call. That one name is replaced; every reference to
+function, `resolve_kernel_tree`, looked up in the globals of the loader's
+`load` module at each call (`kernels.load`; `kernels._internals.load` from
+0.19: `_loader` knows which). That one name is replaced; every reference to
 the entry points themselves, however early it was bound (transformers binds
 `get_kernel` when it is imported), keeps working and is verified. The
 replacement hands the loader's own resolver, wrapped, to the original
 function, so that the hub's trust check, pins and variant resolution run
 unchanged and every node of the tree (its kernel dependencies too) is
-verified before anything of it is imported (`_verify`).
+verified before anything of it is imported (`_verify`). A `kernels`
+release `_loader` has no adapter for is left alone, and said so once.
 
 This module is imported at interpreter start-up when the variable is set
 (`kernel_preflight.pth`), so it imports nothing beyond `sys` and `os`;
@@ -32,18 +34,14 @@ VARIABLE = "KERNEL_PREFLIGHT"
 _ON = ("1", "true", "yes", "on")
 _OFF = ("", "0", "false", "no", "off")
 
-# The seam: module and function every loader of `kernels` reaches, and the
-# parameters the replacement passes through.
-SEAM_MODULE = "kernels.load"
+# The seam: the function every loader of `kernels` reaches, in its `load`
+# module (where that is, per release: `_loader`), and the parameters the
+# replacement passes through.
 SEAM_FUNCTION = "resolve_kernel_tree"
 SEAM_PARAMETERS = ("api", "kernel", "backend", "resolver", "seen")
 # The one entry point of that module that builds a kernel tree without
 # installing or loading it: under the flag it answers from probes at once.
 ANSWERING_FUNCTION = "has_kernel"
-
-# The resolvers read the pick's `metadata.json` with this name; a read that
-# fails is remembered, so that a broken pick falls back to another variant.
-READER_MODULE = "kernels.resolver"
 
 _ORIGINAL = "__kernel_preflight_original__"
 
@@ -58,6 +56,9 @@ class _State:
         self.bad_value: Optional[str] = None
         self.python: Optional[str] = None
         self.hooked = False
+        # The seam is replaced; or why it cannot be (said once).
+        self.patched = False
+        self.problem: Optional[str] = None
 
 
 STATE = _State()
@@ -112,59 +113,73 @@ def enable(*, python: Optional[str] = None) -> None:
 
 
 def install() -> None:
-    """Replace the seam now if `kernels.load` is imported, else as soon as
-    it is (a finder on `sys.meta_path` that wraps its loader)."""
-    module = sys.modules.get(SEAM_MODULE)
-    if module is not None:
-        patch(module)
+    """Replace the seam now if `kernels` is imported, else as soon as it
+    is (a finder on `sys.meta_path` that wraps its loader)."""
+    package = sys.modules.get("kernels")
+    if package is not None and not getattr(getattr(package, "__spec__", None), "_initializing", False):
+        patch(package)
         return
     if not STATE.hooked:
         STATE.hooked = True
         sys.meta_path.insert(0, _SeamFinder())
 
 
-def patch(module: Any) -> None:
-    """Replace `resolve_kernel_tree` in `module` (once). A `kernels` whose
-    seam moved or changed shape is said on stderr, loudly: verification
-    would otherwise be silently off."""
-    current = getattr(module, SEAM_FUNCTION, None)
-    if current is None or getattr(current, _ORIGINAL, None) is not None:
+def patch(package: Any) -> None:
+    """Replace `resolve_kernel_tree` in the `load` module of the `kernels`
+    release `package` is (once), found through that release's adapter
+    (`_loader`). A release without one, or whose seam moved or changed
+    shape, is not verified, and that is said once on stderr where the
+    process asked for verification: it would otherwise be silently off."""
+    if STATE.patched or STATE.problem is not None:
         return
-    problem = seam_problem(current)
-    if problem is not None:
-        sys.stderr.write(f"kernel_preflight: warning: {problem}; kernel loads are NOT verified\n")
+    STATE.problem = seam_problem(package)
+    if STATE.problem is not None:
+        if STATE.everywhere or STATE.bad_value is not None:
+            sys.stderr.write(
+                f"kernel_preflight: warning: {STATE.problem}; {VARIABLE} is off: kernel loads are NOT verified "
+                "and run exactly as with plain kernels\n"
+            )
         return
-    resolver = sys.modules.get(READER_MODULE)
-    reader = getattr(resolver, "Metadata", None)
-    if reader is None or not hasattr(reader, "read_from_file"):
-        sys.stderr.write(
-            f"kernel_preflight: warning: {READER_MODULE}.Metadata.read_from_file is not where this kernels "
-            "release was expected to have it; kernel loads are NOT verified\n"
-        )
-        return
-    if not isinstance(reader, _RememberingReader):
-        setattr(resolver, "Metadata", _RememberingReader(reader))
-    answers = getattr(getattr(module, ANSWERING_FUNCTION, None), "__code__", None)
-    if answers is None:
-        sys.stderr.write(
-            f"kernel_preflight: warning: {SEAM_MODULE}.{ANSWERING_FUNCTION} is not where this kernels release "
-            "was expected to have it; it answers by name only\n"
-        )
-    setattr(module, SEAM_FUNCTION, _verifying(current, answers))
+    from . import _loader
+
+    release = _loader.current()
+    module = release.module("load")
+    resolver = release.module("resolver")
+    if not isinstance(resolver.Metadata, _RememberingReader):
+        setattr(resolver, "Metadata", _RememberingReader(resolver.Metadata))
+    answers = getattr(module, ANSWERING_FUNCTION).__code__
+    setattr(module, SEAM_FUNCTION, _verifying(getattr(module, SEAM_FUNCTION), answers))
+    STATE.patched = True
 
 
-def seam_problem(function: Any) -> Optional[str]:
-    """Why `function` is not the seam this module was written against, or
-    None when it is."""
+def seam_problem(package: Any) -> Optional[str]:
+    """Why the `kernels` package `package` cannot be verified (no adapter
+    for its release, or its loader is not where the adapter says, or not
+    of the shape this module was written against); None when it can."""
+    from . import _loader
+
+    version = str(getattr(package, "__version__", "(no __version__)"))
+    release = _loader.release_of(version)
+    if release is None:
+        return _loader.unsupported_message(version)
+    where = f"{release.package}.load"
+    try:
+        module = release.module("load")
+        reader = getattr(release.module("resolver"), "Metadata", None)
+    except ImportError as e:
+        return f"kernels {version} has no module {e.name or where}, which its release keeps"
+    function = getattr(module, SEAM_FUNCTION, None)
     code = getattr(function, "__code__", None)
     if code is None:
-        return f"{SEAM_MODULE}.{SEAM_FUNCTION} is not a Python function in this kernels release"
+        return f"{where}.{SEAM_FUNCTION} is not a Python function in kernels {version}"
     names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     if tuple(sorted(names)) != tuple(sorted(SEAM_PARAMETERS)):
-        return (
-            f"{SEAM_MODULE}.{SEAM_FUNCTION} takes ({', '.join(names)}) in this kernels release, "
-            f"not ({', '.join(SEAM_PARAMETERS)})"
-        )
+        expected = ", ".join(SEAM_PARAMETERS)
+        return f"{where}.{SEAM_FUNCTION} takes ({', '.join(names)}) in kernels {version}, not ({expected})"
+    if not hasattr(reader, "read_from_file"):
+        return f"{release.package}.resolver.Metadata.read_from_file is not in kernels {version}"
+    if getattr(getattr(module, ANSWERING_FUNCTION, None), "__code__", None) is None:
+        return f"{where}.{ANSWERING_FUNCTION} is not a Python function in kernels {version}"
     return None
 
 
@@ -216,14 +231,16 @@ class _RememberingReader:
 
 
 class _SeamFinder:
-    """A `sys.meta_path` finder that finds nothing itself: when
-    `kernels.load` is imported it asks the other finders for the spec and
-    wraps its loader, so that the seam is replaced the moment the module
-    has run (importlib's documented meta path protocol; the same mechanism
-    as wrapt's post-import hooks, without a dependency in every start-up)."""
+    """A `sys.meta_path` finder that finds nothing itself: when `kernels`
+    is imported it asks the other finders for the spec and wraps its
+    loader, so that the seam is replaced the moment the package has run
+    (importlib's documented meta path protocol; the same mechanism as
+    wrapt's post-import hooks, without a dependency in every start-up).
+    The package, not its `load` module, because which module holds the
+    seam depends on the release, which the package says (`__version__`)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != SEAM_MODULE:
+        if name != "kernels":
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -266,11 +283,13 @@ class scope:
     def __enter__(self) -> None:
         from . import _verify
 
+        from . import _loader
+
         install()
-        seam = getattr(sys.modules[SEAM_MODULE], SEAM_FUNCTION)
-        if getattr(seam, _ORIGINAL, None) is None:
-            raise RuntimeError(
-                seam_problem(seam) or "kernel_preflight could not put verification in front of kernels' loader"
+        if not STATE.patched:
+            raise _loader.UnsupportedKernels(
+                f"{STATE.problem or 'kernel_preflight could not put verification in front of kernels loader'}: "
+                "kernel_preflight.get_kernel cannot verify this load (kernels.get_kernel loads it unverified)"
             )
         self.token = _verify.enter_scope(self.python)
 

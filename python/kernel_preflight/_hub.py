@@ -1,7 +1,8 @@
 """The hub side: fetching candidates with the hub's own client, and
 `get_kernel` that loads only a variant seen to work here.
 
-The hub loader (`kernels` 0.17) decides what it always decides — whether a
+The hub loader (`kernels` 0.17 to 0.19, through `_loader`'s adapter for
+the installed release) decides what it always decides — whether a
 publisher is trusted, what a version names, how a variant is imported and
 validated; `preflight` decides which variants work. This module only
 connects the two.
@@ -33,12 +34,18 @@ def _kernels_requirement() -> str:
                 return spec.strip()
     except metadata.PackageNotFoundError:
         pass
-    return "kernels>=0.17,<0.18"
+    return "kernels>=0.17.2,<0.20"
 
 
 def _kernels() -> Any:
+    """The installed hub loader's adapter (`_loader.Release`); raises
+    `ImportError` naming the requirement when there is no `kernels`, and
+    `UnsupportedKernels` naming the supported range for a release without
+    an adapter."""
+    from ._loader import current
+
     try:
-        import kernels
+        import kernels  # noqa: F401
     except ImportError as e:
         # kernel-preflight is not on PyPI: the extra cannot be named by the
         # package's name, so the hint names what it installs.
@@ -47,7 +54,7 @@ def _kernels() -> Any:
             f"pip install '{_kernels_requirement()}' "
             "(or, in a checkout of kernel-preflight, pip install '.[hub]')"
         ) from e
-    return kernels
+    return current()
 
 
 def _offline() -> bool:
@@ -61,8 +68,7 @@ def _check_trust(repo_id: str, trust_remote_code: Trust, *, local_files_only: bo
     it (looked up at call time, so that it is the one they use). Its
     refusal propagates; offline it lets the cached kernel through, as
     `get_kernel` does."""
-    from kernels import resolver
-
+    resolver = _kernels().module("resolver")
     resolver._check_trust_remote_code(
         repo_id=repo_id, local_files_only=local_files_only, trust_remote_code=trust_remote_code
     )
@@ -87,27 +93,33 @@ def download(
     hub cache, in the layout `kernels` reads: every variant the hub accepts
     by name on this system (not only the one it would pick) and the
     repository's `benchmarks/` (the smoke source), through `huggingface_hub`
-    with the user's token, after the hub's publisher-trust check.
+    with the user's token, after the hub's publisher-trust check. Which
+    variants the hub accepts is the installed loader's own decision, or
+    with `python` (probes in another interpreter) `preflight resolve`'s
+    for that interpreter.
 
     A version is fetched by its branch (`vN`), so that the cache records
     `refs/vN` and offline calls find it. Returns the snapshot folder; `None`
     when the hub is offline (`HF_HUB_OFFLINE=1`): the cache is used as is.
     """
-    _kernels()
-    from kernels._versions import resolve_version_spec_as_ref, revision_or_version
-    from kernels.hf_hub import _get_hf_api
-    from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
-    from kernels.variants import get_variants
-
-    revision_or_version(revision=revision, version=version)
+    release = _kernels()
+    versions = release.module("_versions")
+    versions.revision_or_version(revision=revision, version=version)
     if _offline():
         return None
     _check_trust(repo_id, trust_remote_code, local_files_only=False)
-    api = _get_hf_api(user_agent=user_agent)
+    api = release.module("hf_hub")._get_hf_api(user_agent=user_agent)
     if version is not None:
-        revision = resolve_version_spec_as_ref(repo_id, version, local_files_only=False).name
-    names = sorted(v.variant_str for v in get_variants(api, repo_id=repo_id, revision=revision))
-    accepted = [d.variant for d in resolve(variants=names, python=python) if d.accepted]
+        revision = versions.resolve_version_spec_as_ref(repo_id, version, local_files_only=False).name
+    variants = release.module("variants")
+    found = variants.get_variants(api, repo_id=repo_id, revision=revision)
+    if python is None:
+        # Probes run here, where the loader is installed: its own decision
+        # (the one `get_kernel_variants` reports) is the truth.
+        accepted = [v.variant_str for v in variants.resolve_variants(found, None)[0]]
+    else:
+        names = sorted(v.variant_str for v in found)
+        accepted = [d.variant for d in resolve(variants=names, python=python) if d.accepted]
     patterns = [f"build/{name}/*" for name in accepted] + ["benchmarks/*"]
     return Path(
         str(
@@ -116,7 +128,7 @@ def download(
                 repo_type="kernel",
                 revision=revision,
                 allow_patterns=patterns,
-                ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
+                ignore_patterns=release.module("resolver")._BYTECODE_IGNORE_PATTERNS,
                 cache_dir=_cache_dir(),
             )
         )
@@ -154,12 +166,16 @@ def get_kernel(
     fetched first and a further candidate only when those fetched fail.
     When nothing works, `KernelLoadError` (a `FileNotFoundError`) says why
     for each variant. `python` names the interpreter the probes run in.
+
+    A `kernels` release kernel_preflight has no adapter for raises
+    `UnsupportedKernels` (a `RuntimeError`) naming the supported range,
+    before anything is fetched or loaded.
     """
-    kernels = _kernels()
+    load = _kernels().module("load")
     from ._enable import scope
 
     with scope(python=python):
-        return kernels.load.get_kernel(
+        return load.get_kernel(
             repo_id,
             revision=revision,
             version=version,

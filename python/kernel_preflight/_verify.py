@@ -40,6 +40,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
+from . import _loader
 from ._binary import PreflightError, run_json
 
 if TYPE_CHECKING:
@@ -90,6 +91,16 @@ def leave_scope(token: Any) -> None:
     _SCOPE.reset(token)
 
 
+def _kernels(name: str) -> Any:
+    """The loader's module `name` (`"resolver"`) in the installed release."""
+    return _loader.current().module(name)
+
+
+def _native() -> Any:
+    """The loader's compiled module (`KernelVersion`, `Metadata`)."""
+    return _loader.current().native()
+
+
 # ---------------------------------------------------------------- the tree
 
 
@@ -116,9 +127,7 @@ def _tree_class() -> type:
     global _TREE
     if _TREE is not None:
         return _TREE
-    from kernels.deps import DepTreeNode
-
-    class _VerifiedTree(DepTreeNode):  # type: ignore[misc, valid-type]
+    class _VerifiedTree(_kernels("deps").DepTreeNode):  # type: ignore[misc, valid-type]
         """A `kernels.deps.DepTreeNode` (so every check of the loader on
         its type holds) with the verification between install and load."""
 
@@ -257,9 +266,7 @@ class VerifyingResolver:
 def _leaves(resolver: Any) -> Iterator[Any]:
     """The resolvers a `SequentialResolver` tries, in its order (it answers
     with the first that answers), so that the one that answered is known."""
-    from kernels.resolver import SequentialResolver
-
-    if isinstance(resolver, SequentialResolver):
+    if isinstance(resolver, _kernels("resolver").SequentialResolver):
         for inner in resolver.resolvers:
             yield from _leaves(inner)
     else:
@@ -269,16 +276,14 @@ def _leaves(resolver: Any) -> Iterator[Any]:
 def _cache_pin(resolver: Any, kernel: Any) -> Optional[list[str]]:
     """The pin a resolver that reads the hub cache gives `kernel`, as
     `resolve`'s arguments (a lock's commit, else the kernel's own pin)."""
-    from kernels._rust import KernelVersion
-    from kernels.resolver import HubCacheResolver, LockedHubCacheResolver
-
-    if isinstance(resolver, LockedHubCacheResolver):
+    resolvers = _kernels("resolver")
+    if isinstance(resolver, resolvers.LockedHubCacheResolver):
         lock = resolver.kernel_locks.get(kernel, None)
-        return None if lock is None else ["--revision", lock.commit]
-    if isinstance(resolver, HubCacheResolver):
-        if isinstance(kernel.version, KernelVersion.Version):
+        return None if lock is None else ["--revision", str(lock.commit)]
+    if isinstance(resolver, resolvers.HubCacheResolver):
+        if isinstance(kernel.version, _native().KernelVersion.Version):
             return ["--version", str(kernel.version.version)]
-        return ["--revision", kernel.version.revision]
+        return ["--revision", str(kernel.version.revision)]
     return None
 
 
@@ -305,22 +310,34 @@ class _Probes:
     def run(self, variants: Sequence[Path]) -> list["Candidate"]:
         """Each variant probed in a child of its own (`preflight check`,
         answered from the outcome cache when it holds them), in order."""
-        from ._types import Candidate, Outcome
+        return [_candidate(target, found) for target, found in self.results(variants)]
 
+    def results(self, variants: Sequence[Path]) -> list[tuple[str, Optional[dict]]]:
+        """`run`'s answers as `check` printed them: each variant's absolute
+        path and its result document (None when there was none). A pick
+        that passes needs nothing more, so the warm path builds no
+        `Candidate` (whose module's dataclasses cost a fresh process more
+        than the rest of the verification: docs/performance.md)."""
         if not variants:
             return []
         targets = [os.path.abspath(v) for v in variants]
         doc, _ = run_json(["check", *targets, "--python", self.python], answers=(0, 1), env=self.env())
         found = {os.path.abspath(r["path"]): r for r in doc.get("results", [])}
-        probed = []
-        for target in targets:
-            r = found.get(target)
-            if r is None:  # preflight said nothing of it: not a pass
-                outcome = Outcome(kind="probe_error", message="preflight check reported nothing for this variant")
-                probed.append(Candidate(variant=Path(target).name, path=target, outcome=outcome))
-            else:
-                probed.append(Candidate.from_json(r))
-        return probed
+        return [(target, found.get(target)) for target in targets]
+
+
+def _passed(result: Optional[dict]) -> bool:
+    """Whether a `check` result document says the variant works here."""
+    return result is not None and result.get("outcome", {}).get("kind") == "pass"
+
+
+def _candidate(target: str, result: Optional[dict]) -> "Candidate":
+    from ._types import Candidate, Outcome
+
+    if result is None:  # preflight said nothing of it: not a pass
+        outcome = Outcome(kind="probe_error", message="preflight check reported nothing for this variant")
+        return Candidate(variant=Path(target).name, path=target, outcome=outcome)
+    return Candidate.from_json(result)
 
 
 # ---------------------------------------------------------------- one pick
@@ -354,9 +371,7 @@ class _Pick:
     def remote(self) -> Any:
         """The pinned hub repository the candidates are fetched from, or
         None when the loader answered from disk."""
-        from kernels.resolver import RemoteKernel
-
-        if isinstance(self.location, RemoteKernel):
+        if isinstance(self.location, _kernels("resolver").RemoteKernel):
             return _Pinned(self.location.repo_id, self.location.revision)
         if self.unreadable is not None and _fetches(self.leaf):
             snapshot = self.unreadable.parent.parent
@@ -368,11 +383,10 @@ class _Pick:
         """Whether the caller named this very variant folder (a local path
         that holds a `metadata.json`): the loader loads exactly it, and has
         no other candidate."""
-        from kernels.resolver import KernelPathsResolver, RepoPathsResolver
-
-        if isinstance(self.leaf, RepoPathsResolver):
+        resolvers = _kernels("resolver")
+        if isinstance(self.leaf, resolvers.RepoPathsResolver):
             named = self.leaf.local_kernels.get(self.repo_id)
-        elif isinstance(self.leaf, KernelPathsResolver):
+        elif isinstance(self.leaf, resolvers.KernelPathsResolver):
             named = self.leaf.kernel_paths.get(self.kernel, None)
         else:
             return False
@@ -384,14 +398,19 @@ class _Pick:
         if known is not None:
             return known, None
         installed = self.location.install(api=api)
+        # The loader validates what it installed before it loads it: a
+        # refusal (a digest that does not match) is its own, raised here
+        # before anything of the pick runs, even in a probe.
+        _validate_kernel(installed)
         variant = Path(installed.variant_path)
         remote = self.remote()
         if remote is not None:
             _fetch_benchmarks(api, remote, variant.parent.parent)
-        (tried,) = probes.run([variant])
-        if tried.outcome.passed:
+        ((target, result),) = probes.results([variant])
+        if _passed(result):
             _CHOSEN[key] = installed
             return installed, None
+        tried = _candidate(target, result)
         chosen, others, refused = self.candidates(api, probes, after=variant)
         if chosen is not None:
             _CHOSEN[key] = chosen
@@ -444,10 +463,9 @@ class _Pick:
         if remote is None:
             names = _accepted_local(build, self.backend)
         else:
-            from kernels.variants import get_variants, resolve_variants
-
-            variants = get_variants(api, repo_id=remote.repo_id, revision=remote.revision)
-            names = [v.variant_str for v in resolve_variants(variants, self.backend)[0]]
+            found = _kernels("variants")
+            variants = found.get_variants(api, repo_id=remote.repo_id, revision=remote.revision)
+            names = [v.variant_str for v in found.resolve_variants(variants, self.backend)[0]]
         names = [n for n in names if n != after.name]
         return self._first_working(api, remote, probes, names, build)
 
@@ -458,7 +476,9 @@ class _Pick:
         that the loader's validators accept and that passes its probe.
         Those on disk are probed together; one that is not is fetched from
         `remote` (None: nothing is fetched) only when every one before it
-        failed, and only after its `metadata.json` passed the validators."""
+        failed, and only after its `metadata.json` passed the validators.
+        A candidate's files are checked by the loader's kernel validators
+        (its digest check, from 0.18) before it is probed."""
         refused: list[tuple[str, BaseException]] = []
         metadata: dict[str, Any] = {}
 
@@ -474,7 +494,19 @@ class _Pick:
                 return False
             return True
 
-        on_disk = [n for n in names if (build / n / "metadata.json").is_file() and accepted(n)]
+        def located(name: str) -> Any:
+            origin = None if remote is None else _remote_origin(remote, name, metadata[name])
+            return _local(build / name, metadata[name], origin)
+
+        def intact(name: str) -> bool:
+            try:
+                _validate_kernel(located(name))
+            except Exception as e:
+                refused.append((name, e))
+                return False
+            return True
+
+        on_disk = [n for n in names if (build / n / "metadata.json").is_file() and accepted(n) and intact(n)]
         results = {c.variant: c for c in probes.run([build / n for n in on_disk])}
         probed: list[Candidate] = []
         for name in names:
@@ -482,15 +514,14 @@ class _Pick:
                 if remote is None or name in on_disk or not accepted(name):
                     continue
                 _fetch(api, remote, [f"build/{name}/*"])
+                if not intact(name):
+                    continue
                 results.update({c.variant: c for c in probes.run([build / name])})
             tried = results[name]
             probed.append(tried)
             if tried.outcome.passed:
-                from kernels.validate import DirtyValidator
-
-                DirtyValidator().validate_metadata(metadata=metadata[name], variant=name)
-                origin = None if remote is None else _remote_origin(remote, name, metadata[name])
-                return _local(build / name, metadata[name], origin), probed, refused
+                _kernels("validate").DirtyValidator().validate_metadata(metadata=metadata[name], variant=name)
+                return located(name), probed, refused
         return None, probed, refused
 
 
@@ -518,81 +549,85 @@ def _no_variant(
 
 
 def _identity(location: Any) -> tuple:
-    from kernels.resolver import RemoteKernel
-
-    if isinstance(location, RemoteKernel):
-        return ("remote", location.repo_id, location.revision, location.variant_str)
+    if isinstance(location, _kernels("resolver").RemoteKernel):
+        return ("remote", location.repo_id, str(location.revision), location.variant_str)
     return ("local", os.path.abspath(location.variant_path))
 
 
 class _Pinned:
-    """A kernel repository at one revision, as the loader resolved it."""
+    """A kernel repository at one commit, as the loader resolved it
+    (`revision`, a `str` for the hub's client whatever type the loader
+    gave it)."""
 
-    def __init__(self, repo_id: str, revision: str) -> None:
+    def __init__(self, repo_id: str, revision: Any) -> None:
         self.repo_id = repo_id
-        self.revision = revision
+        self.revision = str(revision)
 
 
 def _fetches(resolver: Any) -> bool:
     """Whether `resolver` fetches from the hub."""
-    from kernels.resolver import HubResolver, LockedHubResolver
-
-    return isinstance(resolver, (HubResolver, LockedHubResolver))
+    resolvers = _kernels("resolver")
+    return isinstance(resolver, (resolvers.HubResolver, resolvers.LockedHubResolver))
 
 
 def _accepted_local(folder: Path, backend: Optional[str]) -> list[str]:
     """The variants in `folder` the loader accepts by name here, in its
     preference order (its own code decides)."""
-    from kernels.variants import get_variants_local, resolve_variants
-
-    accepted, _ = resolve_variants(get_variants_local(folder), backend)
+    variants = _kernels("variants")
+    accepted, _ = variants.resolve_variants(variants.get_variants_local(folder), backend)
     return [v.variant_str for v in accepted]
 
 
 def _validate(metadata: Any, variant: str, *, arch: bool) -> None:
     """The loader's validators that refuse (its dirty-build check only
     warns, and is left to the variant that is loaded)."""
-    from kernels.validate import ArchValidator, DependencyValidator, MinverValidator
-
-    validators: list[Any] = [DependencyValidator(), MinverValidator()]
+    validate = _kernels("validate")
+    validators: list[Any] = [validate.DependencyValidator(), validate.MinverValidator()]
     if arch:
-        validators.append(ArchValidator())
+        validators.append(validate.ArchValidator())
     for validator in validators:
         validator.validate_metadata(metadata=metadata, variant=variant)
 
 
-def _read(path: Path) -> Any:
-    from kernels._rust import Metadata
+def _validate_kernel(kernel: Any) -> None:
+    """The loader's kernel validators that refuse (its digest check, from
+    0.18) on an installed kernel not yet imported. Their warnings (no
+    digest recorded) are muted here: the loader's own pass over the tree
+    it loads says them, once, as without kernel_preflight."""
+    release = _loader.current()
+    if not release.validates_kernels:
+        return
+    validate = release.module("validate")
+    with release.muted(validate):
+        validate.DigestValidator().validate_kernel(kernel=kernel)
 
-    return Metadata.read_from_file(path)
+
+def _read(path: Path) -> Any:
+    return _native().Metadata.read_from_file(path)
 
 
 def _local(variant: Path, metadata: Any, origin: Any) -> Any:
-    from kernels.resolver import LocalKernel
-
-    return LocalKernel(variant_path=variant, metadata=metadata, origin=origin)
+    return _kernels("resolver").LocalKernel(variant_path=variant, metadata=metadata, origin=origin)
 
 
 def _remote_origin(pinned: _Pinned, name: str, metadata: Any) -> Any:
-    from kernels.resolver import RemoteKernel
-    from kernels.variants import parse_variant
-
-    return RemoteKernel(
-        repo_id=pinned.repo_id, revision=pinned.revision, metadata=metadata, variant=parse_variant(name)
+    return _kernels("resolver").RemoteKernel(
+        repo_id=pinned.repo_id,
+        revision=_loader.current().revision(pinned.revision),
+        metadata=metadata,
+        variant=_kernels("variants").parse_variant(name),
     )
 
 
 def _fetch_metadata(api: Any, pinned: _Pinned, name: str) -> Path:
     """A candidate's `metadata.json`, fetched as the loader fetches its
     pick's: the one file, before any of the variant's code."""
-    from kernels.hf_hub import CACHE_DIR
-
     return Path(
         api.hf_hub_download(
             pinned.repo_id,
             repo_type="kernel",
             filename=f"build/{name}/metadata.json",
-            cache_dir=CACHE_DIR,
+            cache_dir=_loader.current().cache_dir(),
             revision=pinned.revision,
             local_files_only=False,
         )
@@ -601,15 +636,12 @@ def _fetch_metadata(api: Any, pinned: _Pinned, name: str) -> Path:
 
 def _fetch(api: Any, pinned: _Pinned, patterns: list[str]) -> None:
     """Files of the pinned snapshot, as the hub loader fetches a variant."""
-    from kernels.hf_hub import CACHE_DIR
-    from kernels.resolver import _BYTECODE_IGNORE_PATTERNS
-
     api.snapshot_download(
         pinned.repo_id,
         repo_type="kernel",
         allow_patterns=patterns,
-        ignore_patterns=_BYTECODE_IGNORE_PATTERNS,
-        cache_dir=CACHE_DIR,
+        ignore_patterns=_kernels("resolver")._BYTECODE_IGNORE_PATTERNS,
+        cache_dir=_loader.current().cache_dir(),
         revision=pinned.revision,
         local_files_only=False,
     )

@@ -9,7 +9,7 @@
 
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, key_hex, result, start, time_all};
+use super::rounds::{Participant, Unit, flushed, key_hex, result, start_each, time_all};
 use super::session::BenchOptions;
 use crate::discover::Target;
 use crate::probe::{BenchRole, SmokeChoice};
@@ -117,17 +117,16 @@ pub(super) fn bench(
         ));
     }
     let participants = timed.len();
-    for p in &mut timed {
-        start(
-            p,
-            BenchRole::Variant,
-            participants,
-            executors,
-            options,
-            interrupt,
-            reporter,
-        )?;
-    }
+    start_each(
+        &mut timed,
+        BenchRole::Variant,
+        participants,
+        executors,
+        options,
+        interrupt,
+        reporter,
+        &mut false,
+    )?;
     time_all(&mut timed, &mut None, options, interrupt, reporter)?;
 
     let mut report = BenchReport {

@@ -14,7 +14,7 @@
 
 use super::BenchError;
 use super::result::{BenchContext, BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, result, start, time_all};
+use super::rounds::{Participant, Unit, flushed, result, start_each, time_all};
 use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
@@ -145,17 +145,17 @@ pub fn bench(
         .collect();
     // At most one more: the reference.
     let participants = timed.len() + 1;
-    for p in &mut timed {
-        start(
-            p,
-            BenchRole::Variant,
-            participants,
-            executors,
-            options,
-            interrupt,
-            reporter,
-        )?;
-    }
+    let mut exclusive = false;
+    start_each(
+        &mut timed,
+        BenchRole::Variant,
+        participants,
+        executors,
+        options,
+        interrupt,
+        reporter,
+        &mut exclusive,
+    )?;
     // The reference computation, in a child of its own (in the first
     // variant's company: the workload's setup may use it), when a variant
     // said its workload has one (`verify_<workload>` of the hub's convention).
@@ -164,14 +164,15 @@ pub fn bench(
         .any(|p| p.setup.as_ref().is_some_and(|s| s.has_reference))
         .then(|| participant(first, "reference".into()));
     if let Some(p) = &mut reference {
-        start(
-            p,
+        start_each(
+            std::slice::from_mut(p),
             BenchRole::Reference,
             participants,
             executors,
             options,
             interrupt,
             reporter,
+            &mut exclusive,
         )?;
     }
     time_all(&mut timed, &mut reference, options, interrupt, reporter)?;

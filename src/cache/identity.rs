@@ -16,6 +16,7 @@ use super::key::Key;
 use super::warm::{Seen, Witness};
 use super::{Cache, CacheError};
 use crate::discover::Metadata;
+use crate::discover::metadata::DigestAlgorithm;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -368,9 +369,10 @@ impl Identities<'_> {
             .collect();
         let content = match metadata.and_then(|m| m.digest.as_ref()) {
             Some(digest)
-                if digest.files.iter().all(|(f, h)| {
-                    hashes.get(name_key(Path::new(f)).as_str()) == Some(&h.as_str())
-                }) =>
+                if digest.algorithm == DigestAlgorithm::Sha256
+                    && digest.files.iter().all(|(f, h)| {
+                        hashes.get(name_key(Path::new(f)).as_str()) == Some(&h.as_str())
+                    }) =>
             {
                 format!(
                     "digest:{}",

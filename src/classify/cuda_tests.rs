@@ -20,6 +20,7 @@ fn evidence(executor: ExecutorKind, termination: Termination, events: Vec<Event>
         wall: Duration::from_millis(5),
         pid: Some(1),
         made: Default::default(),
+        exhausted: Vec::new(),
     }
 }
 

@@ -56,6 +56,12 @@ pub const UNEXPECTED_CUDA: &str =
 pub const WRONG_RESULT: &str = "the kernel runs but computes wrong values here: check the reference (smoke file, expected values in preflight.toml); otherwise do not use this build, and report it to the kernel's authors";
 /// The deadline passed.
 pub const TIMEOUT: &str = "the kernel hangs here, or its first run compiles (JIT) or downloads for longer than the timeout: raise --timeout";
+/// The out-of-memory killer ended a probe at its memory bound.
+pub const PROBE_MEMORY: &str = "the variant's code filled the memory a probe may hold (half of what the cgroups around preflight leave, at most the probe's own limit): run it alone, with more memory free, and check it for a leak";
+/// A probe held every process and thread it may.
+pub const PROBE_PIDS: &str = "the variant's code started processes or threads until refused (a probe may hold half of what the cgroups around preflight leave): a fork bomb, or a pool sized for a larger machine";
+/// SIGKILL from outside the probe, with no bound of its own seen reached.
+pub const KILLED: &str = "SIGKILL that preflight did not send: most often the kernel's out-of-memory killer (see `dmesg`); run it alone with more memory free, and report it to the kernel's authors if it persists";
 /// A signal killed the child.
 pub const CRASHED: &str = "the process died without an error report: run it alone (CUDA_LAUNCH_BLOCKING=1, a debugger) and report it to the kernel's authors";
 /// A nonzero exit without a report.
@@ -81,6 +87,8 @@ pub const KERNELS_MINVER: &str =
     "upgrade the hub loader (pip install --upgrade kernels), or use an older build of the kernel";
 /// A `python-depends` entry the hub does not allow on this backend.
 pub const UNSUPPORTED_DEPENDENCY: &str = "the hub loader does not allow this python-depends entry on this machine's backend: a newer `kernels` may allow it; otherwise use a variant that does not need it";
+/// Files that differ from the digest the variant's metadata records.
+pub const DIGEST: &str = "the variant's files differ from the digest its metadata.json records (the hub loader refuses to load it): fetch it again, or ask the kernel's authors";
 /// A hub validator this preflight does not know.
 pub const HUB_REFUSED: &str =
     "the hub loader refuses this variant here; see its message, and check the kernels version";
@@ -91,6 +99,8 @@ pub const INCOMPLETE_VARIANT: &str =
     "the variant directory is incomplete: re-download or rebuild it";
 /// Built against another ABI.
 pub const ABI: &str = "the variant was built against another ABI (torch, CUDA or C++ library version): use the variant built for this environment";
+/// A forked probe that inherited a CUDA driver started before the fork.
+pub const FORKED_DRIVER: &str = "not the machine's fault and not cached: the fork server should have refused to fork once the driver was loaded; run with PREFLIGHT_FORK=0 and report the import that started the driver";
 /// A verdict the probe's child reported that the machine contradicts.
 pub const CONTRADICTED: &str = "the child's report says what this machine cannot have measured: code the probe ran (the kernel, or what it loaded) wrote its result; not cached, probe again after checking the variant";
 /// A fault of preflight.

@@ -71,6 +71,14 @@ fn hub_refusals_keep_the_hubs_words_and_map_to_the_taxonomy() {
             hints::ARCH.to_owned(),
         ),
         (
+            HubCheck::Digest,
+            "Kernel 'k' variant 'torch-cpu': the files do not match the digest in the metadata, so they may have been modified:\n__init__.py: …",
+            None,
+            OutcomeKind::ImportError,
+            "do not match the digest",
+            hints::DIGEST.to_owned(),
+        ),
+        (
             HubCheck::Other,
             "a new validator says no",
             None,
@@ -108,6 +116,18 @@ fn hub_refusals_keep_the_hubs_words_and_map_to_the_taxonomy() {
         "{}",
         outcome.message
     );
+    // A `kernels` release the child has no adapter for: preflight's rules
+    // judged, and the message says why, never blaming the kernel's loader.
+    let unknown = "preflight: kernels 0.20.0 is a release preflight does not know (it knows 0.17.2, 0.18.3, 0.19.1)";
+    let outcome = refused(unknown, HubCheck::Metadata, parse, None);
+    assert!(
+        outcome.message.starts_with(
+            "hub rules (applied by preflight: kernels 0.20.0 is a release preflight does not know (it knows 0.17.2, 0.18.3, 0.19.1)) refuse it: Cannot parse"
+        ),
+        "{}",
+        outcome.message
+    );
+    assert_eq!(unknown_loader("kernels 0.19.1"), None);
 }
 
 #[test]
@@ -132,6 +152,42 @@ fn an_unusable_device_is_no_device_with_a_hint_for_its_kind() {
         assert!(outcome.hint.contains(hint), "{}", outcome.hint);
         assert!(!outcome.transient);
     }
+}
+
+#[test]
+fn cuda_error_3_in_a_forked_probe_is_the_forks_never_no_device() {
+    // torch's warning when its cudaGetDeviceCount meets a driver started
+    // before the fork, then the device check's answer.
+    let stderr = "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 3: initialization error";
+    let failure = || Failure::DeviceUnusable {
+        device: "cuda".into(),
+        message: "torch 2.8.0 sees no cuda device: torch.cuda.is_available() is False".into(),
+    };
+    let fresh = evidence(exited(1), &[failed(Phase::Load, failure())], stderr);
+    assert_eq!(classify(&fresh).kind, OutcomeKind::NoDevice);
+    let forked = Evidence {
+        made: Made::Forked,
+        ..fresh
+    };
+    let outcome = classify(&forked);
+    assert_eq!(
+        (outcome.kind, outcome.phase, outcome.made),
+        (OutcomeKind::ProbeError, Phase::Load, Made::Forked),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.message.contains("CUDA error 3"),
+        "{}",
+        outcome.message
+    );
+    assert_eq!(outcome.hint, hints::FORKED_DRIVER);
+    assert!(!outcome.lasts());
+    // Another reason for no device stays no_device, forked or not.
+    let other = Evidence {
+        made: Made::Forked,
+        ..evidence(exited(1), &[failed(Phase::Load, failure())], "")
+    };
+    assert_eq!(classify(&other).kind, OutcomeKind::NoDevice);
 }
 
 /// A ModuleNotFoundError for `name` in the import of the kernel `fixture`

@@ -38,7 +38,6 @@ pub use machine::Machine;
 
 use crate::probe::Subject;
 use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -337,11 +336,20 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     let report = evidence.report();
     let mut outcome = decide(evidence, &report, machine);
     if let Some(why) = contradiction(&outcome, &report, machine) {
-        outcome = contradicted(outcome.phase, &why);
+        outcome = contradicted(&outcome, &why);
+    }
+    if evidence.made == Made::Forked
+        && !outcome.kind.passed()
+        && let Some(why) = cuda::lost_in_fork(&outcome.message, &evidence.stderr)
+    {
+        let phase = outcome.phase;
+        outcome = Outcome::probe_error(phase, &why);
+        outcome.hint = hints::FORKED_DRIVER.into();
     }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
+    termination::exhausted(&mut outcome, evidence);
     termination::record(&mut outcome, evidence);
     outcome.embedded = report.embedded;
     outcome.made = evidence.made;
@@ -418,19 +426,19 @@ pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -
     let Subject::Variant { name, .. } = subject else {
         return outcome;
     };
-    let cuda = match name {
-        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-    };
+    let cuda = name.is_cuda();
     match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
-        Some(Some(why)) => contradicted(outcome.phase, &why),
+        Some(Some(why)) => contradicted(&outcome, &why),
         _ => outcome,
     }
 }
 
-fn contradicted(phase: Phase, why: &str) -> Outcome {
-    let mut outcome = Outcome::probe_error(phase, why);
+/// The `probe_error` that replaces `refused`, a pass that cannot be true;
+/// how its child was made stays.
+fn contradicted(refused: &Outcome, why: &str) -> Outcome {
+    let mut outcome = Outcome::probe_error(refused.phase, why);
     outcome.hint = hints::CONTRADICTED.into();
+    outcome.made = refused.made;
     outcome
 }
 
@@ -563,7 +571,13 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             "hub rules (applied by preflight: no `kernels` here) refuse it: {}",
             short_paths(message)
         ),
-        Some(judge) => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+        Some(judge) => match unknown_loader(judge) {
+            Some(why) => format!(
+                "hub rules (applied by preflight: {why}) refuse it: {}",
+                short_paths(message)
+            ),
+            None => format!("hub loader ({judge}) refuses it: {}", short_paths(message)),
+        },
     };
     match (check, package) {
         (HubCheck::Metadata, _) => Cause::new(OutcomeKind::ImportError, said, hints::METADATA),
@@ -581,8 +595,16 @@ fn hub_refused(check: HubCheck, message: &str, package: Option<&str>, report: &R
             Cause::new(OutcomeKind::DependencyVersion, said, hints::KERNELS_MINVER)
         }
         (HubCheck::Arch, _) => Cause::new(OutcomeKind::UnsupportedArch, said, hints::ARCH),
+        (HubCheck::Digest, _) => Cause::new(OutcomeKind::ImportError, said, hints::DIGEST),
         (HubCheck::Other, _) => Cause::new(OutcomeKind::ImportError, said, hints::HUB_REFUSED),
     }
+}
+
+/// Why preflight judged in place of an installed `kernels` it has no
+/// adapter for: the child labels that judgment `preflight: <why>`
+/// (probes/python/acceptance.py).
+pub(crate) fn unknown_loader(judge: &str) -> Option<&str> {
+    judge.strip_prefix("preflight: ")
 }
 
 /// The hub's parser names the file it read as `` `"/…/metadata.json"` ``;

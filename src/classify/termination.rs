@@ -7,7 +7,7 @@ use super::stderr::{decisive_lines, last_said};
 use super::text::from_text;
 use super::{Cause, Depth, Outcome, OutcomeKind, Phase, STDERR_TAIL_LINES, hints, strip_ansi};
 use crate::protocol::{CHANNEL_LIMIT, Evidence, Report};
-use crate::sandbox::Termination;
+use crate::sandbox::{Exhausted, Termination};
 
 /// The outcome of a child that reported no failure.
 pub(super) fn decide(evidence: &Evidence, report: &Report, machine: &Machine) -> Outcome {
@@ -58,12 +58,16 @@ pub(super) fn decide(evidence: &Evidence, report: &Report, machine: &Machine) ->
             outcome.transient = true;
             outcome
         }
-        Termination::Signaled { name, .. } => {
+        Termination::Signaled { name, signal, .. } => {
             from(stderr_cause(evidence, phase, machine).unwrap_or_else(|| {
                 Cause::new(
                     OutcomeKind::Crashed,
                     format!("killed by {name} in phase {}", phase.as_str()),
-                    hints::CRASHED,
+                    if *signal == libc::SIGKILL {
+                        hints::KILLED
+                    } else {
+                        hints::CRASHED
+                    },
                 )
             }))
         }
@@ -172,7 +176,10 @@ fn pass_message(report: &Report, depth: Depth) -> String {
     };
     match report.runtime.acceptance.as_deref() {
         Some("preflight") => format!("{what}; hub rules applied by preflight (no `kernels` here)"),
-        Some(judge) => format!("{what}; accepted by {judge}"),
+        Some(judge) => match super::unknown_loader(judge) {
+            Some(why) => format!("{what}; hub rules applied by preflight ({why})"),
+            None => format!("{what}; accepted by {judge}"),
+        },
         None => what,
     }
 }
@@ -194,4 +201,36 @@ pub(super) fn record(outcome: &mut Outcome, evidence: &Evidence) {
 
 fn last_line(text: &str) -> Option<&str> {
     text.lines().map(str::trim).rfind(|l| !l.is_empty())
+}
+
+/// `outcome` named after the bound its probe reached, when it failed and
+/// reached one (the sandbox counts them, `Exhausted`): the out-of-memory
+/// killer at its memory bound is `out_of_memory`, whatever signal the
+/// child died of; a refused fork or thread keeps its kind (the
+/// `BlockingIOError` the variant's import raised is its `import_error`)
+/// and says why it was refused. Either depends on what the machine left
+/// the probe: transient.
+pub(super) fn exhausted(outcome: &mut Outcome, evidence: &Evidence) {
+    if outcome.kind.passed() {
+        return;
+    }
+    for bound in &evidence.exhausted {
+        match bound {
+            Exhausted::Memory { .. } => {
+                outcome.kind = OutcomeKind::OutOfMemory;
+                outcome.message = format!(
+                    "the out-of-memory killer ended it at {bound} in phase {} ({})",
+                    outcome.phase.as_str(),
+                    evidence.termination
+                );
+                outcome.hint = hints::PROBE_MEMORY.into();
+            }
+            Exhausted::Pids { .. } if outcome.kind != OutcomeKind::OutOfMemory => {
+                outcome.message = format!("{} (it reached {bound})", outcome.message);
+                outcome.hint = hints::PROBE_PIDS.into();
+            }
+            Exhausted::Pids { .. } => {}
+        }
+        outcome.transient = true;
+    }
 }

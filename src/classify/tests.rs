@@ -70,6 +70,7 @@ pub(super) fn evidence(termination: Termination, channel: &[String], stderr: &st
         wall: Duration::from_millis(5),
         pid: Some(7),
         made: Default::default(),
+        exhausted: Vec::new(),
     }
 }
 
@@ -621,7 +622,18 @@ fn a_pass_the_machine_contradicts_is_refused() {
         let refused = against_machine(pass.clone(), &subject(name), &no_gpu);
         assert_eq!(refused.kind, OutcomeKind::ProbeError, "{name}");
         assert!(refused.message.contains("no NVIDIA driver"), "{refused:?}");
+        assert_eq!(refused.made, Made::Fresh, "{name}");
     }
+    // A forked probe's pass, refused, is still a forked probe's outcome.
+    let forked = Outcome {
+        made: Made::Forked,
+        ..pass.clone()
+    };
+    let refused = against_machine(forked, &subject("torch-cuda"), &no_gpu);
+    assert_eq!(
+        (refused.kind, refused.made),
+        (OutcomeKind::ProbeError, Made::Forked)
+    );
     for (name, machine) in [
         ("torch-rocm", &no_gpu),
         ("torch29-cxx11-rocm63-x86_64-linux", &no_gpu),
@@ -639,4 +651,43 @@ fn a_pass_the_machine_contradicts_is_refused() {
         against_machine(load.clone(), &subject("torch-cuda"), &no_gpu),
         load
     );
+}
+
+/// A probe the out-of-memory killer ended at its own memory bound is
+/// `out_of_memory`, named; a SIGKILL with no bound seen reached is a crash
+/// whose hint names the killer, not the kernel's authors first; a refused
+/// fork keeps the kernel's kind and names the bound. Both depend on what
+/// the machine left the probe: transient.
+#[test]
+fn a_bound_the_probe_reached_is_named() {
+    use crate::sandbox::Exhausted;
+    let killed = Termination::Signaled {
+        signal: libc::SIGKILL,
+        name: "SIGKILL".into(),
+        core_dumped: false,
+    };
+    let mut hog = evidence(killed.clone(), &lines(&[START, IMPORT]), "");
+    let plain = classify(&hog);
+    assert_eq!(plain.kind, OutcomeKind::Crashed);
+    assert_eq!(plain.hint, hints::KILLED);
+    hog.exhausted = vec![Exhausted::Memory { max: 382 << 20 }];
+    let named = classify(&hog);
+    assert_eq!(named.kind, OutcomeKind::OutOfMemory);
+    assert_eq!(
+        named.message,
+        "the out-of-memory killer ended it at its memory bound of 382 MiB in phase import (killed by SIGKILL)"
+    );
+    assert_eq!(named.hint, hints::PROBE_MEMORY);
+    assert!(named.transient && !named.lasts());
+    let mut bomb = evidence(exited(1), &lines(&[START, IMPORT]), "");
+    bomb.exhausted = vec![Exhausted::Pids { max: 73 }];
+    let refused = classify(&bomb);
+    assert!(
+        refused
+            .message
+            .ends_with("(it reached its bound of 73 processes and threads)"),
+        "{refused:?}"
+    );
+    assert_eq!(refused.hint, hints::PROBE_PIDS);
+    assert!(refused.transient);
 }

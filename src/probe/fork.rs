@@ -36,6 +36,7 @@ use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -293,6 +294,17 @@ impl Server {
             .stdin(Stdio::from(theirs))
             .stdout(Stdio::piped())
             .stderr(stderr);
+        // The server's dispositions are every forked probe's: the default
+        // ones, as a fresh probe's reaper gives its child. (With a step
+        // before `execve`, std forks rather than `posix_spawn`s, which
+        // would hand signals 32 and 33 down ignored.)
+        // SAFETY: `default_dispositions` makes raw system calls only.
+        unsafe {
+            command.pre_exec(|| {
+                crate::sandbox::default_dispositions();
+                Ok(())
+            });
+        }
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", executor.python.display()))?;

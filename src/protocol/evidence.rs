@@ -33,6 +33,8 @@ pub struct Evidence {
     /// How the child was made: a fresh interpreter, or forked from the
     /// executor's fork server.
     pub made: Made,
+    /// The bounds on its processes and memory the child reached.
+    pub exhausted: Vec<crate::sandbox::Exhausted>,
 }
 
 /// How a probe child was made. A forked child and a fresh one are

@@ -10,7 +10,7 @@ use crate::probe::{self, BenchExecutor, Executor, PythonExecutor, Subject};
 use crate::protocol::Depth;
 use crate::sandbox::Cancel;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The executors a run (or a library caller) uses, in the order a job is
 /// offered to them: every question a run has of an executor (which one
@@ -215,7 +215,7 @@ fn execute_one(
 ) -> Executed {
     let start = Instant::now();
     let result = match executor {
-        Some(executor) => executor.run(job, cancel).map_err(|e| e.to_string()),
+        Some(executor) => run_when_room(executor, job, cancel).map_err(|e| e.to_string()),
         None => Err(format!("no executor to run {} in", job.subject.describe())),
     };
     let total_ms = round_ms(start.elapsed().as_secs_f64() * 1e3);
@@ -242,6 +242,34 @@ fn execute_one(
             leaked: None,
             fault: Some(message),
         },
+    }
+}
+
+/// How long a probe the machine refuses a process (`EAGAIN`, `ENOMEM`)
+/// is tried again before the refusal is the run's fault: long enough for
+/// another probe that held them (a fork bomb at its bound) to end and let
+/// them go, short enough that a machine that refuses every fork says so.
+const ROOM_WITHIN: Duration = Duration::from_secs(5);
+
+/// `executor.run(job)`, tried again while the machine refuses it a
+/// process, for at most [`ROOM_WITHIN`].
+fn run_when_room(
+    executor: &dyn Executor,
+    job: &probe::Job,
+    cancel: &Cancel,
+) -> Result<crate::protocol::Evidence, probe::ProbeError> {
+    let deadline = Instant::now() + ROOM_WITHIN;
+    let mut wait = Duration::from_millis(50);
+    loop {
+        match executor.run(job, cancel) {
+            Err(probe::ProbeError::Sandbox(e))
+                if e.is_exhaustion() && Instant::now() < deadline && !cancel.is_cancelled() =>
+            {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_millis(800));
+            }
+            result => return result,
+        }
     }
 }
 

@@ -299,9 +299,10 @@ impl Plan {
                 continue;
             };
             let skip = match &decision.rejection {
-                Some(r @ (Rejection::Cpu { .. } | Rejection::Os { .. })) if !options.all => {
-                    Some(r.to_string())
-                }
+                Some(
+                    r
+                    @ (Rejection::Cpu { .. } | Rejection::Os { .. } | Rejection::NotParsed { .. }),
+                ) if !options.all => Some(r.to_string()),
                 _ => None,
             };
             // What cannot load here is not worth reading for its images.
@@ -347,7 +348,7 @@ fn variant_declared(decision: &Decision, variant: &FoundVariant, judge: Option<J
     let by_name = Declared {
         accepted: decision.accepted(),
         reason: decision.rejection.as_ref().map(ToString::to_string),
-        short: decision.rejection.as_ref().map(short_reason),
+        short: decision.rejection.as_ref().map(Rejection::short),
     };
     if !by_name.accepted {
         return by_name;
@@ -382,19 +383,5 @@ fn module_declared(module: &NativeModule, judge: Judge) -> Declared {
             }
         }
         _ => Declared::ACCEPTED,
-    }
-}
-
-fn short_reason(rejection: &Rejection) -> &'static str {
-    match rejection {
-        Rejection::Cpu { .. } => "other CPU",
-        Rejection::Os { .. } => "other OS",
-        Rejection::TorchVersion { .. } => "torch version",
-        Rejection::Cxx11Abi { .. } => "C++ ABI",
-        Rejection::StableAbiTooNew { .. } => "stable ABI too new",
-        Rejection::TvmFfiVersion { .. } => "tvm-ffi version",
-        Rejection::CudaVersion { .. } => "CUDA version",
-        Rejection::Backend { .. } | Rejection::NoarchBackend { .. } => "backend",
-        Rejection::MacosTooOld { .. } => "macOS too old",
     }
 }

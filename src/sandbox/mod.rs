@@ -54,24 +54,31 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bounds;
 mod cancel;
 mod capture;
+mod carry;
 mod env;
 mod held;
 mod isolation;
 mod leak;
 mod link;
 mod mounts;
+mod privileges;
 mod procfs;
 pub mod reaper;
 mod spawn;
 mod supervise;
+mod walls;
 
+pub use bounds::{Exhausted, ProbeBounds, own_cgroup, probe_bounds};
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
 pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
 pub use leak::{Leak, Place};
+pub use privileges::default_dispositions;
+pub use walls::Plan;
 
 use isolation::Mode;
 use mounts::{Layout, RawPath};
@@ -109,11 +116,21 @@ pub struct Limits {
     /// How long a child whose work is done ([`Sandbox::run_until`]) gets to
     /// exit by itself before it is killed ([`Termination::DidNotExit`]).
     pub linger: Duration,
+    /// Processes and threads the child and its descendants may hold at
+    /// once: in a cgroup of the probe's own where one can be made, and in
+    /// its own user namespace (`RLIMIT_NPROC`) where it has one and is not
+    /// root. At most half of what the cgroups around this process leave.
+    pub pids: u64,
+    /// Bytes of memory the child and its descendants may hold, where a
+    /// cgroup of their own can be made; at most half of what the cgroups
+    /// around this process (or the machine) leave.
+    pub memory: u64,
 }
 
 impl Default for Limits {
     /// 60 s timeout, 5 s grace, 64 KiB head and tail, 4096 files, 500 ms
-    /// pipe wait, 1 GiB scratch, 3 s linger.
+    /// pipe wait, 1 GiB scratch, 3 s linger, 4096 processes, no memory
+    /// bound of its own (half of what is left).
     fn default() -> Limits {
         Limits {
             timeout: Duration::from_secs(60),
@@ -124,6 +141,8 @@ impl Default for Limits {
             pipe_close_wait: Duration::from_millis(500),
             scratch: 1 << 30,
             linger: Duration::from_secs(3),
+            pids: 4096,
+            memory: u64::MAX,
         }
     }
 }
@@ -283,6 +302,9 @@ pub struct RunReport {
     pub pid: Option<i32>,
     /// How the child was isolated.
     pub isolation: Isolation,
+    /// The bounds of [`Limits::pids`] and [`Limits::memory`] the child
+    /// reached, where it had a cgroup of its own to count them.
+    pub exhausted: Vec<Exhausted>,
 }
 
 impl RunReport {
@@ -348,6 +370,19 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// Whether the machine refused the child a process or memory
+    /// (`EAGAIN`, `ENOMEM` from a fork, the reaper's included): what
+    /// another probe may hold for a while, and let go when it ends.
+    pub fn is_exhaustion(&self) -> bool {
+        let source = match self {
+            SandboxError::ChildSetup { source, .. }
+            | SandboxError::Exec { source, .. }
+            | SandboxError::Io(_, source) => source,
+            _ => return false,
+        };
+        matches!(source.raw_os_error(), Some(libc::EAGAIN | libc::ENOMEM))
+    }
+
     fn os(what: &'static str, errno: nix::errno::Errno) -> SandboxError {
         SandboxError::Io(what, errno.into())
     }
@@ -395,11 +430,13 @@ fn default_reaper() -> Option<PathBuf> {
 struct Confinement {
     read_only: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
 }
 
 static CONFINEMENT: Mutex<Confinement> = Mutex::new(Confinement {
     read_only: Vec::new(),
     hidden: Vec::new(),
+    writable: Vec::new(),
 });
 
 fn confinement() -> Confinement {
@@ -429,6 +466,32 @@ pub fn hide_by_default(path: impl Into<PathBuf>) {
         && !c.hidden.contains(&path)
     {
         c.hidden.push(path);
+    }
+}
+
+static JIT_STORE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Keeps the JIT caches of every kernel probed from now on in `dir`, one
+/// folder per kernel ([`Sandbox::jit_caches_of`]): what a kernel's probes
+/// compile there, its later probes find; no other kernel's probe, and
+/// none of the user's own programs, ever sees it. `preflight` keeps them
+/// in its outcome cache (`jit/`).
+pub fn keep_jit_caches_in(dir: impl Into<PathBuf>) {
+    if let Ok(mut store) = JIT_STORE.lock() {
+        *store = Some(dir.into());
+    }
+}
+
+/// Binds `path` (a folder) read-write from the host in every sandbox made
+/// from now on, as [`Sandbox::writable`] does for one: `preflight` does so
+/// for the folders `PREFLIGHT_PROBE_WRITABLE` names. Hidden paths stay
+/// hidden below it.
+pub fn write_by_default(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.writable.contains(&path)
+    {
+        c.writable.push(path);
     }
 }
 
@@ -472,6 +535,11 @@ pub struct Sandbox {
     stdin: Option<std::os::fd::OwnedFd>,
     /// Whether the child may hand its place to a process it stopped.
     handoff: bool,
+    /// Folders bound read-write from the host ([`Sandbox::writable`]).
+    writable: Vec<PathBuf>,
+    /// The folder of the store that holds this probe's kernel's JIT
+    /// caches ([`Sandbox::jit_caches_of`]).
+    jit: Option<PathBuf>,
 }
 
 /// The child's working directory, as the parent can reach it while the
@@ -520,6 +588,8 @@ impl Sandbox {
             running: Arc::new(AtomicI32::new(0)),
             stdin: None,
             handoff: false,
+            writable: confinement().writable,
+            jit: None,
         })
     }
 
@@ -544,6 +614,42 @@ impl Sandbox {
     pub fn with_stdin(mut self, fd: std::os::fd::OwnedFd) -> Sandbox {
         self.stdin = Some(fd);
         self
+    }
+
+    /// Binds `path` (a folder) read-write from the host, where the child
+    /// runs in namespaces: past the walls, what the child writes there
+    /// stays. For a folder the caller owns and reads after the run (a
+    /// test's marks); never for a probe of a kernel.
+    pub fn writable(mut self, path: impl Into<PathBuf>) -> Sandbox {
+        self.writable.push(path.into());
+        self
+    }
+
+    /// The child's JIT caches are those of the kernel named `key` (its
+    /// identity, as a file name), kept in the store that
+    /// [`keep_jit_caches_in`] names: later probes of the same key find
+    /// what this one compiled, no other does. Without a key or a store
+    /// they are empty folders of the scratch, gone with the probe.
+    pub fn jit_caches_of(mut self, key: &str) -> Sandbox {
+        self.jit = JIT_STORE
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .map(|store| store.join(key));
+        self
+    }
+
+    /// The walls a child of this sandbox would get in namespaces, in
+    /// order (docs/sandbox.md): what `preflight doctor` prints.
+    pub fn plan(&self) -> Result<Plan, SandboxError> {
+        let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
+        env.insert("TMPDIR".into(), self.dir().into());
+        let mode = if nix::unistd::geteuid().is_root() {
+            Mode::Root
+        } else {
+            Mode::User
+        };
+        self.walls(mode, &env, &Limits::default())
     }
 
     /// Lets the child hand its place over (with a reaper in namespaces):
@@ -640,6 +746,7 @@ impl Sandbox {
                 isolation: Isolation::Session {
                     reason: "cancelled before it started".to_owned(),
                 },
+                exhausted: Vec::new(),
             });
         }
         let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
@@ -648,6 +755,18 @@ impl Sandbox {
             env.insert(name.into(), self.dir().into());
         }
         env.extend(cmd.env.iter().cloned());
+        let cgroups = bounds::ProbeCgroups::make(limits.pids, limits.memory);
+        let cgroup_procs: Vec<_> = cgroups
+            .iter()
+            .flat_map(|c| c.procs())
+            .map(AsRawFd::as_raw_fd)
+            .collect();
+        let ended = |report: Result<RunReport, SandboxError>| {
+            report.map(|mut report| {
+                report.exhausted = cgroups.as_ref().map(|c| c.exhausted()).unwrap_or_default();
+                report
+            })
+        };
         let prepare = |setup: &Setup| {
             spawn::Prepared::new(
                 &cmd.program,
@@ -657,7 +776,11 @@ impl Sandbox {
                 limits.max_open_files,
                 self.reaper.as_deref().map(|r| (r, setup.encode())),
             )
-            .map(|prepared| prepared.with_stdin(self.stdin.as_ref().map(|fd| fd.as_raw_fd())))
+            .map(|prepared| {
+                prepared
+                    .with_stdin(self.stdin.as_ref().map(|fd| fd.as_raw_fd()))
+                    .in_cgroups(cgroup_procs.clone())
+            })
         };
         let modes = match self.reaper {
             Some(_) if self.namespaces => isolation::candidates(),
@@ -666,7 +789,7 @@ impl Sandbox {
         let mut refused = None;
         for mode in modes {
             let setup = Setup {
-                namespaces: Some(self.namespaced(mode, &env, limits)),
+                namespaces: Some(self.namespaced(mode, &env, limits)?),
                 handoff: self.handoff,
             };
             match spawn::spawn(&prepare(&setup)?.in_namespaces(Namespaces::new(mode))) {
@@ -685,7 +808,7 @@ impl Sandbox {
                     let report =
                         supervise::supervise(spawned, limits, cancel, start, done, isolation);
                     self.running.store(0, Ordering::SeqCst);
-                    return report;
+                    return ended(report);
                 }
                 Err(SpawnError::Refused(why)) => refused = Some(why),
                 Err(SpawnError::Sandbox(e)) => return Err(e),
@@ -724,7 +847,33 @@ impl Sandbox {
             held::Held::Reaper(link) => link.reaper().as_raw(),
             held::Held::Group(group) => group.pid().as_raw(),
         });
-        supervise::supervise(spawned, limits, cancel, start, done, isolation)
+        ended(supervise::supervise(
+            spawned, limits, cancel, start, done, isolation,
+        ))
+    }
+
+    /// The walls of a child with the environment `env` in `mode`.
+    fn walls(
+        &self,
+        mode: Mode,
+        env: &BTreeMap<OsString, OsString>,
+        limits: &Limits,
+    ) -> Result<Plan, SandboxError> {
+        let root = std::fs::canonicalize(self.root.path()).map_err(SandboxError::TempDir)?;
+        let temp = temp_layers(root.parent());
+        walls::plan(&walls::Wanted {
+            root: &root,
+            scratch: limits.scratch,
+            env,
+            temp: &temp,
+            read_only: &self.confinement.read_only,
+            writable: &self.writable,
+            hidden: &self.confinement.hidden,
+            secrets: &env::credential_files(env),
+            jit_store: self.jit.as_deref(),
+            harden: mode == Mode::Root,
+        })
+        .map_err(|e| SandboxError::Io("making the kernel's JIT cache folders", e))
     }
 
     /// What the reaper needs to build the child's namespaces in `mode`,
@@ -734,50 +883,18 @@ impl Sandbox {
         mode: Mode,
         env: &BTreeMap<OsString, OsString>,
         limits: &Limits,
-    ) -> Namespaced {
-        let existing = |paths: &mut dyn Iterator<Item = &Path>| -> Vec<RawPath> {
-            let mut found: Vec<RawPath> = paths
-                .filter_map(|p| std::fs::canonicalize(p).ok())
-                .map(|p| RawPath::from(p.as_path()))
-                .collect();
-            found.sort();
-            found.dedup();
-            found
-        };
-        let root = self.root.path();
-        let temp = temp_layers(root.parent());
-        let credentials = env::credential_files(env);
-        let jit = env::jit_caches(env);
-        let hidden_missing: Vec<RawPath> = self
-            .confinement
-            .hidden
-            .iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_err())
-            .filter_map(|p| std::path::absolute(p).ok())
-            .map(|p| RawPath::from(p.as_path()))
-            .collect();
-        Namespaced {
+    ) -> Result<Namespaced, SandboxError> {
+        let root = std::fs::canonicalize(self.root.path()).map_err(SandboxError::TempDir)?;
+        Ok(Namespaced {
             layout: Layout {
-                root: RawPath::from(root),
-                scratch_bytes: limits.scratch,
-                temp: temp.iter().map(|p| RawPath::from(p.as_path())).collect(),
-                read_only: existing(&mut self.confinement.read_only.iter().map(PathBuf::as_path)),
-                writable: existing(&mut jit.iter().map(PathBuf::as_path)),
-                hidden: existing(
-                    &mut self
-                        .confinement
-                        .hidden
-                        .iter()
-                        .chain(&credentials)
-                        .map(PathBuf::as_path),
-                ),
-                hidden_missing,
-                harden: mode == Mode::Root,
+                root: RawPath::from(root.as_path()),
+                plan: self.walls(mode, env, limits)?,
             },
             identity: mode == Mode::Root,
+            pids: bounds::pid_bound(limits.pids),
             uid: nix::unistd::geteuid().as_raw(),
             gid: nix::unistd::getegid().as_raw(),
-        }
+        })
     }
 }
 

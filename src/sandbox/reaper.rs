@@ -31,6 +31,7 @@
 
 use super::leak::{Leak, Placement};
 use super::mounts::{self, Built, Layout};
+use super::privileges;
 use super::procfs;
 use super::spawn::{Step, report_errno, report_failure};
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,9 @@ pub(crate) struct Namespaced {
     pub(crate) uid: u32,
     /// The parent's effective group id.
     pub(crate) gid: u32,
+    /// The probe's `RLIMIT_NPROC`, which its user namespace counts apart
+    /// (but for root's, which nothing bounds: a cgroup does).
+    pub(crate) pids: u64,
 }
 
 impl Setup {
@@ -541,6 +545,7 @@ unsafe fn fork_child(
             .collect()
     };
     let (argv, envp) = (pointers(&argv_c), pointers(&envp_c));
+    let last_cap = privileges::last_cap();
     // The child tells when its user namespace exists (and its pid as the
     // parent sees it) on one pipe, and waits for its id maps on the other.
     let handshake = namespaced.map(|_| {
@@ -556,17 +561,25 @@ unsafe fn fork_child(
             report_failure(FAIL_FD, Step::ReaperFork);
         }
         if pid == 0 {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             // Rust's runtime ignores SIGPIPE, and exec keeps ignored signals.
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            privileges::default_dispositions();
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() != me {
                 libc::_exit(127);
             }
             if let Some(((_, ready), (go, _))) = &handshake {
                 let host_pid = host_proc.map_or(-1, |proc| own_pid_in(proc));
+                // Before the user namespace exists: it is made with this
+                // as the most its user may hold in it. Never above the hard
+                // limit, which only a privileged process may raise.
+                let mut nproc: libc::rlimit = std::mem::zeroed();
+                libc::getrlimit(libc::RLIMIT_NPROC, &mut nproc);
+                let pids = namespaced.map_or(nproc.rlim_max, |ns| ns.pids.min(nproc.rlim_max));
+                nproc.rlim_cur = pids;
+                nproc.rlim_max = pids;
+                if libc::setrlimit(libc::RLIMIT_NPROC, &nproc) < 0 {
+                    report_failure(FAIL_FD, Step::ProcessLimit);
+                }
                 if libc::unshare(libc::CLONE_NEWUSER) < 0 {
                     report_failure(FAIL_FD, Step::ProbeUserNamespace);
                 }
@@ -580,6 +593,11 @@ unsafe fn fork_child(
             }
             if libc::setpgid(0, 0) < 0 {
                 report_failure(FAIL_FD, Step::ProcessGroup);
+            }
+            // Last, in its own user namespace, where it holds every
+            // capability until now (`CAP_SETPCAP` empties its bounding set).
+            if let Err(errno) = privileges::drop_all(last_cap) {
+                report_errno(FAIL_FD, Step::DropPrivileges, errno);
             }
             if let Some(program) = argv_c.first() {
                 libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());

@@ -49,6 +49,10 @@ pub(crate) enum Step {
     CopyIn = 17,
     ProbeUserNamespace = 18,
     ProbeUserMap = 19,
+    MountWalls = 20,
+    DropPrivileges = 21,
+    ProcessLimit = 22,
+    Cgroup = 23,
 }
 
 impl Step {
@@ -73,6 +77,10 @@ impl Step {
             Step::CopyIn,
             Step::ProbeUserNamespace,
             Step::ProbeUserMap,
+            Step::MountWalls,
+            Step::DropPrivileges,
+            Step::ProcessLimit,
+            Step::Cgroup,
         ]
         .into_iter()
         .find(|s| *s as u32 == code)
@@ -98,6 +106,12 @@ impl Step {
             Step::CopyIn => "carrying the sandbox's files into the probe's folder",
             Step::ProbeUserNamespace => "unshare(CLONE_NEWUSER) for the probe",
             Step::ProbeUserMap => "writing the id maps of the probe's own user namespace",
+            Step::MountWalls => {
+                "making the host's file system read-only (mount_setattr, Linux 5.12+) and the probe's /dev"
+            }
+            Step::DropPrivileges => "dropping the probe's capabilities (no_new_privs)",
+            Step::ProcessLimit => "setrlimit(RLIMIT_NPROC) for the probe",
+            Step::Cgroup => "joining the probe's cgroups",
         }
     }
 
@@ -111,6 +125,7 @@ impl Step {
                 | Step::MountPropagation
                 | Step::MountProc
                 | Step::MountScratch
+                | Step::MountWalls
                 | Step::ProbeUserNamespace
                 | Step::ProbeUserMap
         )
@@ -183,6 +198,10 @@ pub(crate) struct Prepared {
     namespaces: Option<Namespaces>,
     /// The child's standard input; `/dev/null` when `None`.
     stdin: Option<RawFd>,
+    /// The highest capability to drop, for a child with no reaper.
+    last_cap: u32,
+    /// The `cgroup.procs` of the probe's own cgroups, which the child joins.
+    cgroups: Vec<RawFd>,
 }
 
 impl Prepared {
@@ -260,16 +279,25 @@ impl Prepared {
             setup,
             namespaces: None,
             stdin: None,
+            last_cap: super::privileges::last_cap(),
+            cgroups: Vec::new(),
         })
     }
 
-    /// Clones the reaper into `namespaces` instead of forking it.
     /// The child reads `fd` (a duplicate of it) as its standard input.
     pub(crate) fn with_stdin(mut self, fd: Option<RawFd>) -> Prepared {
         self.stdin = fd;
         self
     }
 
+    /// The child joins these cgroups (their `cgroup.procs`, kept open by
+    /// the caller until it is spawned) first.
+    pub(crate) fn in_cgroups(mut self, procs: Vec<RawFd>) -> Prepared {
+        self.cgroups = procs;
+        self
+    }
+
+    /// Clones the reaper into `namespaces` instead of forking it.
     pub(crate) fn in_namespaces(mut self, namespaces: Namespaces) -> Prepared {
         self.namespaces = Some(namespaces);
         self
@@ -502,6 +530,11 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd, control: Opti
     // Descriptors below this are about to be overwritten.
     let low = if control.is_some() { CONTROL_FD + 1 } else { 3 };
     unsafe {
+        // First, while every descriptor is where the parent left it: the
+        // reaper and all it forks are counted there from the start.
+        if !super::bounds::join(&p.cgroups) {
+            report_failure(fail, Step::Cgroup);
+        }
         // A descriptor that is itself 0, 1 or 2 (a parent started with a
         // closed stdin), or the reaper's 3 or 4, would be clobbered by the
         // dup2 calls below: move every one above first, the failure pipe
@@ -518,14 +551,11 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd, control: Opti
             .map(|fd| move_above(fd, low).unwrap_or_else(|| report_failure(fail, Step::Redirect)));
 
         // Ignored signals and the mask survive exec: undo what the parent
-        // set. Rust ignores SIGPIPE (a child inheriting that never dies of a
-        // closed pipe), and an ignored SIGTERM would defeat the grace period.
-        let mut empty: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut empty);
-        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-        for signal in [libc::SIGPIPE, libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-            libc::signal(signal, libc::SIG_DFL);
-        }
+        // set, and what was set for it. Rust ignores SIGPIPE (a child
+        // inheriting that never dies of a closed pipe), an ignored SIGTERM
+        // would defeat the grace period, and `posix_spawn` hands down 32
+        // and 33 ignored.
+        super::privileges::default_dispositions();
 
         // A new user namespace maps nobody until its id maps are written:
         // the reaper becomes its root, which is us.
@@ -578,6 +608,11 @@ unsafe fn exec_child(p: &Prepared, stdio: [RawFd; 3], fail: RawFd, control: Opti
                 // Every other descriptor closes; `fail` is CLOEXEC and closes at exec.
                 close_fds(3, fail, p.fd_scan_limit);
                 close_fds(fail + 1, libc::c_int::MAX, p.fd_scan_limit);
+                // The program is the probe: with a reaper, the reaper's
+                // child drops them instead.
+                if let Err(errno) = super::privileges::drop_all(p.last_cap) {
+                    report_errno(fail, Step::DropPrivileges, errno);
+                }
             }
             Some(control) => {
                 // dup2 clears CLOEXEC: both stay open in the reaper, which

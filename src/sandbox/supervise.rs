@@ -267,6 +267,7 @@ pub(crate) fn supervise(
         wall,
         pid: Some(pid.as_raw()),
         isolation,
+        exhausted: Vec::new(),
     })
 }
 

@@ -1,4 +1,4 @@
-"""`KERNEL_PREFLIGHT=1`: programs written for plain `kernels` (0.17.2), run
+"""`KERNEL_PREFLIGHT=1`: programs written for plain `kernels` (each supported release), run
 unchanged, with the variable and without it. Each program runs in a fresh
 interpreter of this environment, where the wheel's start-up hook
 (`kernel_preflight.pth`) is installed; without the variable it must behave
@@ -302,16 +302,19 @@ def test_an_unknown_value_is_refused_at_the_first_load_before_anything_runs(hub_
 NOTHING_OF_PREFLIGHT = """
 import json, sys, kernels
 kernels.get_kernel("acme/relu", version=1)
+load = sys.modules[kernels.get_kernel.__module__]
 print(json.dumps({"preflight": sorted(m for m in sys.modules if m.startswith("kernel_preflight")),
-                  "seam": kernels.load.resolve_kernel_tree.__module__}))
+                  "seam": load.resolve_kernel_tree.__module__}))
 """
 
 
 def test_without_the_flag_nothing_of_preflight_is_imported(hub_cache):
+    from kernel_preflight import _loader
+
     kernel(hub_cache, "acme/relu", sha(1))
     code, [line], stderr = run(NOTHING_OF_PREFLIGHT, flag=None)
     assert code == 0, stderr
-    assert line == {"preflight": [], "seam": "kernels.deps"}
+    assert line == {"preflight": [], "seam": f"{_loader.current().package}.deps"}
 
 
 def test_the_probe_sees_plain_kernels(hub_cache, tmp_path):
@@ -332,47 +335,47 @@ def test_the_probe_sees_plain_kernels(hub_cache, tmp_path):
 
 
 def test_the_seam_is_where_this_kernels_release_has_it():
-    """The one private name the flag replaces, and the one it wraps: if a
-    kernels release moves either, this fails (and the flag warns at start-up
+    """The one private name the flag replaces, and the one it wraps, where
+    the adapter of the installed release says they are: if a kernels
+    release moves either, this fails (and the flag warns at start-up
     instead of verifying nothing silently)."""
-    import kernels.deps
-    import kernels.layer.func
-    import kernels.layer.layer
-    import kernels.load
-    import kernels.resolver
+    import kernels
 
-    from kernel_preflight import _enable
+    from kernel_preflight import _enable, _loader
 
-    seam = kernels.load.resolve_kernel_tree
+    release = _loader.current()
+    load, deps = release.module("load"), release.module("deps")
+    seam = load.resolve_kernel_tree
     original = getattr(seam, "__kernel_preflight_original__", seam)
-    assert original is kernels.deps.resolve_kernel_tree
-    assert _enable.seam_problem(original) is None
-    # Every loader reaches it through kernels.load's globals.
-    for loader in (kernels.load.get_kernel_with_resolver, kernels.load.has_kernel):
+    assert original is deps.resolve_kernel_tree
+    assert _enable.seam_problem(kernels) is None
+    # Every loader reaches it through the load module's globals.
+    for loader in (load.get_kernel_with_resolver, load.has_kernel):
         assert "resolve_kernel_tree" in loader.__code__.co_names
-        assert loader.__globals__ is vars(kernels.load)
-    for loader in (
-        kernels.load.get_kernel,
-        kernels.load.get_local_kernel,
-        kernels.load.load_kernel,
-        kernels.load.get_locked_kernel,
-    ):
+        assert loader.__globals__ is vars(load)
+    for loader in (load.get_kernel, load.get_local_kernel, load.load_kernel, load.get_locked_kernel):
         assert "get_kernel_with_resolver" in loader.__code__.co_names
-    for module in (kernels.layer.layer, kernels.layer.func):
-        assert module.get_kernel_with_resolver is kernels.load.get_kernel_with_resolver
-        assert module.get_kernel is kernels.load.get_kernel
+        assert getattr(kernels, loader.__name__) is loader
+    for module in (release.module("layer.layer"), release.module("layer.func")):
+        assert module.get_kernel_with_resolver is load.get_kernel_with_resolver
+        assert module.get_kernel is load.get_kernel
     # The resolvers read the pick's metadata through this name.
-    assert hasattr(kernels.resolver.Metadata, "read_from_file")
+    assert hasattr(release.module("resolver").Metadata, "read_from_file")
     # The loader installs, then loads, the tree the seam returns: the tree's
-    # class is where verification sits between the two; has_kernel is the
-    # one entry point that never installs it.
+    # class is where verification sits between the two (from 0.18 the
+    # loader validates the installed kernels before it loads them);
+    # has_kernel is the one entry point that never installs it.
     import inspect
 
-    body = inspect.getsource(kernels.load.get_kernel_with_resolver)
-    assert body.index("validate_metadata") < body.index(".install(") < body.index(".load()")
-    assert ".install(" not in inspect.getsource(kernels.load.has_kernel)
-    assert {"install", "load", "validate_metadata"} <= set(vars(kernels.deps.DepTreeNode))
-    assert _enable.ANSWERING_FUNCTION == kernels.load.has_kernel.__name__
+    body = inspect.getsource(load.get_kernel_with_resolver)
+    steps = ["validate_metadata", ".install(", ".load()"]
+    if release.validates_kernels:
+        steps.insert(2, ".validate_kernel(")
+    assert [body.index(step) for step in steps] == sorted(body.index(step) for step in steps)
+    assert ("validate_kernel" in body) == release.validates_kernels
+    assert ".install(" not in inspect.getsource(load.has_kernel)
+    assert {"install", "load", "validate_metadata"} <= set(vars(deps.DepTreeNode))
+    assert _enable.ANSWERING_FUNCTION == load.has_kernel.__name__
 
 
 def test_a_kernel_that_depends_on_another_is_probed_with_its_dependency(hub_cache):

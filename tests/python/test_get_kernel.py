@@ -117,7 +117,7 @@ def test_a_pin_is_required_as_by_the_hub_loader(hub_cache):
 
 
 UNTRUSTED = """
-import kernels.hf_hub, kernels.resolver
+from kernel_preflight._loader import current
 
 def untrusted(repo_id, local_files_only, trust_remote_code):
     # The hub's trust check answering that the publisher is not trusted
@@ -130,7 +130,7 @@ def untrusted(repo_id, local_files_only, trust_remote_code):
         "to allow loading kernels from untrusted sources."
     )
 
-kernels.resolver._check_trust_remote_code = untrusted
+current().module("resolver")._check_trust_remote_code = untrusted
 """
 
 
@@ -226,7 +226,7 @@ def test_without_kernels_the_hint_names_what_installs_it():
     done = run_python(code)
     assert done.returncode == 0, done.stderr
     message = done.stdout.strip()
-    assert "pip install 'kernels" in message and "<0.18" in message, message
+    assert "pip install 'kernels" in message and "<0.20" in message, message
     assert "pip install '.[hub]'" in message, message
     assert "kernel-preflight[hub]" not in message, message
 
