@@ -1,5 +1,6 @@
-"""The hub loader's own test suite (the `kernels/tests` its 0.17.2 sdist
-ships, unpacked by scripts/test-python.sh into `PREFLIGHT_KERNELS_TESTS`),
+"""The hub loader's own test suite (the `kernels/tests` the sdist of the
+release under test ships, unpacked by scripts/test-python.sh into
+`PREFLIGHT_KERNELS_TESTS`),
 run as it is and again with `KERNEL_PREFLIGHT=1`: every test must end the
 same way, for the same reason. Without the network most of its tests stop
 at a refusal of the hub or at a missing torch; they must stop at the same
@@ -42,7 +43,8 @@ def outcomes(suite: Path, basetemp: Path, flag: bool) -> dict[str, tuple[str, st
 def test_the_loaders_own_suite_ends_the_same_way_under_the_flag(tmp_path):
     suite = os.environ.get("PREFLIGHT_KERNELS_TESTS")
     assert suite and (Path(suite) / "tests").is_dir(), (
-        "PREFLIGHT_KERNELS_TESTS must name the kernels 0.17.2 sdist's kernels/ folder (scripts/test-python.sh unpacks it)"
+        "PREFLIGHT_KERNELS_TESTS must name the kernels/ folder of the installed release's sdist "
+        "(scripts/test-python.sh unpacks it)"
     )
     plain = outcomes(Path(suite), tmp_path / "run", flag=False)
     flagged = outcomes(Path(suite), tmp_path / "run", flag=True)
