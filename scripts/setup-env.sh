@@ -21,6 +21,21 @@ fi
 "$TRITON_VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
   -r scripts/requirements-triton.txt
 echo "environment ready: $TRITON_VENV (triton $("$TRITON_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("triton"))'))"
+# Each supported release of the hub loader (scripts/kernels-releases.txt),
+# once, under .kernels-releases/<version>: put first on PYTHONPATH over
+# .venv (whose packages satisfy every release's requirements), it is the
+# oracle tests/resolve_oracle.rs compares `resolve` with.
+while read -r release; do
+  [ -n "$release" ] || continue
+  dir=.kernels-releases/$release
+  if [ ! -f "$dir/.installed" ]; then
+    rm -rf "$dir"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      --no-deps --target "$dir" "kernels==$release"
+    touch "$dir/.installed"
+  fi
+  echo "ready: $dir (kernels $release)"
+done < scripts/kernels-releases.txt
 # Real parts installed beside the venvs, put where a test needs them only:
 # old einops / apache-tvm-ffi releases (API drift), CUDA 12.2's ptxas and
 # numpy (the fork server's thread pools).

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=(probe probe_diagnosis probe_device probe_flood hub_acceptance hub_judged
-  smoke_library sandbox_hostile sandbox_escape)
+  smoke_library sandbox_hostile sandbox_escape sandbox_walls_hostile)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 PREFLIGHT_TEST_FORKED=1 cargo test --locked --no-fail-fast "${args[@]}" "$@"

@@ -3,7 +3,8 @@
 # environment (real nvcc / NVRTC / cuobjdump wheels, the hub's `kernels`
 # package), formatting, lints, then every test, then the Python package's
 # tests against the wheel built from this checkout (scripts/test-python.sh);
-# the probe fixtures once more with forked probes (scripts/test-forked.sh).
+# the probe fixtures once more with forked probes (scripts/test-forked.sh);
+# a small fleet of real nodes sharing one Redis (scripts/fleet-sim.py).
 # As root it also runs the sandbox tests as nobody (scripts/test-unprivileged.sh)
 # and a real single-node Slurm (scripts/slurm-check.sh).
 # Every stage runs even when one before it failed; the last line is the
@@ -33,6 +34,10 @@ stage layers scripts/layers.sh
 # dead link in the rendered docs).
 stage doc env RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --locked --quiet
 stage cargo-test cargo test --all-targets --locked --no-fail-fast
+# A small fleet (20 real nodes, two machine classes, 16 jobs) against one
+# redis-server: each (class, variant) probed once, no node answering alone.
+stage fleet-sim env PREFLIGHT_BIN="$PWD/target/debug/preflight" \
+  python3 scripts/fleet-sim.py --nodes 20 --classes 15,5 --kernels 4 --variants 4 --deadline 300
 # The probe fixtures again, every probe forked from a fork server.
 stage forked scripts/test-forked.sh
 # As root, the sandbox's tests again as nobody (the user-namespace path).

@@ -332,7 +332,12 @@ fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_res
             (hang, 1.0, "    if late:\n        time.sleep(3600)\n"),
         ],
     );
-    let args = [&QUICK[..], &["--timeout", "3"]].concat();
+    let plot = tmp.path().join("bench.svg");
+    let args = [
+        &QUICK[..],
+        &["--timeout", "3", "--plot", plot.to_str().unwrap()],
+    ]
+    .concat();
     let (out, doc) = bench(&repo, &tmp.path().join("cache"), &args);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(row(&doc, good)["status"]["status"], "timed", "{doc}");
@@ -352,6 +357,27 @@ fn failures_before_and_during_timing_are_excluded_with_their_outcome_and_the_res
     excluded(hang, "timeout", "no result within 3.0 s");
     // Excluded variants come last; the one timed variant is the fastest.
     assert_eq!(doc["variants"][0]["variant"], good.as_str());
+    // The chart (as tests/pictures.rs renders it) hides no failure: the
+    // timed variant and the reference are rows, every other one is listed
+    // with its outcome.
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.starts_with("<svg "), "{svg}");
+    assert!(svg.contains(&format!("\n1. {good}\n")), "{svg}");
+    assert!(svg.contains("\nreference\n"), "{svg}");
+    assert!(svg.contains("\nfastest\n"), "{svg}");
+    assert!(svg.contains("Not timed (4)"), "{svg}");
+    for (name, outcome) in [
+        (wrong, "wrong_result"),
+        (crash, "crashed"),
+        (drift, "wrong_result"),
+        (hang, "timeout"),
+    ] {
+        assert!(
+            svg.contains(&format!("\n{name}: {outcome}: ")),
+            "{name}: {svg}"
+        );
+    }
+    assert!(svg.contains("workload Spin.spin"), "{svg}");
 }
 
 #[test]
@@ -372,6 +398,14 @@ fn bad_input_is_exit_2_with_one_message() {
             "no variant torch-nothing",
         ),
         (vec!["--workload", "nothing"], "no benchmark_nothing"),
+        (
+            vec!["--plot", "chart.png"],
+            "--plot chart.png: expected a file name ending in .svg",
+        ),
+        (
+            vec!["--plot", "/nonexistent/folder/chart.svg"],
+            "its folder does not exist",
+        ),
     ] {
         let (out, _) = bench(&repo, &cache, &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -417,6 +451,8 @@ fn bench_json_snapshot() {
                         "job" | "stop" | "verdict" if v.is_string() => {
                             *v = Value::String(format!("<{key}>"))
                         }
+                        // This machine's facts (its GPU, Python, …).
+                        "machine" => *v = Value::String("<facts>".into()),
                         _ => stable(v, repo),
                     }
                 }

@@ -391,6 +391,36 @@ fn a_session_longer_than_the_probe_timeout_keeps_its_children() {
     }
 }
 
+/// On a device in EXCLUSIVE_PROCESS compute mode a second process's
+/// context is refused (46): the first child says so, and each target is
+/// timed alone, its child ended before the next starts.
+#[test]
+fn an_exclusive_process_device_times_one_target_at_a_time() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    target(tmp.path(), "p", RIGHT);
+    target(tmp.path(), "q", RIGHT);
+    let env = [
+        ("FAKE_CUDA_COMPUTE_MODE", "3".to_owned()),
+        (
+            "FAKE_CUDA_LOCK",
+            tmp.path().join("lock").display().to_string(),
+        ),
+    ];
+    let (out, doc) = bench(
+        tmp.path(),
+        &["p", "q"],
+        &[("p", 300), ("q", 600)],
+        &env,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in ["p", "q"] {
+        assert_eq!(row(&doc, name)["status"]["status"], "timed", "{doc}");
+    }
+    assert_eq!(row(&doc, "q")["vs_fastest"]["verdict"], "slower", "{doc}");
+}
+
 /// A target of two modules is timed as a whole: each sample is both
 /// launches, in file order, and it is kept once, under the key of both.
 #[test]

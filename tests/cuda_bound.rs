@@ -1,8 +1,9 @@
 //! What the cuda child is bound to and what it asks of the device: the
 //! libcuda and libnvrtc its calls reach (checked with `dladdr` against the
-//! files preflight chose), and launches with more than 48 KiB of dynamic
-//! shared memory (opted in first, refused with both numbers beyond the
-//! device's maximum). Run against the stand-in driver of
+//! files preflight chose), launches with more dynamic shared memory than
+//! the kernel's limit (48 KiB less its static shared memory: opted in
+//! first, refused with both numbers beyond the device's maximum), and the
+//! chosen NVRTC in a bench child too. Run against the stand-in driver of
 //! `tests/fixtures/native/fake_libcuda.c` and the real NVRTC of the test
 //! environment.
 
@@ -11,11 +12,12 @@ mod fake_cuda;
 use fake_cuda::fake_libcuda;
 use kernel_preflight::classify::{self, Outcome, OutcomeKind, Phase};
 use kernel_preflight::probe::cuda::{CudaExecutor, Launch, ModuleKind, ModuleSpec};
-use kernel_preflight::probe::{Executor, Job, Subject};
+use kernel_preflight::probe::{BenchExecutor, BenchRole, BenchSpec, Executor, Job, Subject};
 use kernel_preflight::protocol::Report;
 use kernel_preflight::sandbox::Cancel;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 fn cu13_lib() -> PathBuf {
     fake_cuda::cu13().join("lib")
@@ -71,6 +73,33 @@ fn more_than_48_kib_of_shared_memory_is_opted_in_up_to_the_devices_maximum() {
     );
     assert!(
         o.message.contains("307200 bytes") && o.message.contains("232448 bytes"),
+        "{}",
+        o.message
+    );
+}
+
+#[test]
+fn static_shared_memory_counts_toward_the_limit_a_launch_must_raise() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut executor = fake_executor(fake_libcuda());
+    // 16 KiB of static shared memory: the kernel's dynamic limit starts at
+    // 32 KiB, so 40 KiB of dynamic must be opted in although it is < 48 KiB.
+    executor.env.push((
+        "FAKE_CUDA_STATIC_SHARED_preflight_axpy".into(),
+        (16 * 1024).to_string().into(),
+    ));
+    let (_, o) = run(&executor, cubin(dir.path()), vec![axpy(40 * 1024)]);
+    assert_eq!(o.kind, OutcomeKind::Pass, "{o:?}");
+    // 220 KiB fits the 227 KiB maximum alone, not beside the static 16 KiB.
+    let (_, o) = run(&executor, cubin(dir.path()), vec![axpy(220 * 1024)]);
+    assert_eq!(
+        (o.kind, o.phase),
+        (OutcomeKind::ProbeError, Phase::Launch),
+        "{o:?}"
+    );
+    assert!(
+        o.message.contains("225280 bytes")
+            && o.message.contains("static shared memory takes 16384"),
         "{}",
         o.message
     );
@@ -163,26 +192,76 @@ fn the_child_reports_the_libnvrtc_it_is_bound_to() {
     );
 }
 
+/// A stand-in `libnvrtc.so.13` in `dir` (its version and error text only):
+/// a second NVRTC of the chosen one's name, as a toolkit on the loader's
+/// path has.
+fn other_nvrtc(dir: &Path, name: &str) -> PathBuf {
+    std::fs::write(
+        dir.join("nvrtc.c"),
+        "int nvrtcVersion(int *major, int *minor) { *major = 12; *minor = 0; return 0; }\n\
+         const char *nvrtcGetErrorString(int r) { (void)r; return \"fake\"; }\n",
+    )
+    .unwrap();
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(other.join(name))
+        .arg(dir.join("nvrtc.c"))
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(status.success());
+    other
+}
+
+#[test]
+fn a_bench_child_compiles_with_the_chosen_nvrtc_before_another_of_its_name() {
+    // What `check` of the same `.cu` target does: the chosen NVRTC, loaded
+    // by path, answers to `libnvrtc.so.13` before the one on the path.
+    let dir = tempfile::tempdir().unwrap();
+    let other = other_nvrtc(dir.path(), "libnvrtc.so.13");
+    let path = dir.path().join("axpy.cu");
+    std::fs::write(
+        &path,
+        "extern \"C\" __global__ void preflight_axpy_nvrtc(float a, const float *x, float *y, unsigned n) {\n\
+         unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = a * x[i] + y[i];\n}\n",
+    )
+    .unwrap();
+    let job = Job::new(Subject::Module {
+        spec: ModuleSpec {
+            path,
+            kind: ModuleKind::Cuda,
+            nvrtc_options: Vec::new(),
+            target: None,
+        },
+        launches: vec![fake_cuda::axpy("preflight_axpy_nvrtc", 4)],
+    });
+    let chosen = cu13_lib().join("libnvrtc.so.13");
+    let mut executor = fake_executor(fake_libcuda()).with_nvrtc(Some(chosen));
+    executor
+        .env
+        .push(("LD_LIBRARY_PATH".into(), other.into_os_string()));
+    let spec = BenchSpec {
+        role: BenchRole::Variant,
+        workload: None,
+        flush_l2: false,
+    };
+    let mut child = executor
+        .start_bench(&[&job], "nvrtc", &spec, &Cancel::new())
+        .unwrap();
+    let ready = child.ready(Duration::from_secs(60));
+    let evidence = child.finish(Duration::from_secs(30)).unwrap();
+    let outcome = classify::classify(&evidence);
+    assert!(ready.is_ok(), "{outcome:?}");
+    assert!(outcome.kind.passed(), "{outcome:?}");
+}
+
 #[test]
 fn a_libnvrtc_found_first_on_the_loaders_path_is_a_probe_error_naming_both() {
     // cudarc opens `libnvrtc.so` before `libnvrtc.so.13`: a copy of that
     // name on the loader's path would answer instead of the chosen one.
     let dir = tempfile::tempdir().unwrap();
-    let other = dir.path().join("other");
-    std::fs::create_dir(&other).unwrap();
-    std::fs::write(
-        dir.path().join("nvrtc.c"),
-        "int nvrtcVersion(int *major, int *minor) { *major = 12; *minor = 0; return 0; }\n\
-         const char *nvrtcGetErrorString(int r) { (void)r; return \"fake\"; }\n",
-    )
-    .unwrap();
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(other.join("libnvrtc.so"))
-        .arg(dir.path().join("nvrtc.c"))
-        .status()
-        .expect("a C compiler (cc)");
-    assert!(status.success());
+    let other = other_nvrtc(dir.path(), "libnvrtc.so");
     let chosen = cu13_lib().join("libnvrtc.so.13");
     let mut executor = fake_executor(fake_libcuda()).with_nvrtc(Some(chosen.clone()));
     executor

@@ -39,9 +39,48 @@ fn shared_object(out: &Path, args: &[&str]) {
     assert!(status.success(), "nvcc {args:?}");
 }
 
+/// `_ops.so` linked from two object files, `add.cu` built with nvcc
+/// `first` and `scale.cu` with `second`: two fatbin containers, as a build
+/// gives a kernel section with capabilities of its own.
+fn two_containers(out: &Path, first: &[&str], second: &[&str]) {
+    let nvcc = inspect_support::cuda_tool("nvcc");
+    let dir = out.parent().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cuda");
+    for (source, args) in [("add", first), ("scale", second)] {
+        let status = Command::new(&nvcc)
+            .args(["-Xcompiler", "-fPIC", "-c"])
+            .args(args)
+            .arg(fixtures.join(format!("{source}.cu")))
+            .arg("-o")
+            .arg(dir.join(format!("{source}.o")))
+            .status()
+            .unwrap();
+        assert!(status.success(), "nvcc -c {source}.cu {args:?}");
+    }
+    // Host code only at the link, as a build's linker does: nvcc's device
+    // link would add a (default sm_75) container of its own.
+    let status = Command::new(&nvcc)
+        .args(["-shared", "--no-device-link"])
+        .args([dir.join("add.o"), dir.join("scale.o")])
+        .arg("-o")
+        .arg(out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "nvcc -shared");
+    for o in ["add.o", "scale.o"] {
+        std::fs::remove_file(dir.join(o)).unwrap();
+    }
+}
+
+const SM80: &[&str] = &["-gencode", "arch=compute_80,code=sm_80"];
+const SM90: &[&str] = &["-gencode", "arch=compute_90,code=sm_90"];
+const SM100A: &[&str] = &["-gencode", "arch=compute_100a,code=sm_100a"];
+
 /// Variant directories, each holding one `_ops.so`, built once per test
 /// binary: `sm80` (SASS for sm_80 only), `ptx80` (PTX for compute_80
-/// only), `sm90` (SASS for sm_90), `rdc` (`-rdc=true`, sm_80 SASS).
+/// only), `sm90` (SASS for sm_90), `rdc` (`-rdc=true`, sm_80 SASS),
+/// `multi` (a container of sm_90 SASS and one of sm_100a SASS) and
+/// `others` (one of sm_80 SASS and one of sm_100a SASS).
 fn variants() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -61,6 +100,12 @@ fn variants() -> &'static Path {
                 std::fs::create_dir_all(&variant).unwrap();
                 std::fs::write(variant.join("__init__.py"), "").unwrap();
                 s.spawn(move || shared_object(&variant.join("_ops.so"), args));
+            }
+            for (name, first) in [("multi", SM90), ("others", SM80)] {
+                let variant = dir.path().join(name).join(VARIANT);
+                std::fs::create_dir_all(&variant).unwrap();
+                std::fs::write(variant.join("__init__.py"), "").unwrap();
+                s.spawn(move || two_containers(&variant.join("_ops.so"), first, SM100A));
             }
         });
         dir
@@ -179,6 +224,43 @@ fn sass_for_this_device_loads_without_a_jit() {
     assert_eq!(file.taken.as_deref(), Some("sm_90 SASS"));
     assert_eq!(file.jit_ms, None);
     assert!(file.loaded >= 1);
+}
+
+#[test]
+fn a_container_for_other_gpus_is_not_a_failure_while_another_loads() {
+    // A multi-architecture build on a 9.0 GPU: the sm_100a container is
+    // refused (209), as the driver's rule says it must be; the sm_90 one
+    // loads, and the file passes.
+    let run = device_depth("multi", &[]);
+    assert_eq!(
+        (run.outcome.kind, run.outcome.depth),
+        (OutcomeKind::Pass, Some(Depth::Device)),
+        "{:?}",
+        run.outcome
+    );
+    let file = only_file(&run);
+    assert_eq!(file.images, "SASS for sm_90 and sm_100a, no PTX");
+    assert_eq!((file.loaded, file.other_gpus), (1, 1), "{file:?}");
+    assert_eq!(file.taken.as_deref(), Some("sm_90 SASS"));
+    assert!(file.error.is_none(), "{file:?}");
+    // On a 10.0 GPU the sm_100a container loads and the sm_90 one is the
+    // one for other GPUs.
+    let run = device_depth("multi", &[("FAKE_CUDA_CC", "10.0")]);
+    assert_eq!(run.outcome.kind, OutcomeKind::Pass, "{:?}", run.outcome);
+    let file = only_file(&run);
+    assert_eq!((file.loaded, file.other_gpus), (1, 1), "{file:?}");
+    assert_eq!(file.taken.as_deref(), Some("sm_100a SASS"));
+    // When no container is for this GPU, the file fails as one would.
+    let run = device_depth("others", &[]);
+    assert_eq!(
+        (run.outcome.kind, run.outcome.phase),
+        (OutcomeKind::UnsupportedArch, Phase::Load),
+        "{:?}",
+        run.outcome
+    );
+    let file = only_file(&run);
+    assert_eq!((file.loaded, file.other_gpus), (0, 2), "{file:?}");
+    assert_eq!(file.error.as_ref().map(|e| e.code), Some(209));
 }
 
 #[test]

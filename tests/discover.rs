@@ -284,6 +284,84 @@ fn resolve_on_a_directory_shows_metadata_beside_decisions() {
     );
 }
 
+/// The build folders kernels 0.19 writes: dotted arch names, SDKs.
+#[test]
+fn dotted_and_sdk_build_folders_are_variants_under_each_release() {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = tmp.path().join("relu-kernel/build");
+    let names = [
+        "torch-2.10-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+        "torch-2.10-cuda-12.8-cpython-3.15-abi3t-x86_64-linux",
+        "torch210-cu126-x86_64-linux",
+        "sdk-cuda",
+        "torch-universal",
+    ];
+    for name in names {
+        fs::create_dir_all(build.join(name)).unwrap();
+        fs::write(build.join(name).join("metadata.json"), METADATA).unwrap();
+    }
+    let Target::Hub(found) = discover::discover(&build.parent().unwrap()).unwrap() else {
+        panic!("not a hub kernel");
+    };
+    let mut listed: Vec<String> = found.variants.iter().map(|v| v.name.to_string()).collect();
+    listed.sort();
+    let mut expected = names.map(String::from).to_vec();
+    expected.sort();
+    assert_eq!(listed, expected);
+    assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+
+    let resolve = |release: &str| {
+        let system = format!(
+            "backend=cuda,cuda=12.8,torch=2.10,cxx11=true,tvm-ffi=none,cpu=x86_64,os=linux,\
+             python=3.12,free-threaded=false,mlx=false,kernels={release}"
+        );
+        let out = preflight(&[
+            "resolve",
+            build.to_str().unwrap(),
+            "--system",
+            &system,
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["rules"]["release"], release);
+        doc["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["variant"].as_str().unwrap(),
+                    d["rejection"].as_str().unwrap_or("ok")
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        resolve("0.19.1"),
+        [
+            "torch-2.10-cuda-12.8-cpython-3.9-abi3-x86_64-linux ok",
+            "torch210-cu126-x86_64-linux ok",
+            "torch-universal ok",
+            "sdk-cuda ok",
+            "torch-2.10-cuda-12.8-cpython-3.15-abi3t-x86_64-linux python_version",
+        ]
+    );
+    // kernels 0.17 reads a dotted name as a noarch variant of no backend,
+    // and skips an SDK.
+    let old = resolve("0.17.2");
+    assert_eq!(
+        old[..2],
+        ["torch210-cu126-x86_64-linux ok", "torch-universal ok"]
+    );
+    assert!(
+        old[2].ends_with("noarch_backend") && old[3].ends_with("noarch_backend"),
+        "{old:?}"
+    );
+    assert_eq!(old[4], "sdk-cuda not_parsed");
+}
+
 #[test]
 fn bad_targets_are_precise_errors_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();

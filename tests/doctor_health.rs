@@ -96,11 +96,50 @@ fn a_device_that_fails_its_launch_is_a_fault() {
 fn a_gpu_on_the_bus_that_the_driver_does_not_answer_for_is_a_fault() {
     let out = health(1, Path::new("/nonexistent/libcuda.so.1"), &[], &[]);
     let line = faulted(&out, "no_device");
-    assert!(line.contains("1 NVIDIA GPU(s) on the PCI bus"), "{line}");
+    assert!(
+        line.contains("1 NVIDIA GPU(s) on the PCI bus and reachable here"),
+        "{line}"
+    );
     // Fewer answer than the bus shows.
     let out = health(3, fake_libcuda(), &[("FAKE_CUDA_MACHINE", "two_gpus")], &[]);
     let line = faulted(&out, "no_device");
     assert!(line.contains("the CUDA driver answers 2"), "{line}");
+}
+
+#[test]
+fn a_container_given_one_gpu_of_eight_is_healthy_with_its_one() {
+    // /sys lists the host's eight GPUs; the driver's folder in /proc and
+    // /dev show the container's one (minor 3), which the driver answers.
+    let root = common::fresh_dir("one-of-eight");
+    let info = root.join("proc/driver/nvidia/gpus/0000:04:00.0");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(
+        info.join("information"),
+        "Model: \t\t Fake GPU\nDevice Minor: \t 3\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("dev")).unwrap();
+    for node in ["nvidiactl", "nvidia3"] {
+        std::fs::write(root.join("dev").join(node), "").unwrap();
+    }
+    let (proc, dev) = (root.join("proc"), root.join("dev"));
+    let env = [
+        ("PREFLIGHT_PROCFS_ROOT", proc.to_str().unwrap()),
+        ("PREFLIGHT_DEVFS_ROOT", dev.to_str().unwrap()),
+    ];
+    let out = health(8, fake_libcuda(), &env, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("healthy: 1 GPU(s)"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

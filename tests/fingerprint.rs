@@ -92,6 +92,8 @@ fn gpus_bound_to_the_nvidia_driver_in_bus_order_with_cuda_visible_devices_applie
     m.gpu("0000:41:00.0", "0x2330", "NVIDIA H100 80GB HBM3");
     m.pci("0000:81:00.0", "0x10de", "0x2901", "0x030000");
     m.bind_nvidia("0000:81:00.0");
+    // The driver's folder for it, without an information file.
+    std::fs::create_dir_all(m.path("proc/driver/nvidia/gpus/0000:81:00.0")).unwrap();
     // Not GPUs CUDA can number: one bound to vfio-pci (not to the NVIDIA
     // driver), an NVSwitch the driver binds, the GPU's audio function, a
     // NIC, an AMD display controller.
@@ -172,6 +174,46 @@ fn gpus_bound_to_the_nvidia_driver_in_bus_order_with_cuda_visible_devices_applie
         "{table}"
     );
     assert!(table.contains("550.54.15"), "{table}");
+}
+
+#[test]
+fn a_container_given_one_gpu_of_eight_counts_and_numbers_that_one() {
+    // /sys is the host's: eight H200s bound to the driver. The container
+    // runtime gave this container the fourth alone: the driver's folder in
+    // /proc lists it alone, and /dev holds its node alone.
+    let mut m = Machine::new();
+    m.set("PREFLIGHT_PYTHON", "none");
+    let bus = |i: u32| format!("0000:{:02x}:00.0", 0x18 + 0x10 * i);
+    for i in 0..8 {
+        m.gpu_minor(&bus(i), "0x2335", "NVIDIA H200", i);
+    }
+    let (fp, _) = m.fingerprint(&[]);
+    assert_eq!(fp.gpus.devices.len(), 8, "a host: every GPU counts");
+    for i in (0..8).filter(|&i| i != 3) {
+        std::fs::remove_dir_all(m.path(&format!("proc/driver/nvidia/gpus/{}", bus(i)))).unwrap();
+    }
+    m.write("dev/nvidiactl", "");
+    m.write("dev/nvidia3", "");
+    let (fp, _) = m.fingerprint(&[]);
+    let seen: Vec<(&str, Option<u32>)> = fp
+        .gpus
+        .devices
+        .iter()
+        .map(|g| (g.pci_bus_id.as_str(), g.cuda_index))
+        .collect();
+    assert_eq!(seen, [(bus(3).as_str(), Some(0))]);
+    // The node alone tells too, where /proc lists every GPU.
+    for i in 0..8 {
+        m.gpu_minor(&bus(i), "0x2335", "NVIDIA H200", i);
+    }
+    let (fp, _) = m.fingerprint(&[]);
+    let buses: Vec<&str> = fp
+        .gpus
+        .devices
+        .iter()
+        .map(|g| g.pci_bus_id.as_str())
+        .collect();
+    assert_eq!(buses, [bus(3).as_str()]);
 }
 
 #[test]

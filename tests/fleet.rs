@@ -165,6 +165,37 @@ fn fleet_diff_names_the_verdicts_and_facts_that_differ() {
     );
     assert!(text.contains("import_error"), "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+
+    // The same differences on the fleet's page (tests/pictures.rs lays
+    // such a page out in a browser), with the matrix they come from.
+    let page = fresh_dir("page").join("fleet.html");
+    let out = a
+        .cmd(&["fleet", "report", "--html", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+    for class in [&old, &new] {
+        assert!(html.contains(&format!("id=\"class-{class}\"")), "{html}");
+    }
+    assert_eq!(html.matches("classes disagree").count(), 1, "{html}");
+    for chosen in &names {
+        assert!(
+            html.contains(&format!("✓ <span class=\"variant\">{chosen}</span>")),
+            "{html}"
+        );
+    }
+    // The page pairs classes in their hashes' order.
+    let either =
+        |a: &str, b: &str| html.contains(&format!("{a}{b}")) || html.contains(&format!("{b}{a}"));
+    assert!(
+        either("<td>-</td>", &format!("<td>{DRIVER}</td>")),
+        "{html}"
+    );
+    assert!(html.contains("2 facts, 1 choice, 1 verdict"), "{html}");
+    assert!(either("<td>pass</td>", "<td>import_error</td>"), "{html}");
 }
 
 #[test]
@@ -195,6 +226,21 @@ fn fleet_bad_input_is_one_message_and_exit_2() {
             Node::new(&redis, &secret).unset("PREFLIGHT_REMOTE_SECRET_FILE"),
             vec!["fleet", "ls"],
             "PREFLIGHT_REMOTE_SECRET_FILE is not set",
+        ),
+        (
+            Node::new(&redis, &secret),
+            vec!["fleet", "report", "--html", "fleet.txt"],
+            "--html fleet.txt: expected a file name ending in .html",
+        ),
+        (
+            Node::new(&redis, &secret),
+            vec!["fleet", "report", "--html", "/nonexistent/fleet.html"],
+            "its folder does not exist",
+        ),
+        (
+            Node::new(&redis, &secret),
+            vec!["fleet", "report", "--html", "fleet.html", "--json"],
+            "--json is for fleet ls and fleet diff",
         ),
     ];
     for (node, args, message) in cases {

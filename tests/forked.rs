@@ -4,6 +4,7 @@
 //! The server holds a stand-in torch (`probe_fixtures::fakes::torch`) and
 //! the test interpreter's `kernels`.
 
+mod fake_cuda;
 mod probe_fixtures;
 
 use kernel_preflight::classify::OutcomeKind;
@@ -187,6 +188,38 @@ fn a_server_holding_a_cuda_context_falls_back_to_fresh_processes() {
     assert_eq!(run.evidence.made, Made::Fresh);
     let why = executor.fork_fallback().expect("the server was given up");
     assert!(why.contains("CUDA context"), "{why}");
+}
+
+#[test]
+fn a_server_whose_imports_started_the_cuda_driver_falls_back_to_fresh_processes() {
+    // What torch.cuda.is_available() does without marking torch.cuda
+    // initialized: load libcuda and call cuInit (here the stand-in's).
+    let site = torch_site();
+    std::fs::copy(
+        fake_cuda::fake_libcuda(),
+        site.dir.path().join("libcuda.so.1"),
+    )
+    .unwrap();
+    site.file(
+        "preflight_cuinit.py",
+        "import ctypes, os\n\
+         ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libcuda.so.1')).cuInit(0)\n",
+    );
+    let mut executor = forking(&site);
+    executor
+        .env
+        .push((PRELOAD_ENV.into(), "preflight_cuinit".into()));
+    let repo = Repo::new();
+    let variant = repo.variant("torch-universal", "add = lambda a, b: a + b\n");
+    let job = job(&variant, SmokeSource::LoadOnly, quick_limits());
+    let (run, outcome) = probe_as_it_goes(&executor, &job);
+    assert_eq!(outcome.kind, OutcomeKind::Pass, "{outcome:?}");
+    assert_eq!(run.evidence.made, Made::Fresh);
+    let why = executor.fork_fallback().expect("the server was given up");
+    assert!(
+        why.contains("CUDA driver loaded") && why.contains("libcuda.so.1"),
+        "{why}"
+    );
 }
 
 #[test]

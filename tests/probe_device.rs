@@ -112,6 +112,87 @@ fn a_device_beyond_those_torch_sees_is_no_device() {
     );
 }
 
+/// A torch that sees two GPUs, whose events read how much work the device
+/// of the stream they are recorded on has run (device 0 is current).
+const TWO_DEVICES: &str = r#"_busy = {0: 0.0, 1: 0.0}
+
+def is_available():
+    return True
+
+def device_count():
+    return 2
+
+def synchronize(device=None):
+    pass
+
+def get_device_capability(device=None):
+    return (9, 0)
+
+def _work(index, ms):
+    _busy[index] += ms
+
+class _Stream:
+    def __init__(self, index):
+        self.device_index = index
+
+def current_stream(device=None):
+    index = getattr(device, "index", device)
+    return _Stream(0 if index is None else index)
+
+class Event:
+    def __init__(self, enable_timing=False):
+        self.at = None
+
+    def record(self, stream=None):
+        self.at = _busy[(stream or current_stream()).device_index]
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return end.at - self.at
+"#;
+
+#[test]
+fn a_smoke_on_cuda_1_is_timed_on_cuda_1() {
+    let repo = Repo::new();
+    let v = repo.variant("torch-cuda", ADD);
+    let site = Site::new();
+    fakes::torch(&site, Some("12.8"), 2);
+    site.file("torch/cuda.py", TWO_DEVICES).file(
+        "torch/__init__.py",
+        r#"from types import SimpleNamespace
+__version__ = '2.8.0+fake'
+from . import backends, cuda, version
+_C = SimpleNamespace()
+
+
+class device:
+    def __init__(self, spec):
+        self.type, _, index = str(spec).partition(':')
+        self.index = int(index) if index else None
+"#,
+    );
+    // 7 ms of work on the device the smoke was given, none on device 0.
+    let smoke = SmokeSource::File(repo.file(
+        "smoke.py",
+        r#"def smoke(kernel, device):
+    import torch
+    torch.cuda._work(int(device.split(':')[1]), 7.0)
+    return kernel.add([1], [2]), [3]
+"#,
+    ));
+    let mut job = job(&v, smoke, quick_limits());
+    job.device = Placement::Ordinal(1);
+    let (run, outcome) = probe_job(&site.executor(&python()), &job);
+    assert_eq!(
+        (outcome.kind, outcome.depth),
+        (OutcomeKind::Pass, Some(Depth::Verified)),
+        "{outcome:?}"
+    );
+    assert_eq!(run.evidence.timings().smoke_ms, Some(7.0));
+}
+
 #[test]
 fn a_triton_kernel_needs_an_active_triton_driver() {
     // torch sees a GPU, Triton finds no active driver: the kernel cannot

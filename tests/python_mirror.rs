@@ -33,6 +33,7 @@ fn full(kind: OutcomeKind) -> Outcome {
             images: "SASS for sm_80".into(),
             loaded: 1,
             relocatable: 0,
+            other_gpus: 0,
             taken: Some("sm_80 SASS".into()),
             load_ms: 1.5,
             jit_ms: Some(0.5),

@@ -318,3 +318,70 @@ fn a_universal_kernel_with_its_cuda_twin_selects_the_same_cold_and_warm() {
         .collect();
     assert_agrees_with_the_hub(&python, &results, hub_reason);
 }
+
+/// What a Triton kernel's probe compiles lands in preflight's store of that
+/// kernel's JIT caches (docs/sandbox.md, "JIT caches"), never in the
+/// user's `~/.triton`; its next probe finds it there warm. Prints what the
+/// cold cache cost (docs/performance.md).
+#[test]
+fn a_triton_kernels_jit_cache_is_its_own_and_warm_for_its_next_probe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let python = triton_python();
+    let mut k = HubKernel::new(tmp.path(), "vector-add");
+    let m = k.metadata("cpu");
+    k.variant("torch-universal", &[("__init__.py", VECTOR_ADD)], m);
+    let good = k.file(
+        "smoke/good.py",
+        &compile_smoke(
+            "@triton.jit\ndef _kernel(x_ptr):\n    offsets = tl.arange(0, 16)\n    tl.store(x_ptr + offsets, offsets)\n",
+        ),
+    );
+    let repo = k.finish(&python);
+    let cache = tmp.path().join("cache");
+    let user = std::env::var_os("TRITON_CACHE_DIR").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".triton/cache"),
+        PathBuf::from,
+    );
+    let listing = |dir: &Path| -> Vec<PathBuf> {
+        let mut all: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        all.sort();
+        all
+    };
+    let before = listing(&user);
+    let args = ["--no-cache", "--smoke", good.to_str().unwrap()];
+    let timed = || {
+        let start = std::time::Instant::now();
+        let (results, code) = check(&cache, &repo, &args);
+        assert_eq!(code, Some(0), "{results:?}");
+        start.elapsed()
+    };
+    // The first run also makes the fingerprint preflight caches; the JIT
+    // store emptied after it, the third run pays for Triton's cache alone.
+    let first = timed();
+    std::fs::remove_dir_all(cache.join("jit")).expect("empty the store");
+    let (cold, warm) = (timed(), timed());
+    // One folder of the store per kernel, Triton's entries in it.
+    let kernels = listing(&cache.join("jit"));
+    assert_eq!(kernels.len(), 1, "{kernels:?}");
+    // `~/.triton/cache` by default, the folder `TRITON_CACHE_DIR` names
+    // when set.
+    let compiled = [
+        listing(&kernels[0].join("triton/cache")),
+        listing(&kernels[0].join("triton_cache_dir")),
+    ]
+    .concat();
+    assert!(!compiled.is_empty(), "Triton's entries are in the store");
+    assert_eq!(
+        listing(&user),
+        before,
+        "the user's Triton cache is as it was"
+    );
+    eprintln!(
+        "check with Triton's compile: first {first:?}, cold JIT cache {cold:?}, warm {warm:?}"
+    );
+}

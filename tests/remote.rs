@@ -4,9 +4,11 @@
 
 mod common;
 
-use common::node::{Node, OUTCOMES, SECRET, answered, resealed, rows, secret_file};
+use common::node::{
+    Node, OUTCOMES, SECRET, answered, cpu_names as names, resealed, rows, secret_file,
+};
 use common::redis_server::RedisServer;
-use common::{fresh_dir, kernel_repo, stderr, variant_names};
+use common::{fresh_dir, kernel_repo, stderr};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -23,14 +25,6 @@ fn mixed_repo() -> PathBuf {
     body(1, "import no_such_module_anywhere\n");
     body(2, "import time\ntime.sleep(600)\n");
     repo
-}
-
-/// `n` variant names that load on this CPU-only machine.
-fn names(n: usize) -> Vec<String> {
-    let mut names = variant_names(n + 1);
-    names.retain(|v| v != "torch-cuda");
-    names.truncate(n);
-    names
 }
 
 fn slow_repo(n: usize, body: &str) -> PathBuf {
@@ -214,7 +208,7 @@ fn timed(node: &Node, repo: &Path) -> (Duration, Output, Value) {
 }
 
 #[test]
-fn a_store_that_is_down_or_stopped_costs_one_warning_and_a_bounded_delay() {
+fn a_store_that_is_down_or_stopped_costs_one_warning_and_the_retry_time() {
     let secret = secret_file();
     let repo = slow_repo(3, "X = 1\n");
     let unreachable = {
@@ -228,8 +222,10 @@ fn a_store_that_is_down_or_stopped_costs_one_warning_and_a_bounded_delay() {
     // A cold run with no remote, for comparison.
     let redis = RedisServer::start();
     let (alone, _, _) = timed(&Node::new(&redis, &secret).unset("PREFLIGHT_REMOTE"), &repo);
+    // It is tried again for this long, then given up on.
+    let retry = Duration::from_secs(1);
     for how in ["nothing listening", "stopped"] {
-        let node = Node::new(&redis, &secret);
+        let node = Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_RETRY", "1s");
         let node = if how == "stopped" {
             redis.pause();
             node
@@ -244,12 +240,13 @@ fn a_store_that_is_down_or_stopped_costs_one_warning_and_a_bounded_delay() {
         let err = stderr(&out);
         assert_eq!(err.matches("remote store").count(), 1, "{how}: {err}");
         assert!(
-            err.contains("answering from this node alone"),
+            err.contains("(tried again for 1s); answering from this node alone"),
             "{how}: {err}"
         );
-        // One timeout (250 ms) at most, against run-to-run noise.
+        // The retry time and one timeout (250 ms) at most, against
+        // run-to-run noise.
         assert!(
-            took < alone + Duration::from_secs(3),
+            took < alone + retry + Duration::from_secs(3),
             "{how}: {took:?} against {alone:?} alone"
         );
         // What it probed is kept locally all the same.

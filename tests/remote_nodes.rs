@@ -4,44 +4,23 @@
 
 mod common;
 
-use common::node::{Node, OUTCOMES, secret_file};
+use common::node::{Node, OUTCOMES, cpu_names as names, secret_file, warmed};
 use common::redis_server::RedisServer;
-use common::{fresh_dir, kernel_repo, stderr, variant_names};
+use common::{fresh_dir, kernel_repo, stderr};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// `n` variant names that load on this CPU-only machine.
-fn names(n: usize) -> Vec<String> {
-    let mut names = variant_names(n + 1);
-    names.retain(|v| v != "torch-cuda");
-    names.truncate(n);
-    names
-}
-
 /// `warmup --json` of `repo` on `node`, started.
 fn warmup(node: &Node, repo: &Path) -> Child {
-    node.cmd(&["warmup", repo.to_str().unwrap(), "--json", "--python"])
-        .arg(common::venv_python())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    node.warmup(repo, &[])
 }
 
 /// A finished warmup's (probed, answered from a cache) counts.
 fn counts(child: Child) -> (u64, u64) {
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("warmup --json: {e}\n{}", stderr(&out)));
-    let kernel = &doc[0];
-    assert_eq!(kernel["passed"], kernel["variants"], "{doc}");
-    (
-        kernel["probed"].as_u64().unwrap(),
-        kernel["cached"].as_u64().unwrap(),
-    )
+    let (probed, cached, _) = warmed(child);
+    (probed, cached)
 }
 
 #[test]
@@ -85,7 +64,11 @@ fn redis_stopped_mid_warmup_loses_no_verdict_and_leaves_no_half_entry() {
         "import time\ntime.sleep(1)\nX = 1\n",
     );
     let nodes: Vec<Node> = (0..4)
-        .map(|_| Node::new(&redis, &secret).set("PREFLIGHT_REMOTE_LEASE", "2s"))
+        .map(|_| {
+            Node::new(&redis, &secret)
+                .set("PREFLIGHT_REMOTE_LEASE", "2s")
+                .set("PREFLIGHT_REMOTE_RETRY", "1s")
+        })
         .collect();
     let children: Vec<Child> = nodes
         .iter()

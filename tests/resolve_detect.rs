@@ -5,7 +5,7 @@ mod common;
 #[path = "fixtures/fingerprint/machine.rs"]
 mod machine;
 
-use kernel_preflight::declared::System;
+use kernel_preflight::declared::{Release, System};
 use kernel_preflight::variant::{Backend, OrOther, Os, Version};
 use machine::*;
 use serde_json::Value;
@@ -50,6 +50,48 @@ fn system_from_a_fingerprint_of_a_cuda_torch_environment() {
 }
 
 #[test]
+fn python_free_threading_mlx_and_the_kernels_release_come_from_the_environment() {
+    let mut m = Machine::new();
+    let venv = m.venv("venv", "3.12.4");
+    m.set("VIRTUAL_ENV", venv.to_string_lossy());
+    let s = System::from_fingerprint(&m.fingerprint(&[]).0);
+    assert_eq!(s.python, Some(Version::new(3, 12)));
+    assert!(!s.free_threaded && !s.mlx);
+    assert_eq!(s.kernels, None);
+    assert_eq!(s.rules().release, Release::NEWEST);
+
+    let site = venv_site(&venv);
+    m.dist(&site, "kernels-0.18.3.dist-info");
+    m.dist(&site, "mlx-0.29.0.dist-info");
+    let s = System::from_fingerprint(&m.fingerprint(&[]).0);
+    assert_eq!(s.kernels.as_deref(), Some("0.18.3"));
+    assert_eq!(s.rules().release, Release::V0_18);
+    assert!(s.mlx);
+
+    // A release outside the range: the newest rules, and it says so.
+    std::fs::remove_dir_all(site.join("kernels-0.18.3.dist-info")).unwrap();
+    m.dist(&site, "kernels-0.20.0.dist-info");
+    let rules = System::from_fingerprint(&m.fingerprint(&[]).0).rules();
+    assert_eq!(rules.release, Release::NEWEST);
+    assert!(!rules.installed_is_supported());
+    assert!(
+        rules
+            .to_string()
+            .contains("0.20.0 is installed, outside the supported"),
+        "{rules}"
+    );
+
+    // A free-threaded build keeps its packages in lib/python3.13t/.
+    let mut m = Machine::new();
+    let venv = m.venv("ft", "3.13.1");
+    std::fs::rename(venv.join("lib/python3.13"), venv.join("lib/python3.13t")).unwrap();
+    m.set("VIRTUAL_ENV", venv.to_string_lossy());
+    let s = System::from_fingerprint(&m.fingerprint(&[]).0);
+    assert!(s.free_threaded, "{:?}", s);
+    assert_eq!(s.python, Some(Version::new(3, 13)));
+}
+
+#[test]
 fn resolve_uses_the_environment_without_overrides() {
     // The test environment has no torch: torch variants are rejected for
     // lack of torch; the wheel's CUDA runtime is not on the library path,
@@ -71,6 +113,11 @@ fn resolve_uses_the_environment_without_overrides() {
     assert_eq!(doc["system"]["backend"]["type"], "cpu");
     assert_eq!(doc["decisions"][0]["variant"], "torch-cpu");
     assert_eq!(doc["decisions"][1]["accepted"], false);
+    // The release installed there (scripts/requirements-test.txt) picks
+    // the rules.
+    assert_eq!(doc["system"]["kernels"], "0.17.2");
+    assert_eq!(doc["rules"]["release"], "0.17.2");
+    assert_eq!(doc["rules"]["installed_supported"], true);
     // A Python that does not exist is bad input.
     let out = common::preflight(&[
         "resolve",

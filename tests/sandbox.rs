@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/sandbox")
-        .join(name)
+    common::fixtures().join("sandbox").join(name)
 }
 
 fn python(script: &str) -> ChildCommand {
@@ -34,7 +32,7 @@ fn quick() -> Limits {
 fn sandbox() -> Sandbox {
     Sandbox::new()
         .expect("sandbox directory")
-        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()))
+        .with_reaper(Some(common::preflight_bin()))
 }
 
 /// Runs `cmd` marked ([`common::mark`]), and checks that nothing it
@@ -610,6 +608,12 @@ fn orphaned_child_helper() {
     let cmd = ChildCommand::new("sh")
         .arg("-c")
         .arg(r#"echo $$ > "$PID_FILE.tmp" && mv "$PID_FILE.tmp" "$PID_FILE" && exec sleep 3600"#)
-        .env("PID_FILE", pid_file);
-    let _ = sandbox().run(&cmd, &quick(), &Cancel::new());
+        .env("PID_FILE", &pid_file);
+    // Past the walls: the test waits for the pid in this folder.
+    let folder = Path::new(&pid_file)
+        .parent()
+        .expect("the pid file's folder");
+    let _ = sandbox()
+        .writable(folder)
+        .run(&cmd, &quick(), &Cancel::new());
 }

@@ -2,6 +2,8 @@
 //! whatever its end, must give back its descriptors and its children. A test
 //! binary of its own, so that no other test opens descriptors meanwhile.
 
+mod common;
+
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Limits, Sandbox};
 use std::time::Duration;
 
@@ -29,7 +31,7 @@ fn children() -> Vec<String> {
 #[test]
 fn runs_leak_no_descriptors_and_no_children() {
     // With the reaper (as in `preflight`) and without (a library user).
-    for reaper in [Some(env!("CARGO_BIN_EXE_preflight").into()), None] {
+    for reaper in [Some(common::preflight_bin()), None] {
         runs_of_every_kind_give_everything_back(
             Sandbox::new().expect("sandbox").with_reaper(reaper),
         );

@@ -20,150 +20,21 @@
 //! namespace (the fallback, said out loud).
 
 mod common;
+mod hostile;
 mod probe_fixtures;
+
+use hostile::{
+    bounded, check, fixture, found, is_root, kernel, namespaced, nobody_python, open_up, outcomes,
+    report_dir,
+};
 
 use kernel_preflight::sandbox::{Cancel, ChildCommand, Isolation, Limits, Sandbox, Termination};
 use serde_json::Value;
 use std::ffi::OsStr;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn fixture(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/hostile")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
-/// A Python interpreter that `nobody` may run (the project's venv may live
-/// where only root reaches), if there is one.
-fn nobody_python() -> Option<PathBuf> {
-    let candidates = [
-        probe_fixtures::python(),
-        PathBuf::from("/usr/bin/python3"),
-        PathBuf::from("/usr/local/bin/python3"),
-    ];
-    candidates.into_iter().find(|python| {
-        // Through a shell: setpriv's own exec of the program may succeed
-        // where nobody's lookup of the same path fails.
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .args(["sh", "-c", "test -x \"$0\" && exec \"$0\" -c pass"])
-            .arg(python)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    })
-}
-
-/// A kernel repo with one universal variant whose import is `init`,
-/// readable by every user (the fallback test runs it as `nobody`).
-fn kernel(init: &str) -> probe_fixtures::Repo {
-    let repo = probe_fixtures::Repo::new();
-    repo.variant("torch-universal", init);
-    open_up(repo.dir.path());
-    repo
-}
-
-/// Makes `dir` and everything in it readable (and folders writable) by
-/// every user.
-fn open_up(dir: &Path) {
-    let mode = |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
-    mode(dir, 0o777).expect("chmod");
-    for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            open_up(&path);
-        } else {
-            mode(&path, 0o666).expect("chmod");
-        }
-    }
-}
-
-/// A folder the fixtures write their findings into.
-fn report_dir() -> PathBuf {
-    let dir = common::fresh_dir("hostile");
-    open_up(&dir);
-    dir
-}
-
-fn found(report: &Path, name: &str) -> Value {
-    let path = report.join(name);
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (the fixture did not finish)", path.display()));
-    serde_json::from_str(&text).expect("the fixture's JSON")
-}
-
-/// `preflight check --json TARGET…` with `env`, bounded in time: the
-/// output, and the JSON it printed.
-fn check(targets: &[&Path], env: &[(&str, &OsStr)]) -> (Output, Value) {
-    let mut cmd = common::preflight_cmd();
-    cmd.arg("check")
-        .arg("--python")
-        .arg(probe_fixtures::python())
-        .args(["--timeout", "30", "--jobs", "2", "--json"])
-        .args(targets);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = bounded(cmd, Duration::from_secs(120));
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "check --json printed something that is not JSON ({e}):\n{}\nstderr:\n{}",
-            common::stdout(&out),
-            common::stderr(&out)
-        )
-    });
-    (out, json)
-}
-
-/// Runs `cmd` to its end, or fails the test when it takes longer than
-/// `limit` (after killing it): a hang is what some of these tests are about.
-fn bounded(mut cmd: Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait"),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            panic!("{cmd:?} did not end within {limit:?}");
-        }
-    }
-}
-
-/// The result rows of a `check --json`, one per target given.
-fn outcomes(json: &Value) -> Vec<&Value> {
-    json["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| &r["outcome"])
-        .collect()
-}
-
-fn namespaced(json: &Value) -> bool {
-    json["isolation"]["kind"] == "namespaces"
-}
 
 #[test]
 fn a_probe_sees_nothing_of_preflight_nor_the_hub_token() {
@@ -446,7 +317,8 @@ fn a_probe_cannot_write_gigabytes() {
     let bound: u64 = 64 << 20;
     let sandbox = Sandbox::new()
         .expect("sandbox")
-        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()));
+        .with_reaper(Some(common::preflight_bin()))
+        .writable(&report);
     let script = sandbox.dir().join("fill_disk.py");
     std::fs::write(&script, fixture("fill_disk.py")).expect("script");
     let cmd = ChildCommand::new(probe_fixtures::python())
@@ -483,8 +355,17 @@ fn a_probe_cannot_write_gigabytes() {
         .map(|m| m.len())
         .sum();
     assert!(copied <= bound, "{copied} bytes came back");
-    for leftover in ["/tmp/fill-2", "/dev/shm/fill-3"] {
-        assert!(!Path::new(leftover).exists(), "{leftover} reached the host");
+    let home = std::env::var_os("HOME").map(|h| Path::new(&h).join("fill-4"));
+    for leftover in ["/tmp/fill-2".into(), "/dev/shm/fill-3".into()]
+        .into_iter()
+        .chain(home)
+    {
+        let leftover: PathBuf = leftover;
+        assert!(
+            !leftover.exists(),
+            "{} reached the host",
+            leftover.display()
+        );
     }
 }
 
@@ -520,9 +401,17 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
     let Some(python) = nobody_python() else {
         panic!("no Python interpreter that nobody may run");
     };
-    let report = report_dir();
-    let home = report_dir();
-    let cache = report_dir();
+    // Folders nobody can reach from wherever the checkout is, root's 0700
+    // home included.
+    let copy = common::nobody::ForNobody::new();
+    let folder = |name: &str| {
+        let dir = copy.scratch.join(name);
+        std::fs::create_dir(&dir).expect("mkdir");
+        open_up(&dir);
+        dir
+    };
+    let (report, home, cache) = (folder("report"), folder("home"), folder("cache"));
+    let preflight = copy.preflight();
     let good = kernel("X = 1\n");
     let look = kernel(&fixture("look_outside.py"));
     let hostile: Vec<(probe_fixtures::Repo, &str)> = ["KILL", "STOP", "INT,TERM,HUP"]
@@ -545,6 +434,7 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
         let (a, b, c) = (repo.root(), good.root(), look.root());
         args.extend([a.as_os_str(), b.as_os_str(), c.as_os_str()]);
         let out = refused_namespaces(
+            &preflight,
             &args,
             &[
                 ("HOSTILE_SIGNALS", OsStr::new(signals)),
@@ -611,6 +501,7 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
         }
     }
     let out = refused_namespaces(
+        &preflight,
         &["doctor".as_ref(), "--python".as_ref(), python.as_os_str()],
         &[("HOME", home.as_os_str())],
     );
@@ -623,13 +514,10 @@ fn without_namespaces_the_run_says_so_and_survives_its_probes() {
 
 /// Runs the preflight binary with `args` as `nobody`, in a user namespace
 /// in which no further namespace can be made (`refuse_namespaces.py`).
-fn refused_namespaces(args: &[&OsStr], env: &[(&str, &OsStr)]) -> Output {
-    let helper =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile/refuse_namespaces.py");
+fn refused_namespaces(preflight: &Path, args: &[&OsStr], env: &[(&str, &OsStr)]) -> Output {
+    let helper = common::fixtures().join("hostile/refuse_namespaces.py");
     let mut cmd = Command::new(probe_fixtures::python());
-    cmd.arg(helper)
-        .arg(env!("CARGO_BIN_EXE_preflight"))
-        .args(args);
+    cmd.arg(helper).arg(preflight).args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -644,39 +532,12 @@ fn every_hostile_class_holds_for_an_unprivileged_user_too() {
         eprintln!("already unprivileged: the tests above ran as this user");
         return;
     }
-    let Some(python) = nobody_python() else {
-        panic!("no Python interpreter that nobody may run");
-    };
-    let scratch = report_dir();
-    let out = bounded(
-        {
-            let mut cmd = Command::new("setpriv");
-            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(std::env::current_exe().expect("test binary"))
-                .args([
-                    "--skip",
-                    "every_hostile_class_holds_for_an_unprivileged_user_too",
-                    "--skip",
-                    "without_namespaces_the_run_says_so_and_survives_its_probes",
-                    "--test-threads=2",
-                ])
-                .env("PREFLIGHT_TEST_PYTHON", &python)
-                .env("PREFLIGHT_TEST_SCRATCH", &scratch)
-                .env("HOME", &scratch)
-                .env("TMPDIR", "/tmp");
-            cmd
-        },
-        Duration::from_secs(540),
-    );
-    let stdout = common::stdout(&out);
-    assert!(
-        out.status.success(),
-        "as nobody:\n{stdout}\n{}",
-        common::stderr(&out)
-    );
-    assert!(
-        stdout.contains("test result: ok. 12 passed; 0 failed"),
-        "{stdout}"
+    hostile::as_nobody(
+        &[
+            "every_hostile_class_holds_for_an_unprivileged_user_too",
+            "without_namespaces_the_run_says_so_and_survives_its_probes",
+        ],
+        12,
     );
 }
 

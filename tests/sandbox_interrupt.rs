@@ -17,7 +17,7 @@ fn sigint_cancels_running_sandboxes() {
     assert!(!cancel.is_cancelled());
     let sandbox = Sandbox::new()
         .expect("sandbox")
-        .with_reaper(Some(env!("CARGO_BIN_EXE_preflight").into()));
+        .with_reaper(Some(common::preflight_bin()));
     // The child announces itself on a file, so the signal is sent only once
     // it is really running; its helper has left the group by then.
     let ready = sandbox.dir().join("ready");

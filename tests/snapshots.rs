@@ -21,7 +21,8 @@ fn example() -> PathBuf {
 }
 
 /// Every fact `resolve` reads, given: the answer is this machine's alone.
-const SYSTEM: &str = "backend=cuda,cuda=12.8,cpu=x86_64,os=linux,torch=2.9,cxx11=true,tvm-ffi=none";
+const SYSTEM: &str = "backend=cuda,cuda=12.8,cpu=x86_64,os=linux,torch=2.9,cxx11=true,tvm-ffi=none,\
+                      python=3.12,free-threaded=false,mlx=false,kernels=0.19.1";
 
 fn run(args: &[&str]) -> (String, i32) {
     let cache = tempfile::tempdir().unwrap();

@@ -47,11 +47,14 @@ NVML_CLOCK_SM = 1
 # ---------------------------------------------------------------- events
 
 
-def ev_bench(label, role, timer, flush_bytes, nvml, warmup_calls, estimate_ms, has_reference):
-    return {"event": "bench", "label": label, "role": role, "timer": timer,
-            "flush_bytes": int(flush_bytes), "nvml": bool(nvml),
-            "warmup_calls": int(warmup_calls), "estimate_ms": float(estimate_ms),
-            "has_reference": bool(has_reference)}
+def ev_bench(label, role, timer, flush_bytes, nvml, warmup_calls, estimate_ms, has_reference, exclusive=False):
+    event = {"event": "bench", "label": label, "role": role, "timer": timer,
+             "flush_bytes": int(flush_bytes), "nvml": bool(nvml),
+             "warmup_calls": int(warmup_calls), "estimate_ms": float(estimate_ms),
+             "has_reference": bool(has_reference)}
+    if exclusive:
+        event["exclusive"] = True
+    return event
 
 
 def ev_sample(label, round_, ms, cpu_ms=None, clock=None):
@@ -142,8 +145,10 @@ class Clock:
         self.device = device
         self.flush_buffer = None
         self.events = None
+        self.stream = None
         torch = sys.modules.get("torch")
         if torch is not None and device.startswith("cuda") and torch.cuda.is_available():
+            self.stream = smoke.stream_of(torch, device)
             self.events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             if flush:
                 props = torch.cuda.get_device_properties(torch.device(device))
@@ -167,9 +172,9 @@ class Clock:
             start, end = self.events
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
-            start.record()
+            start.record(self.stream)
             call()
-            end.record()
+            end.record(self.stream)
             end.synchronize()
             return float(start.elapsed_time(end)), None
         cpu = time.process_time_ns()
@@ -202,7 +207,7 @@ class Nvml:
                 bus = b"%08x:%02x:%02x.0" % (props.pci_domain_id, props.pci_bus_id, props.pci_device_id)
                 found = lib.nvmlDeviceGetHandleByPciBusId_v2(bus, ctypes.byref(handle))
             if found != 0:
-                found = lib.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(handle))
+                found = nvml_handle(lib, index, handle)
             if found != 0:
                 return None
             reasons = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
@@ -216,6 +221,14 @@ class Nvml:
     def __init__(self, lib, handle, reasons):
         self.lib, self.handle, self.reasons = lib, handle, reasons
 
+    def exclusive(self):
+        """Whether the device admits one process's context at a time
+        (NVML_COMPUTEMODE_EXCLUSIVE_PROCESS): the parent then times each
+        participant alone."""
+        mode = ctypes.c_uint()
+        get = getattr(self.lib, "nvmlDeviceGetComputeMode", None)
+        return get is not None and get(self.handle, ctypes.byref(mode)) == 0 and mode.value == 3
+
     def read(self):
         mhz, reasons = ctypes.c_uint(), ctypes.c_ulonglong()
         if self.lib.nvmlDeviceGetClockInfo(self.handle, NVML_CLOCK_SM, ctypes.byref(mhz)) != 0:
@@ -223,6 +236,24 @@ class Nvml:
         if self.reasons(self.handle, ctypes.byref(reasons)) != 0:
             return None
         return mhz.value, reasons.value
+
+
+def nvml_handle(lib, ordinal, handle):
+    """NVML's handle of CUDA device `ordinal` into `handle` (an NVML
+    status, 0 when found). NVML numbers the machine's GPUs, ignoring
+    CUDA_VISIBLE_DEVICES; CUDA numbers the entries of that list: entry
+    `ordinal` is the GPU, by NVML index or by UUID. An entry NVML cannot
+    take (a MIG instance) finds nothing, rather than another GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return lib.nvmlDeviceGetHandleByIndex_v2(ordinal, ctypes.byref(handle))
+    entries = [e.strip() for e in visible.split(",")]
+    entry = entries[ordinal] if ordinal < len(entries) else ""
+    if entry.isdigit():
+        return lib.nvmlDeviceGetHandleByIndex_v2(int(entry), ctypes.byref(handle))
+    if entry.startswith("GPU-"):
+        return lib.nvmlDeviceGetHandleByUUID(entry.encode(), ctypes.byref(handle))
+    return -1
 
 
 def warm_up(clock, call):
@@ -263,7 +294,7 @@ def serve(chan, args, kernel, device):
     chan.enter("launch", what="rounds %s" % label)
     replies = os.open(args.replies, os.O_WRONLY)
     chan.send(ev_bench(label, role, clock.timer, clock.flush_bytes, nvml is not None, calls, estimate,
-                       workload.reference is not None))
+                       workload.reference is not None, nvml is not None and nvml.exclusive()))
     os.write(replies, b"ready\n")
     with open(args.commands, "r") as commands:
         while True:

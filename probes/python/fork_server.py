@@ -162,13 +162,7 @@ class Pools:
         self.known = {}
 
     def find(self):
-        try:
-            with open("/proc/self/maps") as f:
-                fields = [line.split(None, 5) for line in f]
-        except OSError:
-            return
-        paths = {f[5].strip() for f in fields if len(f) == 6}
-        for path in paths:
+        for path in mapped():
             if "openblas" in os.path.basename(path).lower() and path not in self.known:
                 self.known[path] = OpenBLAS.of(path)
 
@@ -191,6 +185,16 @@ class Pools:
 POOLS = Pools()
 
 
+def mapped():
+    """The files mapped in this process (its loaded libraries)."""
+    try:
+        with open("/proc/self/maps") as f:
+            fields = [line.split(None, 5) for line in f]
+    except OSError:
+        return set()
+    return {f[5].strip() for f in fields if len(f) == 6}
+
+
 def unsafe():
     """Why forking now would give a child a state a fresh process does not
     have, or None. Stops the pools the server recognises first."""
@@ -207,6 +211,12 @@ def unsafe():
     initialized = getattr(cuda, "is_initialized", None)
     if initialized is not None and initialized():
         return "the fork server holds a CUDA context (torch.cuda is initialized)"
+    # torch.cuda.is_available() and device_count() call cuInit without
+    # marking torch.cuda initialized; a child forked after any cuInit gets
+    # CUDA error 3 from its first call. The driver is loaded only to start.
+    driver = sorted(p for p in mapped() if os.path.basename(p).startswith("libcuda.so"))
+    if driver:
+        return "the fork server has the CUDA driver loaded (%s): an import started it" % driver[0]
     return None
 
 

@@ -30,15 +30,24 @@ SmokeError.__module__ = "preflight"
 # ---------------------------------------------------------------- timing
 
 
+def stream_of(torch, device):
+    """The stream the work on `device` runs on: the current stream of that
+    device (`cuda:1`'s own, whichever device is current), where events
+    that time it must be recorded."""
+    return torch.cuda.current_stream(torch.device(device))
+
+
 class Timer:
     """Device events when torch drives a GPU here, perf_counter_ns otherwise."""
 
     def __init__(self, device):
         self.events = None
+        self.stream = None
         torch = sys.modules.get("torch")
         if torch is not None and device.startswith("cuda"):
             try:
                 if torch.cuda.is_available():
+                    self.stream = stream_of(torch, device)
                     self.events = (
                         torch.cuda.Event(enable_timing=True),
                         torch.cuda.Event(enable_timing=True),
@@ -49,12 +58,12 @@ class Timer:
     def __enter__(self):
         self.start = time.perf_counter_ns()
         if self.events:
-            self.events[0].record()
+            self.events[0].record(self.stream)
         return self
 
     def __exit__(self, *exc):
         if self.events:
-            self.events[1].record()
+            self.events[1].record(self.stream)
         self.host_ms = (time.perf_counter_ns() - self.start) / 1e6
         return False
 

@@ -117,11 +117,14 @@ def bench(
     smoke: Optional[PathOrRepo] = None,
     no_cache: bool = False,
     python: Optional[PathOrRepo] = None,
+    plot: Optional[PathOrRepo] = None,
 ) -> BenchReport:
     """Time the variants of `target` that work here, side by side (see
     `preflight bench --help` for each option). The results are kept for
-    `select(fastest=True)`. A report with no timed variant is data, not an
-    error; bad input raises `PreflightError`."""
+    `select(fastest=True)`. `plot`: also draw the bench as an SVG chart in
+    that file (`*.svg`; written even when nothing could be timed, listing
+    why). A report with no timed variant is data, not an error; bad input
+    raises `PreflightError`."""
     args = ["bench", *_target(target), *_pin(revision, version)]
     if variants is not None:
         if isinstance(variants, str):
@@ -134,6 +137,7 @@ def bench(
         "--min-time": min_time,
         "--timeout": timeout,
         "--smoke": os.fspath(smoke) if smoke is not None else None,
+        "--plot": os.fspath(plot) if plot is not None else None,
     }
     for flag, value in options.items():
         if value is not None:

@@ -9,7 +9,7 @@
 
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, key_hex, result, start, time_all};
+use super::rounds::{Participant, Unit, flushed, key_hex, result, start_each, time_all};
 use super::session::BenchOptions;
 use crate::discover::Target;
 use crate::probe::{BenchRole, SmokeChoice};
@@ -113,20 +113,20 @@ pub(super) fn bench(
             plan.fingerprint.hash(),
             options.criteria,
             excluded,
+            super::session::context(plan, None),
         ));
     }
     let participants = timed.len();
-    for p in &mut timed {
-        start(
-            p,
-            BenchRole::Variant,
-            participants,
-            executors,
-            options,
-            interrupt,
-            reporter,
-        )?;
-    }
+    start_each(
+        &mut timed,
+        BenchRole::Variant,
+        participants,
+        executors,
+        options,
+        interrupt,
+        reporter,
+        &mut false,
+    )?;
     time_all(&mut timed, &mut None, options, interrupt, reporter)?;
 
     let mut report = BenchReport {
@@ -138,6 +138,7 @@ pub(super) fn bench(
         criteria: options.criteria,
         variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
         reference: None,
+        context: Some(super::session::context(plan, None)),
     };
     report.variants.append(&mut excluded);
     report.rank(options.seed);

@@ -2,6 +2,7 @@
 //! was not timed, and how it compares with the fastest and the reference.
 
 use crate::classify::OutcomeKind;
+use crate::fingerprint::ClassFacts;
 use crate::stats::{
     Comparison, Rounds, StopCriteria, StopRule, Summary, Verdict, try_compare_rounds,
 };
@@ -89,6 +90,24 @@ pub struct BenchReport {
     pub variants: Vec<VariantBench>,
     /// The reference computation, when it was timed.
     pub reference: Option<VariantBench>,
+    /// What was timed and where, in words: a chart's caption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<BenchContext>,
+}
+
+/// What a bench ran on, beyond the fingerprint's hash: the kernel's
+/// revision, the machine's facts and the time, as a chart's caption shows
+/// them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchContext {
+    /// The kernel's hub revision (12 hex digits), when it is a snapshot
+    /// in the hub cache.
+    pub revision: Option<String>,
+    /// The machine's class facts: GPU, driver, toolkit, torch, Python,
+    /// OS and architecture.
+    pub machine: ClassFacts,
+    /// When the bench finished, in seconds since the Unix epoch.
+    pub finished: u64,
 }
 
 impl Timed {
@@ -121,6 +140,7 @@ impl BenchReport {
         fingerprint: String,
         criteria: StopCriteria,
         variants: Vec<VariantBench>,
+        context: BenchContext,
     ) -> BenchReport {
         BenchReport {
             target,
@@ -131,6 +151,7 @@ impl BenchReport {
             criteria,
             variants,
             reference: None,
+            context: Some(context),
         }
     }
 

@@ -68,6 +68,7 @@ pub(crate) fn fixture() -> BenchReport {
             timed("cu130-slow", samples(3, 40, 3.0), StopRule::Timeout),
         ],
         reference: Some(timed("reference", samples(4, 40, 4.0), StopRule::Noise)),
+        context: None,
     }
 }
 

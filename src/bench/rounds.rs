@@ -125,6 +125,10 @@ pub(super) fn time_all<'p>(
     interrupt: &Cancel,
     reporter: &dyn BenchReporter,
 ) -> Result<(), BenchError> {
+    if !timed.iter().chain(reference.iter()).any(Participant::live) {
+        // Each was timed alone already (`start_each`), or none started.
+        return Ok(());
+    }
     reporter.report(BenchEvent::Timing {
         participants: timed
             .iter()
@@ -181,9 +185,51 @@ pub(super) fn time_all<'p>(
     Ok(())
 }
 
+/// Start the child of each of `ps` in turn ([`start`]), one of
+/// `participants` in the session. Where a child says its device admits one
+/// process's context at a time (EXCLUSIVE_PROCESS: a second child's context
+/// would be refused with 46, and read as no device), that child and each
+/// one after it is timed alone to the end, its child ended, before the
+/// next starts; `exclusive` says whether that happened, and carries over
+/// to a later call (the reference).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn start_each(
+    ps: &mut [Participant],
+    role: BenchRole,
+    participants: usize,
+    executors: &Executors,
+    options: &BenchOptions,
+    interrupt: &Cancel,
+    reporter: &dyn BenchReporter,
+    exclusive: &mut bool,
+) -> Result<(), BenchError> {
+    for p in ps {
+        start(
+            p,
+            role,
+            participants,
+            executors,
+            options,
+            interrupt,
+            reporter,
+        )?;
+        *exclusive |= p.setup.as_ref().is_some_and(|s| s.exclusive);
+        if *exclusive {
+            time_all(
+                std::slice::from_mut(p),
+                &mut None,
+                options,
+                interrupt,
+                reporter,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Start `p`'s child, one of `participants` in the session, and wait
 /// until it is verified and warmed up (or excluded by how it ended).
-pub(super) fn start(
+fn start(
     p: &mut Participant,
     role: BenchRole,
     participants: usize,

@@ -13,13 +13,14 @@
 //! `--timeout`).
 
 use super::BenchError;
-use super::result::{BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, result, start, time_all};
+use super::result::{BenchContext, BenchReport, BenchStatus, VariantBench};
+use super::rounds::{Participant, Unit, flushed, result, start_each, time_all};
 use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
 use crate::run::{
     BenchReporter, CheckOptions, CheckReport, Executors, Job, Listener, Plan, Session, Stream,
+    TargetId,
 };
 use crate::sandbox::Cancel;
 use crate::stats::StopCriteria;
@@ -119,6 +120,7 @@ pub fn bench(
             plan.fingerprint.hash(),
             options.criteria,
             variants,
+            context(plan, plan.targets.first().map(|_| TargetId(0))),
         ));
     };
     match (&first.probe.smoke, &options.workload) {
@@ -143,17 +145,17 @@ pub fn bench(
         .collect();
     // At most one more: the reference.
     let participants = timed.len() + 1;
-    for p in &mut timed {
-        start(
-            p,
-            BenchRole::Variant,
-            participants,
-            executors,
-            options,
-            interrupt,
-            reporter,
-        )?;
-    }
+    let mut exclusive = false;
+    start_each(
+        &mut timed,
+        BenchRole::Variant,
+        participants,
+        executors,
+        options,
+        interrupt,
+        reporter,
+        &mut exclusive,
+    )?;
     // The reference computation, in a child of its own (in the first
     // variant's company: the workload's setup may use it), when a variant
     // said its workload has one (`verify_<workload>` of the hub's convention).
@@ -162,14 +164,15 @@ pub fn bench(
         .any(|p| p.setup.as_ref().is_some_and(|s| s.has_reference))
         .then(|| participant(first, "reference".into()));
     if let Some(p) = &mut reference {
-        start(
-            p,
+        start_each(
+            std::slice::from_mut(p),
             BenchRole::Reference,
             participants,
             executors,
             options,
             interrupt,
             reporter,
+            &mut exclusive,
         )?;
     }
     time_all(&mut timed, &mut reference, options, interrupt, reporter)?;
@@ -190,6 +193,7 @@ pub fn bench(
         criteria: options.criteria,
         variants: timed.iter().map(|p| result(p, options.cpu_time)).collect(),
         reference: reference.as_ref().map(|p| result(p, options.cpu_time)),
+        context: Some(context(plan, Some(first.target))),
     };
     report.variants.append(&mut variants);
     report.rank(options.seed);
@@ -243,6 +247,17 @@ fn excluded(job: &Job, outcome: &Outcome) -> VariantBench {
         },
         vs_fastest: None,
         vs_reference: None,
+    }
+}
+
+/// What the bench of `target` ran on, finished now: the chart's caption.
+pub(super) fn context(plan: &Plan, target: Option<TargetId>) -> BenchContext {
+    BenchContext {
+        revision: target.and_then(|t| plan.revision(t)),
+        machine: plan.fingerprint.class_facts(),
+        finished: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
     }
 }
 

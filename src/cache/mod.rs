@@ -48,6 +48,9 @@ use std::fs;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+/// The folder of the root that holds each kernel's own JIT caches.
+const JIT: &str = "jit";
+
 const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 # This file is a cache directory tag created by kernel-preflight.\n\
 # For information about cache directory tags see https://bford.info/cachedir/\n";
@@ -145,12 +148,13 @@ impl Cache {
     /// The cache at `root`; nothing is created until the first write.
     /// No probe started from now on sees it: a probe must not rewrite the
     /// evidence about another kernel (see
-    /// [`crate::sandbox::hide_by_default`]).
+    /// [`crate::sandbox::hide_by_default`]). Its `jit/` holds each kernel's
+    /// own JIT caches ([`crate::sandbox::keep_jit_caches_in`]).
     pub fn at(root: impl Into<PathBuf>) -> Cache {
         let root = root.into();
-        crate::sandbox::hide_by_default(
-            std::path::absolute(&root).unwrap_or_else(|_| root.clone()),
-        );
+        let absolute = std::path::absolute(&root).unwrap_or_else(|_| root.clone());
+        crate::sandbox::hide_by_default(absolute.clone());
+        crate::sandbox::keep_jit_caches_in(absolute.join(JIT));
         Cache {
             root,
             identities: identity::Memo::default(),

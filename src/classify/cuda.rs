@@ -176,6 +176,28 @@ pub(super) fn from_name(text: &str, phase: Phase) -> Option<Cause> {
         .and_then(|&(name, value)| code_cause(value, Some(name), phase))
 }
 
+/// What a child says when CUDA refuses it with error 3: the driver's and
+/// the runtime's names, and the runtime's text (torch's warning reads
+/// "Error 3: initialization error").
+const NOT_INITIALIZED: [&str; 3] = [
+    "CUDA_ERROR_NOT_INITIALIZED",
+    "cudaErrorInitializationError",
+    "initialization error",
+];
+
+/// Why a failure of a forked probe is the fork's, when it is: CUDA error 3
+/// there means the fork server's process had started the driver (an
+/// import's `torch.cuda.is_available()` calls `cuInit`) and the child
+/// inherited a driver it cannot use, which says nothing of the machine.
+pub(super) fn lost_in_fork(message: &str, stderr: &str) -> Option<String> {
+    NOT_INITIALIZED
+        .iter()
+        .any(|n| message.contains(n) || stderr.contains(n))
+        .then(|| {
+            "CUDA error 3 in a probe forked from the fork server: the server's process had started the CUDA driver, which a forked child cannot use".to_owned()
+        })
+}
+
 /// A failed driver call: the code decides, the message names the call.
 pub(super) fn driver_error(e: &CudaError, phase: Phase) -> Cause {
     let name = if e.name.is_empty() {

@@ -16,6 +16,7 @@ fn load(error: Option<i64>) -> EmbeddedLoad {
         images: "SASS for sm_80, no PTX".into(),
         loaded: u32::from(error.is_none()),
         relocatable: 0,
+        other_gpus: 0,
         taken: None,
         load_ms: 1.0,
         jit_ms: None,

@@ -93,6 +93,8 @@ pub const INCOMPLETE_VARIANT: &str =
     "the variant directory is incomplete: re-download or rebuild it";
 /// Built against another ABI.
 pub const ABI: &str = "the variant was built against another ABI (torch, CUDA or C++ library version): use the variant built for this environment";
+/// A forked probe that inherited a CUDA driver started before the fork.
+pub const FORKED_DRIVER: &str = "not the machine's fault and not cached: the fork server should have refused to fork once the driver was loaded; run with PREFLIGHT_FORK=0 and report the import that started the driver";
 /// A verdict the probe's child reported that the machine contradicts.
 pub const CONTRADICTED: &str = "the child's report says what this machine cannot have measured: code the probe ran (the kernel, or what it loaded) wrote its result; not cached, probe again after checking the variant";
 /// A fault of preflight.

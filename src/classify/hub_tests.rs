@@ -154,6 +154,42 @@ fn an_unusable_device_is_no_device_with_a_hint_for_its_kind() {
     }
 }
 
+#[test]
+fn cuda_error_3_in_a_forked_probe_is_the_forks_never_no_device() {
+    // torch's warning when its cudaGetDeviceCount meets a driver started
+    // before the fork, then the device check's answer.
+    let stderr = "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 3: initialization error";
+    let failure = || Failure::DeviceUnusable {
+        device: "cuda".into(),
+        message: "torch 2.8.0 sees no cuda device: torch.cuda.is_available() is False".into(),
+    };
+    let fresh = evidence(exited(1), &[failed(Phase::Load, failure())], stderr);
+    assert_eq!(classify(&fresh).kind, OutcomeKind::NoDevice);
+    let forked = Evidence {
+        made: Made::Forked,
+        ..fresh
+    };
+    let outcome = classify(&forked);
+    assert_eq!(
+        (outcome.kind, outcome.phase, outcome.made),
+        (OutcomeKind::ProbeError, Phase::Load, Made::Forked),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.message.contains("CUDA error 3"),
+        "{}",
+        outcome.message
+    );
+    assert_eq!(outcome.hint, hints::FORKED_DRIVER);
+    assert!(!outcome.lasts());
+    // Another reason for no device stays no_device, forked or not.
+    let other = Evidence {
+        made: Made::Forked,
+        ..evidence(exited(1), &[failed(Phase::Load, failure())], "")
+    };
+    assert_eq!(classify(&other).kind, OutcomeKind::NoDevice);
+}
+
 /// A ModuleNotFoundError for `name` in the import of the kernel `fixture`
 /// (module id `_fixture_0`), with what the child found for its package.
 fn missing(name: &str, provider: Option<Provider>) -> Outcome {

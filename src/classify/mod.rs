@@ -38,7 +38,6 @@ pub use machine::Machine;
 
 use crate::probe::Subject;
 use crate::protocol::{EmbeddedLoad, Evidence, Failure, HubCheck, Report};
-use crate::variant::{Backend, NoarchBackend, VariantName};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -339,6 +338,14 @@ pub fn classify_on(evidence: &Evidence, machine: &Machine) -> Outcome {
     if let Some(why) = contradiction(&outcome, &report, machine) {
         outcome = contradicted(outcome.phase, &why);
     }
+    if evidence.made == Made::Forked
+        && !outcome.kind.passed()
+        && let Some(why) = cuda::lost_in_fork(&outcome.message, &evidence.stderr)
+    {
+        let phase = outcome.phase;
+        outcome = Outcome::probe_error(phase, &why);
+        outcome.hint = hints::FORKED_DRIVER.into();
+    }
     if !outcome.kind.passed() {
         outcome.depth = report.reached;
     }
@@ -418,10 +425,7 @@ pub fn against_machine(outcome: Outcome, subject: &Subject, machine: &Machine) -
     let Subject::Variant { name, .. } = subject else {
         return outcome;
     };
-    let cuda = match name {
-        VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-        VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-    };
+    let cuda = name.is_cuda();
     match cuda.then(|| impossible_on(&outcome, "a CUDA variant", machine)) {
         Some(Some(why)) => contradicted(outcome.phase, &why),
         _ => outcome,

@@ -79,6 +79,12 @@ pub struct Args {
     /// How to print the report.
     #[arg(long, value_enum, value_name = "F")]
     format: Option<Format>,
+    /// Also draw the bench as a chart in FILE (SVG, for a browser, a
+    /// README or a pull request): each timed variant's samples, median and
+    /// interval against the fastest with its verdict, the variants not
+    /// timed with their outcome, and what was timed where.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
     /// Probes at the same time before the bench (the bench itself times
     /// one variant at a time).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -143,6 +149,9 @@ impl Args {
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
     let criteria = args.criteria()?;
+    if let Some(plot) = &args.plot {
+        super::output::writable("--plot", plot, Some("svg"))?;
+    }
     let format = match (args.json, args.format) {
         (true, _) => Format::Json,
         (false, f) => f.unwrap_or(Format::Table),
@@ -191,6 +200,9 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         // Like `select`: a "no" (exit 1), said on stderr; the report
         // below gives each variant's reason.
         eprintln!("preflight: no variant passes here, so none was timed (see `preflight check`)");
+    }
+    if let Some(plot) = &args.plot {
+        super::output::write(plot, &kernel_preflight::report::bench_chart::svg(&report))?;
     }
     match format {
         Format::Json => emit_json(&report),

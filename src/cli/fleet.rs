@@ -1,10 +1,11 @@
-//! `preflight fleet ls|diff`
+//! `preflight fleet ls|diff|report`
 
 use super::{Answer, BadInput, Failure, emit, emit_json};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::report;
 use kernel_preflight::run::fleet::DiffOptions;
 use kernel_preflight::run::{Session, SessionOptions};
+use std::path::PathBuf;
 
 /// Arguments of `preflight fleet`.
 #[derive(clap::Args)]
@@ -32,9 +33,25 @@ enum Action {
         /// The second class.
         b: String,
     },
+    /// The fleet as one self-contained HTML page: kernels against machine
+    /// classes, the variant each chooses, every verdict and difference.
+    Report {
+        /// The page to write (opens offline, reads without script).
+        #[arg(long, value_name = "FILE.html")]
+        html: PathBuf,
+    },
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
+    if let Action::Report { html } = &args.action {
+        if args.json {
+            return Err(BadInput(
+                "fleet report writes an HTML page (--html FILE); --json is for fleet ls and fleet diff"
+                    .into(),
+            ));
+        }
+        super::output::writable("--html", html, Some("html"))?;
+    }
     let remote = super::probing::remote(args.remote.as_deref())?.ok_or_else(|| {
         BadInput("fleet: no remote store (set PREFLIGHT_REMOTE or give --remote URL)".into())
     })?;
@@ -51,6 +68,26 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             } else {
                 emit(&report::fleet::list(&fleet));
             }
+        }
+        Action::Report { html } => {
+            let fleet = session.fleet()?;
+            let now = report::labels::rfc3339(std::time::SystemTime::now());
+            super::output::write(&html, &report::fleet_page::html(&fleet, &now))?;
+            eprintln!(
+                "preflight: wrote {} ({} × {})",
+                html.display(),
+                report::count(fleet.classes.len(), "machine class|machine classes"),
+                report::count(
+                    fleet
+                        .classes
+                        .iter()
+                        .flat_map(|c| &c.kernels)
+                        .map(|k| (&k.kernel, &k.version))
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len(),
+                    "kernel"
+                )
+            );
         }
         Action::Diff { a, b } => {
             let diff = session.fleet_diff(DiffOptions { a, b })?;

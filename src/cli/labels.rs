@@ -1,7 +1,7 @@
 //! `preflight labels`
 
 use super::probing::seconds;
-use super::{Answer, BadInput, Failure, Internal, emit};
+use super::{Answer, BadInput, Failure, emit};
 use kernel_preflight::cache::Cache;
 use kernel_preflight::discover::hub_cache::RevisionSpec;
 use kernel_preflight::discover::project;
@@ -10,7 +10,7 @@ use kernel_preflight::labels::name::{self, DEFAULT_PREFIX};
 use kernel_preflight::probe;
 use kernel_preflight::report::labels as render;
 use kernel_preflight::run::{Session, SessionOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 /// What `labels` prints.
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let ttl = seconds("ttl", args.ttl)?;
     let max_age = args.max_age.map(|s| seconds("max-age", s)).transpose()?;
     if let Some(output) = &args.output {
-        writable_folder(output)?;
+        super::output::writable("--output", output, None)?;
     }
     let python =
         match &args.python {
@@ -110,33 +110,9 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
         eprintln!("preflight: {line}");
     }
     match &args.output {
-        Some(path) => {
-            kernel_preflight::fs::write_atomic(path, text.as_bytes(), ".preflight-", 0o644)
-                .map_err(|e| Internal(format!("cannot write {}: {e}", path.display())))?
-        }
+        Some(path) => super::output::write(path, &text)?,
         None if text.is_empty() => {}
         None => emit(&text),
     }
     Ok(Answer::Yes)
-}
-
-/// `--output FILE` whose folder exists and can be written, checked before
-/// anything is read, so that a bad path is one message and no file.
-fn writable_folder(output: &Path) -> Result<(), Failure> {
-    let bad = |why: &str| BadInput(format!("--output {}: {why}", output.display()));
-    if output.is_dir() {
-        return Err(bad("a folder; expected a file path in it"));
-    }
-    let folder = match output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !folder.is_dir() {
-        return Err(bad("its folder does not exist"));
-    }
-    nix::unistd::access(
-        folder,
-        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
-    )
-    .map_err(|_| bad("its folder is not writable"))
 }

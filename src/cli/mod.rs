@@ -13,6 +13,7 @@ mod fingerprint;
 mod fleet;
 mod inspect;
 mod labels;
+mod output;
 mod probing;
 mod reaper;
 mod repo;
@@ -171,6 +172,20 @@ pub fn main() -> ExitCode {
     // Every probe's child runs under this binary as its reaper. Without a
     // path to it, runs say they were not contained.
     kernel_preflight::sandbox::set_default_reaper_with(kernel_preflight::fs::current_exe);
+    // Folders the user lets every probe write to the host (a harness that
+    // collects what probes leave): named in the walls doctor prints.
+    if let Some(folders) = std::env::var_os("PREFLIGHT_PROBE_WRITABLE") {
+        for folder in std::env::split_paths(&folders).filter(|f| !f.as_os_str().is_empty()) {
+            if !folder.is_absolute() || !folder.is_dir() {
+                eprintln!(
+                    "error: PREFLIGHT_PROBE_WRITABLE: {} is not an absolute path to a folder",
+                    folder.display()
+                );
+                return ExitCode::from(2);
+            }
+            kernel_preflight::sandbox::write_by_default(folder);
+        }
+    }
     // Tables fit the terminal stdout is (none: a pipe, a file, a terminal
     // of unknown size).
     kernel_preflight::report::grid::set_width(kernel_preflight::report::grid::terminal_width(1));

@@ -21,7 +21,8 @@ pub struct Args {
     #[command(flatten)]
     repo: super::repo::RepoArgs,
     /// Override detected facts: backend, cuda, rocm, xpu, cann, cpu, os,
-    /// torch, cxx11, tvm-ffi, macos (e.g. backend=cuda,cuda=12.8,torch=2.9).
+    /// torch, cxx11, tvm-ffi, macos, python, free-threaded, mlx, kernels
+    /// (e.g. backend=cuda,cuda=12.8,torch=2.9,python=3.12,kernels=0.18.3).
     #[arg(long, value_name = "K=V,…")]
     system: Option<String>,
     /// The Python environment kernels load into (default: $VIRTUAL_ENV,

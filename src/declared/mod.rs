@@ -6,10 +6,14 @@ pub mod fatbin;
 mod image;
 mod inflate;
 pub mod nvcc;
+mod rejection;
 pub mod resolve;
+pub mod rules;
 pub mod system;
 
-pub use resolve::{Decision, Rejection, resolve};
+pub use rejection::Rejection;
+pub use resolve::{Decision, resolve};
+pub use rules::{Release, Rules};
 pub use system::{System, SystemError};
 
 #[cfg(test)]

@@ -1,176 +1,16 @@
 //! Name-level resolution: the same accept/reject decisions and preference
-//! order as the hub loader's resolver (`kernels` 0.17,
-//! `kernels/src/kernels/variants.py`), as pure functions over data.
+//! order as the hub loader's resolver (`kernels`' `variants.py`), per
+//! supported release ([`Release`]), as pure functions over data.
 
+use super::rejection::Rejection;
+use super::rules::Release;
 use super::system::System;
-use crate::variant::{Backend, Cpu, Framework, NoarchBackend, OrOther, Os, VariantName, Version};
+use crate::variant::{
+    Abi, Backend, Framework, NoarchFramework, OrOther, Os, PythonTag, Sdk, VariantName, Version,
+};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
-use std::fmt;
 
-/// Metal kernels are built with `-std=metal4.0`, which needs macOS 26.
-pub const METAL_MIN_MACOS: Version = Version::new(26, 0);
-
-/// Why a variant cannot be used on a system, judged by its name alone.
-///
-/// The `Display` text is the hub loader's own wording, so that a person who
-/// compares the two traces sees the same reasons.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rejection {
-    /// The variant's CPU is not the system's.
-    Cpu {
-        /// CPU in the name.
-        variant: Cpu,
-        /// CPU of the system.
-        system: OrOther<Cpu>,
-    },
-    /// The variant's OS is not the system's.
-    Os {
-        /// OS in the name.
-        variant: Os,
-        /// OS of the system.
-        system: OrOther<Os>,
-    },
-    /// `torchXY` needs exactly torch X.Y.
-    TorchVersion {
-        /// Version in the name.
-        variant: Version,
-        /// Installed torch, if any.
-        system: Option<Version>,
-    },
-    /// The `-cxx11` / `-cxx98` tag differs from torch's C++ ABI.
-    Cxx11Abi {
-        /// Tag in the name.
-        variant: bool,
-        /// ABI of the installed torch, if known.
-        system: Option<bool>,
-    },
-    /// `torch-stable-abiXY` needs torch X.Y or newer.
-    StableAbiTooNew {
-        /// Stable ABI version in the name.
-        variant: Version,
-        /// Installed torch, if any.
-        system: Option<Version>,
-    },
-    /// `tvm-ffiXY` needs exactly tvm-ffi X.Y.
-    TvmFfiVersion {
-        /// Version in the name.
-        variant: Version,
-        /// Installed tvm-ffi, if any.
-        system: Option<Version>,
-    },
-    /// CUDA variants run only within the system's CUDA major, up to its minor.
-    CudaVersion {
-        /// CUDA version in the name.
-        variant: Version,
-        /// CUDA version of the system.
-        system: Version,
-    },
-    /// Any other backend (and version) must match exactly.
-    Backend {
-        /// Backend in the name.
-        variant: Backend,
-        /// Backend of the system.
-        system: Backend,
-    },
-    /// Metal variants need macOS 26 or later.
-    MacosTooOld {
-        /// macOS version of the system, if any.
-        system: Option<Version>,
-    },
-    /// A noarch variant for another backend.
-    NoarchBackend {
-        /// Backend in the name.
-        variant: NoarchBackend,
-        /// The system's backend as a noarch name (`npu` for `cann`).
-        system: &'static str,
-    },
-}
-
-impl Rejection {
-    /// A stable machine-readable code for the kind of rejection.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Rejection::Cpu { .. } => "cpu",
-            Rejection::Os { .. } => "os",
-            Rejection::TorchVersion { .. } => "torch_version",
-            Rejection::Cxx11Abi { .. } => "cxx11_abi",
-            Rejection::StableAbiTooNew { .. } => "stable_abi_too_new",
-            Rejection::TvmFfiVersion { .. } => "tvm_ffi_version",
-            Rejection::CudaVersion { .. } => "cuda_version",
-            Rejection::Backend { .. } => "backend",
-            Rejection::MacosTooOld { .. } => "macos_too_old",
-            Rejection::NoarchBackend { .. } => "noarch_backend",
-        }
-    }
-}
-
-/// Python's `str()` of an optional value, as the hub's messages print it.
-struct Py<T>(Option<T>);
-
-impl<T: fmt::Display> fmt::Display for Py<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Some(v) => v.fmt(f),
-            None => f.write_str("None"),
-        }
-    }
-}
-
-fn py_bool(b: bool) -> &'static str {
-    if b { "True" } else { "False" }
-}
-
-impl fmt::Display for Rejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rejection::Cpu { variant, system } => {
-                write!(f, "CPU ({variant}) does not match system CPU ({system})")
-            }
-            Rejection::Os { variant, system } => {
-                write!(f, "OS ({variant}) does not match system OS ({system})")
-            }
-            Rejection::TorchVersion { variant, system } => write!(
-                f,
-                "Torch version ({variant}) does not match environment Torch version ({})",
-                Py(*system)
-            ),
-            Rejection::Cxx11Abi { variant, system } => write!(
-                f,
-                "Torch CXX11 ABI ({}) does not match environment Torch CXX11 ABI ({})",
-                py_bool(*variant),
-                Py(system.map(py_bool))
-            ),
-            Rejection::StableAbiTooNew { variant, system } => write!(
-                f,
-                "Torch stable ABI version ({variant}) is too new for environment Torch version ({})",
-                Py(*system)
-            ),
-            Rejection::TvmFfiVersion { variant, system } => write!(
-                f,
-                "tvm-ffi version ({variant}) does not match environment tvm-ffi version ({})",
-                Py(*system)
-            ),
-            Rejection::CudaVersion { variant, system } => write!(
-                f,
-                "CUDA version ({variant}) is not compatible with system CUDA version ({system})"
-            ),
-            Rejection::Backend { variant, system } => write!(
-                f,
-                "backend ({variant}) does not match selected backend ({system})"
-            ),
-            Rejection::MacosTooOld { system } => write!(
-                f,
-                "Metal kernels require macOS {METAL_MIN_MACOS} or later, system macOS version is {}",
-                Py(*system)
-            ),
-            Rejection::NoarchBackend { variant, system } => write!(
-                f,
-                "backend ({}) does not match system backend ({system}) and is not universal",
-                variant.as_str()
-            ),
-        }
-    }
-}
+pub use super::rejection::METAL_MIN_MACOS;
 
 /// The name-level verdict on one variant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,46 +39,197 @@ impl Serialize for Decision {
     }
 }
 
-/// Judge one variant against a system.
-pub fn check(variant: &VariantName, system: &System) -> Option<Rejection> {
-    match variant {
+/// A name as one release reads it.
+enum Read<'a> {
+    /// A compiled variant of a framework.
+    Arch {
+        framework: &'a Framework,
+        backend: Backend,
+        python: PythonTag,
+        cpu: &'a OrOther<crate::variant::Cpu>,
+        os: &'a OrOther<Os>,
+        /// The backend as the name spells it, for messages.
+        spelled: String,
+    },
+    /// A pure-Python variant; `backend` as the release reads it.
+    Noarch {
+        framework: NoarchFramework,
+        backend: String,
+    },
+    /// `sdk`.
+    SdkAny,
+    /// `sdk-<backend>`.
+    SdkFor(String),
+    /// `sdk[-<backend>]-cpython-…-<cpu>-<os>`.
+    SdkCompiled {
+        backend: Option<Backend>,
+        python: PythonTag,
+        cpu: &'a OrOther<crate::variant::Cpu>,
+        os: &'a OrOther<Os>,
+    },
+    /// The release does not parse it.
+    NotParsed,
+}
+
+/// How `release` reads `name`. Before 0.19, a dotted torch name is a noarch
+/// variant whose backend is everything after `torch-` (their noarch rule is
+/// "starts with `torch-`"); the other new forms do not parse.
+fn read(name: &VariantName, release: Release) -> Read<'_> {
+    match name {
         VariantName::Arch {
             framework,
             backend,
+            python,
             cpu,
             os,
-        } => check_arch(framework, backend, *cpu, *os, system),
-        VariantName::Noarch { backend } => {
-            let wanted = system.noarch_backend();
-            (backend.as_str() != wanted && *backend != NoarchBackend::Universal).then_some(
-                Rejection::NoarchBackend {
-                    variant: *backend,
-                    system: wanted,
+        } => match python {
+            Some(python) if release.dotted_names() => Read::Arch {
+                framework,
+                backend: *backend,
+                python: *python,
+                cpu,
+                os,
+                spelled: backend.dotted(),
+            },
+            None => {
+                let backend = if release.dotted_names() {
+                    *backend
+                } else {
+                    backend.read_before_0_19()
+                };
+                Read::Arch {
+                    framework,
+                    backend,
+                    python: PythonTag::LEGACY,
+                    cpu,
+                    os,
+                    spelled: backend.to_string(),
+                }
+            }
+            Some(_) => match framework {
+                Framework::Torch { .. } => Read::Noarch {
+                    framework: NoarchFramework::Torch,
+                    backend: name.to_string()["torch-".len()..].to_string(),
                 },
-            )
+                _ => Read::NotParsed,
+            },
+        },
+        VariantName::Noarch { framework, backend }
+            if release.dotted_names() || *framework == NoarchFramework::Torch =>
+        {
+            Read::Noarch {
+                framework: *framework,
+                backend: backend.to_string(),
+            }
         }
+        VariantName::Sdk(sdk) if release.dotted_names() => match sdk {
+            Sdk::Any => Read::SdkAny,
+            Sdk::For(backend) => Read::SdkFor(backend.to_string()),
+            Sdk::Compiled {
+                backend,
+                python,
+                cpu,
+                os,
+            } => Read::SdkCompiled {
+                backend: *backend,
+                python: *python,
+                cpu,
+                os,
+            },
+        },
+        _ => Read::NotParsed,
     }
 }
 
-fn check_arch(
-    framework: &Framework,
-    backend: &Backend,
-    cpu: Cpu,
-    os: Os,
+/// Judge one variant against a system, by the rules of the release the
+/// system's environment has ([`System::rules`]).
+pub fn check(variant: &VariantName, system: &System) -> Option<Rejection> {
+    let release = system.rules().release;
+    match read(variant, release) {
+        Read::NotParsed => Some(Rejection::NotParsed { release }),
+        Read::Arch {
+            framework,
+            backend,
+            python,
+            cpu,
+            os,
+            spelled,
+        } => python_mismatch(python, system, release)
+            .or_else(|| system_mismatch(cpu, os, system))
+            .or_else(|| framework_mismatch(framework, system))
+            .or_else(|| backend_mismatch(backend, spelled, system, release)),
+        Read::Noarch { framework, backend } => {
+            if framework == NoarchFramework::Mlx && !system.mlx {
+                return Some(Rejection::MlxMissing);
+            }
+            let wanted = noarch_name(system, release);
+            (backend != wanted && backend != "universal").then_some(Rejection::NoarchBackend {
+                variant: backend,
+                system: wanted,
+            })
+        }
+        Read::SdkAny => None,
+        Read::SdkFor(backend) => {
+            let wanted = system.backend.kind();
+            (backend != wanted).then_some(Rejection::SdkBackend {
+                variant: backend,
+                system: wanted,
+            })
+        }
+        Read::SdkCompiled {
+            backend,
+            python,
+            cpu,
+            os,
+        } => python_mismatch(python, system, release)
+            .or_else(|| system_mismatch(cpu, os, system))
+            .or_else(|| backend.and_then(|b| backend_mismatch(b, b.dotted(), system, release))),
+    }
+}
+
+/// The system's backend as `release` names it for noarch variants: 0.17
+/// and 0.18 call a CANN system's `npu`, 0.19 its own name `cann`.
+fn noarch_name(system: &System, release: Release) -> &'static str {
+    match system.backend {
+        Backend::Cann(_) if !release.dotted_names() => "npu",
+        other => other.kind(),
+    }
+}
+
+/// 0.19 first asks whether the Python can load the compiled parts; older
+/// releases do not ask. An unknown Python is not held against a variant.
+fn python_mismatch(python: PythonTag, system: &System, release: Release) -> Option<Rejection> {
+    if !release.dotted_names() {
+        return None;
+    }
+    if python.abi == Abi::Abi3 && system.free_threaded {
+        return Some(Rejection::FreeThreaded);
+    }
+    let sys = system.python?;
+    (sys < python.min).then_some(Rejection::PythonTooOld {
+        variant: python.min,
+        system: sys,
+    })
+}
+
+fn system_mismatch(
+    cpu: &OrOther<crate::variant::Cpu>,
+    os: &OrOther<Os>,
     system: &System,
 ) -> Option<Rejection> {
-    if system.cpu != OrOther::Known(cpu) {
+    if *cpu != system.cpu {
         return Some(Rejection::Cpu {
-            variant: cpu,
+            variant: cpu.clone(),
             system: system.cpu.clone(),
         });
     }
-    if system.os != OrOther::Known(os) {
-        return Some(Rejection::Os {
-            variant: os,
-            system: system.os.clone(),
-        });
-    }
+    (*os != system.os).then(|| Rejection::Os {
+        variant: os.clone(),
+        system: system.os.clone(),
+    })
+}
+
+fn framework_mismatch(framework: &Framework, system: &System) -> Option<Rejection> {
     match *framework {
         Framework::Torch { version, cxx11_abi } => {
             if Some(version) != system.torch {
@@ -247,41 +238,62 @@ fn check_arch(
                     system: system.torch,
                 });
             }
-            if let Some(abi) = cxx11_abi
-                && Some(abi) != system.cxx11_abi
-            {
-                return Some(Rejection::Cxx11Abi {
+            cxx11_abi
+                .filter(|abi| Some(*abi) != system.cxx11_abi)
+                .map(|abi| Rejection::Cxx11Abi {
                     variant: abi,
                     system: system.cxx11_abi,
-                });
-            }
+                })
         }
-        Framework::TorchStableAbi { version } => {
-            if system.torch.is_none_or(|torch| version > torch) {
-                return Some(Rejection::StableAbiTooNew {
-                    variant: version,
-                    system: system.torch,
-                });
-            }
-        }
+        Framework::TorchStableAbi { version } => system
+            .torch
+            .is_none_or(|torch| version > torch)
+            .then_some(Rejection::StableAbiTooNew {
+                variant: version,
+                system: system.torch,
+            }),
         Framework::TvmFfi { version } => {
-            if Some(version) != system.tvm_ffi {
-                return Some(Rejection::TvmFfiVersion {
-                    variant: version,
-                    system: system.tvm_ffi,
-                });
-            }
+            (Some(version) != system.tvm_ffi).then_some(Rejection::TvmFfiVersion {
+                variant: version,
+                system: system.tvm_ffi,
+            })
         }
     }
-    match (backend, &system.backend) {
-        (Backend::Cuda(v), Backend::Cuda(sys)) => (v.major != sys.major || v.minor > sys.minor)
-            .then_some(Rejection::CudaVersion {
-                variant: *v,
-                system: *sys,
+}
+
+/// CUDA (and, from 0.18, ROCm) variants run within the system's major, up
+/// to its minor; any other backend must match exactly; Metal needs macOS 26.
+fn backend_mismatch(
+    backend: Backend,
+    spelled: String,
+    system: &System,
+    release: Release,
+) -> Option<Rejection> {
+    let outside = |v: Version, sys: Version| v.major != sys.major || v.minor > sys.minor;
+    // Before 0.19 backends are compared by their legacy spelling, so that a
+    // `rocm714` read as 71.4 still matches a ROCm 7.14 system.
+    let differs = |v: Backend, sys: Backend| {
+        if release.dotted_names() {
+            v != sys
+        } else {
+            v.to_string() != sys.to_string()
+        }
+    };
+    match (backend, system.backend) {
+        (Backend::Cuda(v), Backend::Cuda(sys)) => {
+            outside(v, sys).then_some(Rejection::CudaVersion {
+                variant: v,
+                system: sys,
+            })
+        }
+        (Backend::Rocm(v), Backend::Rocm(sys)) if release.rocm_within_major() => outside(v, sys)
+            .then_some(Rejection::RocmVersion {
+                variant: v,
+                system: sys,
             }),
-        (v, sys) if v != sys => Some(Rejection::Backend {
-            variant: *v,
-            system: *sys,
+        (v, sys) if differs(v, sys) => Some(Rejection::Backend {
+            variant: spelled,
+            system: sys,
         }),
         (Backend::Metal, _) if system.macos.is_none_or(|m| m < METAL_MIN_MACOS) => {
             Some(Rejection::MacosTooOld {
@@ -292,44 +304,88 @@ fn check_arch(
     }
 }
 
-/// The hub's preference key: accepted first; stable ABI (newest first), then
-/// torch (untagged before tagged), then tvm-ffi arch variants, each by the
-/// backend's minor version descending; then noarch, `universal` last.
-///
-/// The key deliberately looks only at the backend's *minor* version, as the
-/// hub does; ties keep the input order (the sort is stable).
-fn preference(d: &Decision) -> (u8, u8, i128, i128, i128) {
-    let rejected = u8::from(!d.accepted());
-    match &d.variant {
-        VariantName::Arch {
-            framework, backend, ..
+/// The order of the arch and SDK frameworks, then the noarch and backend
+/// SDK groups, in 0.19's preference (older releases: stable ABI, torch,
+/// then tvm-ffi and noarch together).
+type Key = [i128; 8];
+
+/// The hub's preference key: accepted first; then by framework group, each
+/// by the backend's *minor* version descending (as the hub does, ignoring
+/// the major), then (0.19) `abi3` before `abi3t` and the newest Python
+/// first; names the release does not parse last. Ties keep the input order
+/// (the sort is stable).
+fn preference(d: &Decision, release: Release) -> Key {
+    let rejected = match &d.rejection {
+        None => 0,
+        Some(Rejection::NotParsed { .. }) => return [2, 0, 0, 0, 0, 0, 0, 0],
+        Some(_) => 1,
+    };
+    let backend_order = |b: &Backend| b.version().map_or(0, |v| -i128::from(v.minor));
+    let python_order = |p: PythonTag| {
+        let abi = i128::from(p.abi == Abi::Abi3t);
+        [abi, -i128::from(p.min.major), -i128::from(p.min.minor)]
+    };
+    let modern = release.dotted_names();
+    match read(&d.variant, release) {
+        Read::NotParsed => [2, 0, 0, 0, 0, 0, 0, 0],
+        Read::Arch {
+            framework,
+            backend,
+            python,
+            ..
         } => {
-            let (order, a, b) = match framework {
+            let (group, a, b) = match framework {
                 Framework::TorchStableAbi { version } => {
                     (0, -i128::from(version.major), -i128::from(version.minor))
                 }
                 Framework::Torch { cxx11_abi, .. } => (1, 0, i128::from(cxx11_abi.is_some())),
                 Framework::TvmFfi { .. } => (2, 0, 0),
             };
-            let backend_order = backend.version().map_or(0, |v| -i128::from(v.minor));
-            (rejected, order, a, b, backend_order)
+            let [abi, major, minor] = if modern { python_order(python) } else { [0; 3] };
+            [
+                rejected,
+                group,
+                a,
+                b,
+                backend_order(&backend),
+                abi,
+                major,
+                minor,
+            ]
         }
-        VariantName::Noarch { backend } => (
-            rejected,
-            2,
-            0,
-            0,
-            i128::from(*backend == NoarchBackend::Universal),
-        ),
+        Read::SdkCompiled {
+            backend, python, ..
+        } => {
+            let order = backend.as_ref().map_or(1, backend_order);
+            let [abi, major, minor] = python_order(python);
+            [rejected, 3, 0, 0, order, abi, major, minor]
+        }
+        Read::Noarch { backend, .. } => {
+            let group = if modern { 4 } else { 2 };
+            [
+                rejected,
+                group,
+                0,
+                0,
+                i128::from(backend == "universal"),
+                0,
+                0,
+                0,
+            ]
+        }
+        Read::SdkFor(_) => [rejected, 5, 0, 0, 0, 0, 0, 0],
+        Read::SdkAny => [rejected, 6, 0, 0, 0, 0, 0, 0],
     }
 }
 
 /// Judge every variant and sort the trace in the hub's preference order:
-/// accepted variants first, the most preferred leading.
+/// accepted variants first, the most preferred leading; names the release
+/// does not parse come last.
 pub fn resolve<'a>(
     variants: impl IntoIterator<Item = &'a VariantName>,
     system: &System,
 ) -> Vec<Decision> {
+    let release = system.rules().release;
     let mut trace: Vec<Decision> = variants
         .into_iter()
         .map(|v| Decision {
@@ -337,6 +393,6 @@ pub fn resolve<'a>(
             rejection: check(v, system),
         })
         .collect();
-    trace.sort_by_key(preference);
+    trace.sort_by_cached_key(|d| preference(d, release));
     trace
 }

@@ -1,7 +1,8 @@
 //! The facts about a machine that name-level resolution needs, and the
 //! `--system k=v,…` overrides that turn `resolve` into a what-if tool.
 
-use crate::fingerprint::{Fingerprint, FoundVia, TorchBuild};
+use super::rules::Rules;
+use crate::fingerprint::{Fingerprint, FoundVia, PythonEnv, TorchBuild};
 use crate::variant::{Backend, Cpu, OrOther, Os, Version};
 use serde::Serialize;
 
@@ -23,6 +24,17 @@ pub struct System {
     pub tvm_ffi: Option<Version>,
     /// macOS version, on macOS.
     pub macos: Option<Version>,
+    /// The Python major.minor kernels load into; `None`: unknown (no
+    /// variant is refused for its Python then).
+    pub python: Option<Version>,
+    /// Whether that Python is a free-threaded build (`python3.13t`), which
+    /// loads `abi3t` extensions only.
+    pub free_threaded: bool,
+    /// Whether MLX is installed there (`mlx-<backend>` variants need it).
+    pub mlx: bool,
+    /// The `kernels` version installed there, if any: it picks the rules
+    /// ([`System::rules`]).
+    pub kernels: Option<String>,
 }
 
 /// A `--system` override that could not be applied.
@@ -59,8 +71,35 @@ pub enum SystemError {
 }
 
 /// Keys that `--system` accepts.
-pub const SYSTEM_KEYS: [&str; 11] = [
-    "backend", "cuda", "rocm", "xpu", "cann", "cpu", "os", "torch", "cxx11", "tvm-ffi", "macos",
+pub const SYSTEM_KEYS: [&str; 15] = [
+    "backend",
+    "cuda",
+    "rocm",
+    "xpu",
+    "cann",
+    "cpu",
+    "os",
+    "torch",
+    "cxx11",
+    "tvm-ffi",
+    "macos",
+    "python",
+    "free-threaded",
+    "mlx",
+    "kernels",
+];
+
+/// The keys whose facts come from the probed environment: a spec that
+/// names them all needs no detection.
+const DETECTED_KEYS: [&str; 8] = [
+    "backend",
+    "torch",
+    "cxx11",
+    "tvm-ffi",
+    "python",
+    "free-threaded",
+    "mlx",
+    "kernels",
 ];
 
 /// The backends `--system backend=…` accepts.
@@ -83,7 +122,17 @@ impl System {
             cxx11_abi: None,
             tvm_ffi: None,
             macos: None,
+            python: None,
+            free_threaded: false,
+            mlx: false,
+            kernels: None,
         }
+    }
+
+    /// The loader release whose rules judge this system: the installed
+    /// one, else the newest supported.
+    pub fn rules(&self) -> Rules {
+        Rules::for_installed(self.kernels.as_deref())
     }
 
     /// The system's backend as a noarch variant names it (`cann` is `npu`).
@@ -95,16 +144,15 @@ impl System {
     }
 
     /// Whether the overrides `spec` (`k=v,…`) pin every fact a machine's
-    /// environment could tell (`backend`, `torch`, `cxx11`, `tvm-ffi`), so
-    /// that detecting them would be wasted time.
+    /// environment could tell (backend, torch, cxx11, tvm-ffi, python,
+    /// free-threaded, mlx, kernels), so that detecting them would be wasted
+    /// time.
     pub fn covers_detected(spec: &str) -> bool {
         let keys: Vec<&str> = spec
             .split(',')
             .filter_map(|kv| kv.split_once('=').map(|(k, _)| k.trim()))
             .collect();
-        ["backend", "torch", "cxx11", "tvm-ffi"]
-            .iter()
-            .all(|k| keys.contains(k))
+        DETECTED_KEYS.iter().all(|k| keys.contains(k))
     }
 
     /// Apply `k=v,…` overrides on top of detected facts.
@@ -128,6 +176,11 @@ impl System {
                 why: why.to_string(),
             };
             let version = || value.parse::<Version>().map_err(|e| bad(&e));
+            let flag = || match value {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(bad("expected true or false")),
+            };
             let optional_version = || {
                 if value == "none" {
                     Ok(None)
@@ -151,6 +204,16 @@ impl System {
                 "torch" => self.torch = optional_version()?,
                 "tvm-ffi" => self.tvm_ffi = optional_version()?,
                 "macos" => self.macos = optional_version()?,
+                "python" => self.python = optional_version()?,
+                "free-threaded" => self.free_threaded = flag()?,
+                "mlx" => self.mlx = flag()?,
+                "kernels" => {
+                    self.kernels = match value {
+                        "none" => None,
+                        v if v.parse::<Version>().is_ok() => Some(v.to_string()),
+                        _ => return Err(bad("expected a version such as 0.19.1, or none")),
+                    }
+                }
                 "cxx11" => {
                     self.cxx11_abi = match value {
                         "true" => Some(true),
@@ -237,8 +300,27 @@ impl System {
             torch,
             tvm_ffi: package("apache-tvm-ffi"),
             macos: None,
+            python: python.and_then(|p| p.version.as_deref()?.parse().ok()),
+            free_threaded: python.is_some_and(free_threaded),
+            mlx: python.is_some_and(|p| p.packages.get("mlx").is_some_and(Option::is_some)),
+            kernels: python.and_then(|p| p.packages.get("kernels").cloned().flatten()),
         }
     }
+}
+
+/// Whether the environment's Python is a free-threaded build: its
+/// site-packages lie in `lib/python3.13t/` (the `t` ABI flag CPython puts
+/// in the folder's name).
+fn free_threaded(python: &PythonEnv) -> bool {
+    python.site_packages.iter().any(|dir| {
+        dir.components().any(|c| {
+            c.as_os_str().to_str().is_some_and(|name| {
+                name.strip_prefix("python")
+                    .and_then(|v| v.strip_suffix('t'))
+                    .is_some_and(|v| v.parse::<Version>().is_ok())
+            })
+        })
+    })
 }
 
 /// The backend torch was built for, checked in the hub's order.

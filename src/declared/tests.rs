@@ -106,7 +106,7 @@ fn framework_versions() {
 }
 
 #[test]
-fn other_backends_match_exactly() {
+fn rocm_matches_exactly_in_0_17_and_within_its_major_from_0_18() {
     let names = [
         "torch29-rocm63-x86_64-linux",
         "torch29-rocm64-x86_64-linux",
@@ -115,7 +115,7 @@ fn other_backends_match_exactly() {
         "torch-cuda",
     ];
     assert_eq!(
-        table(&names, "backend=rocm,rocm=6.4,torch=2.9"),
+        table(&names, "backend=rocm,rocm=6.4,torch=2.9,kernels=0.17.2"),
         [
             "torch29-rocm64-x86_64-linux",
             "torch-rocm",
@@ -124,14 +124,135 @@ fn other_backends_match_exactly() {
             "torch-cuda: noarch_backend",
         ]
     );
+    for release in ["0.18.3", "0.19.1"] {
+        assert_eq!(
+            table(
+                &names,
+                &format!("backend=rocm,rocm=6.4,torch=2.9,kernels={release}")
+            ),
+            [
+                "torch29-rocm64-x86_64-linux",
+                "torch29-rocm63-x86_64-linux",
+                "torch-rocm",
+                "torch29-cu128-x86_64-linux: backend",
+                "torch-cuda: noarch_backend",
+            ],
+            "{release}"
+        );
+    }
 }
 
 #[test]
-fn cann_uses_npu_noarch_and_metal_needs_macos_26() {
+fn python_and_free_threading_decide_from_0_19() {
+    let names = [
+        "torch-2.10-cpu-cpython-3.15-abi3t-x86_64-linux",
+        "torch-2.10-cpu-cpython-3.12-abi3-x86_64-linux",
+        "torch210-cpu-x86_64-linux",
+        "torch-universal",
+    ];
+    let on = |spec: &str| {
+        table(
+            &names,
+            &format!("backend=cpu,torch=2.10,kernels=0.19.1,{spec}"),
+        )
+    };
     assert_eq!(
-        table(&["torch-npu", "torch-cpu"], "backend=cann,cann=8.1"),
-        ["torch-npu", "torch-cpu: noarch_backend"]
+        on("python=3.11"),
+        [
+            "torch210-cpu-x86_64-linux",
+            "torch-universal",
+            "torch-2.10-cpu-cpython-3.12-abi3-x86_64-linux: python_version",
+            "torch-2.10-cpu-cpython-3.15-abi3t-x86_64-linux: python_version",
+        ]
     );
+    // abi3 before abi3t, then the newest Python first.
+    assert_eq!(
+        on("python=3.15"),
+        [
+            "torch-2.10-cpu-cpython-3.12-abi3-x86_64-linux",
+            "torch210-cpu-x86_64-linux",
+            "torch-2.10-cpu-cpython-3.15-abi3t-x86_64-linux",
+            "torch-universal",
+        ]
+    );
+    assert_eq!(
+        on("python=3.15,free-threaded=true"),
+        [
+            "torch-2.10-cpu-cpython-3.15-abi3t-x86_64-linux",
+            "torch-universal",
+            "torch-2.10-cpu-cpython-3.12-abi3-x86_64-linux: free_threaded",
+            "torch210-cpu-x86_64-linux: free_threaded",
+        ]
+    );
+    // 0.18 reads a dotted torch name as a noarch variant of no backend.
+    assert_eq!(
+        table(&names, "backend=cpu,torch=2.10,python=3.11,kernels=0.18.3"),
+        [
+            "torch210-cpu-x86_64-linux",
+            "torch-universal",
+            "torch-2.10-cpu-cpython-3.15-abi3t-x86_64-linux: noarch_backend",
+            "torch-2.10-cpu-cpython-3.12-abi3-x86_64-linux: noarch_backend",
+        ]
+    );
+}
+
+#[test]
+fn sdk_and_mlx_names_exist_from_0_19() {
+    let names = [
+        "sdk",
+        "sdk-cuda",
+        "mlx-cuda",
+        "torch-cuda",
+        "sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+    ];
+    assert_eq!(
+        table(
+            &names,
+            "backend=cuda,cuda=12.8,python=3.12,mlx=true,kernels=0.19.1"
+        ),
+        [
+            "sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux",
+            "mlx-cuda",
+            "torch-cuda",
+            "sdk-cuda",
+            "sdk",
+        ]
+    );
+    assert_eq!(
+        table(
+            &names,
+            "backend=cuda,cuda=12.8,python=3.12,mlx=false,kernels=0.17.2"
+        ),
+        [
+            "torch-cuda",
+            "sdk: not_parsed",
+            "sdk-cuda: not_parsed",
+            "mlx-cuda: not_parsed",
+            "sdk-cuda-12.8-cpython-3.9-abi3-x86_64-linux: not_parsed",
+        ]
+    );
+}
+
+#[test]
+fn cann_noarch_is_npu_before_0_19_and_metal_needs_macos_26() {
+    for (release, accepted, rejected) in [
+        ("0.17.2", "torch-npu", "torch-cann"),
+        ("0.18.3", "torch-npu", "torch-cann"),
+        ("0.19.1", "torch-cann", "torch-npu"),
+    ] {
+        assert_eq!(
+            table(
+                &["torch-npu", "torch-cann", "torch-cpu"],
+                &format!("backend=cann,cann=8.1,kernels={release}")
+            ),
+            [
+                accepted.to_string(),
+                format!("{rejected}: noarch_backend"),
+                "torch-cpu: noarch_backend".to_string(),
+            ],
+            "{release}"
+        );
+    }
     let metal = |macos: &str| {
         let s = System::bare_host()
             .with_overrides(&format!(

@@ -25,7 +25,8 @@ pub struct Expectation {
 
 impl Expectation {
     /// What the machine `fingerprint` (fast: files only) promises: the
-    /// GPUs on its PCI bus that CUDA may use, or `gpus` when given; the
+    /// GPUs on its PCI bus that this process can reach (a container's own,
+    /// not the host's) and CUDA may use, or `gpus` when given; the
     /// CUDA major of the toolkit kernels compile with, of the CUDA home a
     /// kernel finds, and of torch's build. A CUDA 12.x toolkit runs on any
     /// 12.x driver (NVIDIA's minor-version compatibility), so only the
@@ -40,7 +41,7 @@ impl Expectation {
                 } else {
                     devices.len()
                 };
-                (visible, "on the PCI bus".to_owned())
+                (visible, "on the PCI bus and reachable here".to_owned())
             }
         };
         let toolkits = &fingerprint.toolkits;

@@ -137,6 +137,10 @@ pub struct DoctorReport {
     /// How its probes (and `check`'s) are isolated here; `None` when not
     /// known (no child could be made at all).
     pub isolation: Option<Isolation>,
+    /// The walls of a probe's file system, one a line, as a bubblewrap
+    /// command line reads (`crate::sandbox::Plan`); empty without
+    /// namespaces.
+    pub walls: Vec<String>,
 }
 
 impl DoctorReport {
@@ -241,7 +245,22 @@ pub fn run(options: &DoctorOptions, cancel: &Cancel, each: &dyn Fn(&Check)) -> D
         summary,
         checks,
         isolation: crate::sandbox::isolation(),
+        walls: walls(),
     }
+}
+
+/// The walls a probe gets here, where probes run in namespaces.
+fn walls() -> Vec<String> {
+    if !matches!(
+        crate::sandbox::isolation(),
+        Some(Isolation::Namespaces { .. })
+    ) {
+        return Vec::new();
+    }
+    crate::sandbox::Sandbox::new()
+        .and_then(|s| s.plan())
+        .map(|plan| plan.to_string().lines().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 fn summary(device: Option<&DeviceInfo>, driver: Option<&str>, checks: &[Check]) -> String {

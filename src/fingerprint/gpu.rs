@@ -97,7 +97,7 @@ pub(crate) fn detect(src: &Sources) -> Result<Gpus, FingerprintError> {
                 why: format!("expected a JSON array of GPUs: {e}"),
             })?
         }
-        None => scan_pci(&src.sys_root, &src.proc_root),
+        None => scan_pci(&src.sys_root, &src.proc_root, &src.dev_root),
     };
     devices.sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
     apply_visible(
@@ -205,14 +205,15 @@ fn looks_like_version(word: &str) -> bool {
 }
 
 /// The display (0x0300) and 3D (0x0302) controllers the NVIDIA driver has
-/// bound: the links named by PCI address in `/sys/bus/pci/drivers/nvidia/`.
-/// Those are the devices CUDA can number; a GPU bound to another driver
-/// (`vfio-pci`, `nouveau`) or to none is invisible to CUDA, so it has no
-/// place in its numbering. Listing the driver's folder instead of every PCI
-/// device costs one listing on a machine without the driver, and a few
+/// bound (the links named by PCI address in `/sys/bus/pci/drivers/nvidia/`)
+/// that this process can reach ([`reachable`]). Those are the devices CUDA
+/// can number; a GPU bound to another driver (`vfio-pci`, `nouveau`) or to
+/// none, or one a container was not given, is invisible to CUDA, so it has
+/// no place in its numbering. Listing the driver's folder instead of every
+/// PCI device costs one listing on a machine without the driver, and a few
 /// reads per GPU with it; the class leaves out the NVSwitch bridges the
 /// driver binds too.
-fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
+fn scan_pci(sys: &Path, proc: &Path, dev: &Path) -> Vec<Gpu> {
     let Ok(entries) = std::fs::read_dir(sys.join("bus/pci/drivers/nvidia")) else {
         return Vec::new();
     };
@@ -235,6 +236,9 @@ fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
             continue;
         }
         let information = driver_information(proc, &name);
+        if !reachable(proc, dev, &name, information.minor) {
+            continue;
+        }
         gpus.push(Gpu {
             model: information.model,
             device_id: read("device").unwrap_or_default(),
@@ -245,6 +249,28 @@ fn scan_pci(sys: &Path, proc: &Path) -> Vec<Gpu> {
         });
     }
     gpus
+}
+
+/// Whether this process can reach the GPU at `bus_id`, whose device minor
+/// the driver's `information` file gave. `/sys` is not namespaced: inside a
+/// container given one GPU of eight, `/sys/bus/pci/drivers/nvidia` still
+/// lists all eight. What the container runtime narrows is the driver's own
+/// folder, `/proc/driver/nvidia/gpus/`, which then holds the given GPUs
+/// alone, and the device nodes, `/dev/nvidia<minor>` made for those alone.
+/// Either says "not here" only where it exists at all: a host without
+/// `/dev/nvidiactl` has had no node made yet (`nvidia-modprobe` makes them
+/// on first use), and there every GPU counts.
+fn reachable(proc: &Path, dev: &Path, bus_id: &str, minor: Option<u32>) -> bool {
+    let listed = proc.join("driver/nvidia/gpus");
+    if listed.is_dir() && !listed.join(bus_id).is_dir() {
+        return false;
+    }
+    match minor {
+        Some(minor) if dev.join("nvidiactl").exists() => {
+            dev.join(format!("nvidia{minor}")).exists()
+        }
+        _ => true,
+    }
 }
 
 /// `dddd:bb:dd.f`, as sysfs names a PCI function.
@@ -264,6 +290,8 @@ struct Information {
     model: Option<String>,
     /// `GPU UUID:  GPU-…`
     uuid: Option<String>,
+    /// `Device Minor:  N`: its node is `/dev/nvidiaN`.
+    minor: Option<u32>,
 }
 
 fn driver_information(proc: &Path, bus_id: &str) -> Information {
@@ -283,6 +311,7 @@ fn driver_information(proc: &Path, bus_id: &str) -> Information {
     Information {
         model: field("Model"),
         uuid: field("GPU UUID"),
+        minor: field("Device Minor").and_then(|m| m.parse().ok()),
     }
 }
 

@@ -18,13 +18,14 @@ pub use super::packages::{distributions_digest, normalize, parse_dist_dir, versi
 
 /// Packages whose versions are always part of the fingerprint (distribution
 /// names, normalized).
-pub const TRACKED_PACKAGES: [&str; 6] = [
+pub const TRACKED_PACKAGES: [&str; 7] = [
     "torch",
     "triton",
     "nvidia-cutlass-dsl",
     "apache-tvm-ffi",
     "einops",
     "kernels",
+    "mlx",
 ];
 
 /// A Python environment.
@@ -493,6 +494,14 @@ fn site_dirs(
 ) -> Vec<PathBuf> {
     let minor = version.map(|v| v.split('.').take(2).collect::<Vec<_>>().join("."));
     let mut dirs: Vec<PathBuf> = Vec::new();
+    // A free-threaded build's folders carry its ABI flag: `python3.13t`.
+    let own = |dirs: &mut Vec<PathBuf>, prefix: &Path, m: &str| {
+        for lib in ["lib", "lib64"] {
+            for flag in ["", "t"] {
+                dirs.push(prefix.join(format!("{lib}/python{m}{flag}/site-packages")));
+            }
+        }
+    };
     if let Some(pp) = src.var("PYTHONPATH") {
         dirs.extend(std::env::split_paths(pp));
     }
@@ -500,15 +509,13 @@ fn site_dirs(
         if let Some(m) = &minor {
             dirs.push(prefix.join(format!("local/lib/python{m}/dist-packages")));
             dirs.push(prefix.join("lib/python3/dist-packages"));
-            dirs.push(prefix.join(format!("lib/python{m}/site-packages")));
-            dirs.push(prefix.join(format!("lib64/python{m}/site-packages")));
+            own(dirs, prefix, m);
         }
     };
     match venv {
         Some(cfg) => {
             if let Some(m) = &minor {
-                dirs.push(prefix.join(format!("lib/python{m}/site-packages")));
-                dirs.push(prefix.join(format!("lib64/python{m}/site-packages")));
+                own(&mut dirs, prefix, m);
             }
             if cfg.system_site
                 && let Some(base) = cfg.home.as_deref().and_then(Path::parent)

@@ -15,6 +15,8 @@ pub struct Sources {
     pub sys_root: PathBuf,
     /// Stands in for `/proc` (`PREFLIGHT_PROCFS_ROOT`).
     pub proc_root: PathBuf,
+    /// Stands in for `/dev` (`PREFLIGHT_DEVFS_ROOT`): the GPUs' device nodes.
+    pub dev_root: PathBuf,
     /// The interpreter given on the command line (`--python`).
     pub python: Option<PathBuf>,
     /// Packages to report besides the built-in list (a variant's
@@ -37,10 +39,12 @@ impl Sources {
         let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let sys_root = get("PREFLIGHT_SYSFS_ROOT").unwrap_or_else(|| PathBuf::from("/sys"));
         let proc_root = get("PREFLIGHT_PROCFS_ROOT").unwrap_or_else(|| PathBuf::from("/proc"));
+        let dev_root = get("PREFLIGHT_DEVFS_ROOT").unwrap_or_else(|| PathBuf::from("/dev"));
         Sources {
             env,
             sys_root,
             proc_root,
+            dev_root,
             python: None,
             extra_packages: Vec::new(),
         }

@@ -150,11 +150,7 @@ impl PythonExecutor {
                 subject: job.subject.describe(),
             });
         };
-        let sandbox = job
-            .subject
-            .protected()
-            .into_iter()
-            .fold(Sandbox::new()?, Sandbox::read_only);
+        let sandbox = super::kernel_sandbox(job.subject.protected())?;
         let dir = sandbox.dir().to_path_buf();
         let fifos = Fifos::make(&dir)?;
         let mut command = self.command(&dir, path, &torch_device(name, job.device), &job.smoke)?;

@@ -21,7 +21,7 @@
 
 use super::python::DRIVER_NAME;
 use super::{ProbeError, PythonExecutor};
-use crate::sandbox::{Cancel, Limits, Sandbox};
+use crate::sandbox::{Cancel, Limits};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -86,9 +86,7 @@ impl PythonExecutor {
         if forking || paths.is_empty() || self.verdicts.get().is_some() {
             return Ok(0);
         }
-        let sandbox = variants
-            .iter()
-            .fold(Sandbox::new()?, |s, v| s.read_only(super::kernel_files(v)));
+        let sandbox = super::kernel_sandbox(variants.iter().map(|v| super::kernel_files(v)))?;
         let dir = sandbox.dir();
         self.write_driver(dir)?;
         let listing = dir.join(LISTING_NAME);

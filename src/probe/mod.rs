@@ -31,7 +31,7 @@ pub use python::{
 use crate::discover::{KernelRepo, RepoId};
 use crate::protocol::{Channel, Made};
 use crate::sandbox::RunReport;
-use crate::variant::{Backend, NoarchBackend, VariantName};
+use crate::variant::VariantName;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -103,28 +103,18 @@ impl SmokeSource {
 }
 
 /// The torch device a variant's smoke runs on; `auto` lets the child pick
-/// (universal variants run wherever torch has an accelerator, else on cpu).
+/// (universal variants, SDKs for any backend and names of no known backend
+/// run wherever torch has an accelerator, else on cpu).
 pub fn device_for(variant: &VariantName) -> &'static str {
-    match variant {
-        VariantName::Arch { backend, .. } => match backend {
-            Backend::Cuda(_) | Backend::Rocm(_) => "cuda",
-            Backend::Xpu(_) => "xpu",
-            Backend::Metal => "mps",
-            Backend::Cann(_) => "npu",
-            Backend::Neuron => "neuron",
-            Backend::Tpu => "tpu",
-            Backend::Cpu => "cpu",
-        },
-        VariantName::Noarch { backend } => match backend {
-            NoarchBackend::Cuda | NoarchBackend::Rocm => "cuda",
-            NoarchBackend::Xpu => "xpu",
-            NoarchBackend::Metal => "mps",
-            NoarchBackend::Npu => "npu",
-            NoarchBackend::Neuron => "neuron",
-            NoarchBackend::Tpu => "tpu",
-            NoarchBackend::Cpu => "cpu",
-            NoarchBackend::Universal => "auto",
-        },
+    match variant.backend_kind().as_deref() {
+        Some("cuda" | "rocm") => "cuda",
+        Some("xpu") => "xpu",
+        Some("metal") => "mps",
+        Some("cann" | "npu") => "npu",
+        Some("neuron") => "neuron",
+        Some("tpu") => "tpu",
+        Some("cpu") => "cpu",
+        _ => "auto",
     }
 }
 
@@ -133,6 +123,28 @@ pub fn device_for(variant: &VariantName) -> &'static str {
 /// (every variant of it, its benchmarks), and for a snapshot in the hub
 /// cache the kernel's whole folder there, whose `blobs/` the snapshot's
 /// files link to; a lone variant folder is itself.
+/// A sandbox for probes of the kernels whose files are `files` (see
+/// [`kernel_files`]): those files read-only, and, when they are one
+/// kernel's, that kernel's own JIT caches, keyed by where its files are
+/// (`crate::sandbox::Sandbox::jit_caches_of`): what its probes compile,
+/// its later probes find, and nothing else does.
+pub(crate) fn kernel_sandbox(
+    files: impl IntoIterator<Item = PathBuf>,
+) -> Result<crate::sandbox::Sandbox, crate::sandbox::SandboxError> {
+    let mut files: Vec<PathBuf> = files.into_iter().collect();
+    files.sort();
+    files.dedup();
+    let mut sandbox = crate::sandbox::Sandbox::new()?;
+    if let [one] = files.as_slice() {
+        let canonical = std::fs::canonicalize(one).unwrap_or_else(|_| one.clone());
+        let identity = crate::hash::sha256_hex(canonical.as_os_str().as_encoded_bytes());
+        sandbox = sandbox.jit_caches_of(&identity[..32]);
+    }
+    Ok(files
+        .into_iter()
+        .fold(sandbox, crate::sandbox::Sandbox::read_only))
+}
+
 pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
     let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
     let named = |p: &Path, name: &str| p.file_name().is_some_and(|n| n == name);

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::fingerprint::Fingerprint;
 use crate::protocol::{CHANNEL_ENV, Depth, Event, Evidence, ExecutorKind, Made, Tail};
-use crate::sandbox::{Cancel, ChildCommand, Sandbox};
+use crate::sandbox::{Cancel, ChildCommand};
 use crate::variant::VariantName;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -398,12 +398,7 @@ impl PythonExecutor {
         } else {
             &SmokeSource::LoadOnly
         };
-        let mut sandbox = Sandbox::new()?;
-        sandbox = job
-            .subject
-            .protected()
-            .into_iter()
-            .fold(sandbox, Sandbox::read_only);
+        let mut sandbox = super::kernel_sandbox(job.subject.protected())?;
         if let SmokeSource::File(file) = smoke {
             sandbox = sandbox.read_only(file);
         }

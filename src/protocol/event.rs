@@ -195,6 +195,13 @@ pub struct EmbeddedLoad {
     /// tried, and no failure.
     #[serde(default)]
     pub relocatable: u32,
+    /// Fatbins the driver refused as holding no image for this device
+    /// (209) where the driver's rule, read from their images, says the
+    /// same: code for other GPUs, as a kernel section with capabilities of
+    /// its own puts in a container of its own. No failure while another
+    /// container of the file loads.
+    #[serde(default, skip_serializing_if = "none")]
+    pub other_gpus: u32,
     /// The image the driver took (`sm_90 SASS`, `compute_80 PTX, JIT`):
     /// inferred from the images present and the device's capability by
     /// the driver's rule, since the driver does not say.
@@ -209,6 +216,12 @@ pub struct EmbeddedLoad {
     /// The first load that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CudaError>,
+}
+
+/// Whether a count is zero, and left out of the wire (as a line written
+/// before the field existed has it).
+fn none(count: &u32) -> bool {
+    *count == 0
 }
 
 /// A timed span of a probe.
@@ -286,6 +299,11 @@ pub struct BenchSetup {
     /// (`verify_<workload>` of the hub's convention).
     #[serde(default)]
     pub has_reference: bool,
+    /// The device admits one process's context at a time (compute mode
+    /// EXCLUSIVE_PROCESS): another child's context would be refused, so
+    /// the session times its participants one after another.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exclusive: bool,
 }
 
 /// What a device said about itself.

@@ -74,6 +74,7 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
             images: String::new(),
             loaded: 0,
             relocatable: 0,
+            other_gpus: 0,
             taken: None,
             load_ms: 0.0,
             jit_ms: None,
@@ -100,6 +101,7 @@ fn the_golden_lines_cover_every_event_and_failure_kind() {
             warmup_calls: 0,
             estimate_ms: 0.0,
             has_reference: false,
+            exclusive: false,
         }),
         Event::Done { depth: Depth::Load },
     ];

@@ -93,7 +93,7 @@ pub fn markdown(report: &BenchReport) -> String {
 }
 
 /// How the variants were timed and compared, one line each.
-fn conditions(report: &BenchReport, code: fn(&str) -> String) -> [String; 3] {
+pub(super) fn conditions(report: &BenchReport, code: fn(&str) -> String) -> [String; 3] {
     let mut timers: Vec<&str> = timed(report)
         .map(|(_, v)| match v.timed().map(|t| t.timer) {
             Some(Timer::DeviceEvents) => "device events",
@@ -147,7 +147,7 @@ fn reference_timed(report: &BenchReport) -> bool {
 
 /// The timed variants with their rank (`1`, `2`, …), then the reference
 /// (`ref`) when it was timed.
-fn timed(report: &BenchReport) -> impl Iterator<Item = (String, &VariantBench)> {
+pub(super) fn timed(report: &BenchReport) -> impl Iterator<Item = (String, &VariantBench)> {
     let variants = report.variants.iter().filter(|v| v.timed().is_some());
     let reference = report.reference.iter().filter(|r| r.timed().is_some());
     variants
@@ -194,7 +194,7 @@ fn rows(report: &BenchReport) -> Vec<Vec<String>> {
 }
 
 /// The variants (and reference) that were not timed: name, outcome, reason.
-fn excluded(report: &BenchReport) -> Vec<(String, &str, String)> {
+pub(super) fn excluded(report: &BenchReport) -> Vec<(String, &str, String)> {
     let reference = report
         .reference
         .iter()
@@ -260,21 +260,25 @@ fn comparison(c: Option<Comparison>) -> String {
     let Some(c) = c.filter(|c| c.speedup > 0.0) else {
         return "–".to_string();
     };
-    let verdict = match c.verdict {
+    format!("{} {}", speedup(&c), verdict(c.verdict))
+}
+
+/// `0.498× [0.496, 0.501]`: a speedup and its 95 % bootstrap interval.
+pub(super) fn speedup(c: &Comparison) -> String {
+    format!("{}× [{}, {}]", sig3(c.speedup), sig3(c.low), sig3(c.high))
+}
+
+/// A verdict in words.
+pub(super) fn verdict(v: Verdict) -> &'static str {
+    match v {
         Verdict::Faster => "faster",
         Verdict::Slower => "slower",
         Verdict::Same => "same",
         Verdict::Ambiguous => "ambiguous",
-    };
-    format!(
-        "{}× [{}, {}] {verdict}",
-        sig3(c.speedup),
-        sig3(c.low),
-        sig3(c.high)
-    )
+    }
 }
 
-fn stop(rule: StopRule) -> &'static str {
+pub(super) fn stop(rule: StopRule) -> &'static str {
     match rule {
         StopRule::Noise => "noise",
         StopRule::Plateau => "plateau",
@@ -284,16 +288,18 @@ fn stop(rule: StopRule) -> &'static str {
 }
 
 /// A fraction as a percentage with two decimals.
-fn percent(fraction: f64) -> String {
+pub(super) fn percent(fraction: f64) -> String {
     format!("{:.2} %", fraction * 100.0)
 }
 
 /// Milliseconds in the unit that keeps three significant digits readable.
-fn time(ms: f64) -> String {
+pub(super) fn time(ms: f64) -> String {
+    // A value that three digits round up to 1000 of a unit is shown in
+    // the next one (`1.00 ms`, not `1000 µs`).
     let (value, unit) = match ms {
-        x if x >= 1000.0 => (x / 1000.0, "s"),
-        x if x >= 1.0 => (x, "ms"),
-        x if x >= 1e-3 => (x * 1e3, "µs"),
+        x if x >= 999.5 => ((x / 1000.0).max(1.0), "s"),
+        x if x >= 0.9995 => (x.max(1.0), "ms"),
+        x if x >= 0.9995e-3 => ((x * 1e3).max(1.0), "µs"),
         x => (x * 1e6, "ns"),
     };
     format!("{} {unit}", sig3(value))
@@ -301,7 +307,7 @@ fn time(ms: f64) -> String {
 
 /// A number with three significant digits (more when it has more integer
 /// digits).
-fn sig3(x: f64) -> String {
+pub(super) fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }

@@ -68,6 +68,7 @@ fn report() -> BenchReport {
             },
         ],
         reference: None,
+        context: None,
     }
 }
 
@@ -246,6 +247,8 @@ fn units_keep_three_digits() {
     assert_eq!(time(0.5), "500 µs");
     assert_eq!(time(1.0), "1.00 ms");
     assert_eq!(time(999.0), "999 ms");
+    assert_eq!(time(0.9996), "1.00 ms");
+    assert_eq!(time(999.7), "1.00 s");
     assert_eq!(time(1234.5), "1.23 s");
     assert_eq!(time(123_456.0), "123 s");
     assert_eq!(sig3(0.04567), "0.0457");

@@ -23,6 +23,13 @@ pub fn table(report: &CheckReport, plan: &Plan) -> String {
     let mut out = String::new();
     let system = System::from_fingerprint(&report.fingerprint);
     let _ = writeln!(out, "system: {}", super::resolve::system_line(&system));
+    if plan
+        .targets
+        .iter()
+        .any(|t| matches!(t.target, Target::Hub(_)))
+    {
+        let _ = writeln!(out, "declared by the rules of {}", system.rules());
+    }
     for (i, named) in plan.targets.iter().enumerate() {
         let rows: Vec<&CheckResult> = report.rows(TargetId(i)).collect();
         out.push('\n');

@@ -45,6 +45,12 @@ pub fn describe(load: &EmbeddedLoad) -> String {
         None if load.relocatable == 0 => parts.push("no CUDA code to load".into()),
         None => {}
     }
+    if load.other_gpus > 0 && load.loaded > 0 {
+        parts.push(format!(
+            "{} fatbin(s) for other GPUs, not loaded here (209, as the driver's rule says)",
+            load.other_gpus
+        ));
+    }
     if load.relocatable > 0 {
         parts.push(format!(
             "{} relocatable (-rdc) fatbin(s): not loadable alone",
@@ -74,6 +80,7 @@ mod tests {
             images: "no SASS, PTX for compute_80".into(),
             loaded: 2,
             relocatable: 0,
+            other_gpus: 0,
             taken: Some("compute_80 PTX, JIT".into()),
             load_ms: 152.5,
             jit_ms: Some(148.25),
@@ -92,6 +99,7 @@ mod tests {
             taken: None,
             jit_ms: None,
             relocatable: 1,
+            other_gpus: 0,
             error: Some(CudaError {
                 call: "cuModuleLoadDataEx".into(),
                 code: 209,
@@ -104,6 +112,19 @@ mod tests {
         assert_eq!(
             describe(&refused),
             "_ops.so: no SASS, PTX for compute_80; refused: CUDA_ERROR_NO_BINARY_FOR_GPU (209); 1 relocatable (-rdc) fatbin(s): not loadable alone"
+        );
+        let multi = EmbeddedLoad {
+            images: "SASS for sm_90 and sm_100a, no PTX".into(),
+            loaded: 1,
+            other_gpus: 1,
+            taken: Some("sm_90 SASS".into()),
+            jit_ms: None,
+            load_ms: 0.5,
+            ..load()
+        };
+        assert_eq!(
+            describe(&multi),
+            "_ops.so: SASS for sm_90 and sm_100a, no PTX; 1 fatbin(s) loaded in 0.50 ms, the driver took sm_90 SASS (inferred); 1 fatbin(s) for other GPUs, not loaded here (209, as the driver's rule says)"
         );
     }
 }

@@ -30,6 +30,12 @@ pub fn table(report: &DoctorReport) -> String {
     if let Some(isolation) = &report.isolation {
         let _ = writeln!(out, "probes run in {}", isolation.describe());
     }
+    if !report.walls.is_empty() {
+        let _ = writeln!(out, "a probe's walls, in order (docs/sandbox.md):");
+        for wall in &report.walls {
+            let _ = writeln!(out, "  {wall}");
+        }
+    }
     let mut table = super::table(&["capability", "verdict", "time", "details"]);
     for c in &report.checks {
         table.add_row(vec![

@@ -1,7 +1,7 @@
 //! Output of `preflight fleet ls` and `preflight fleet diff`.
 
 use super::grid::Grid;
-use crate::run::fleet::{Fleet, FleetDiff, KernelVerdicts, MachineClass};
+use crate::run::fleet::{Fleet, FleetDiff, KernelVerdicts, MachineClass, VariantVerdict};
 
 /// Per machine class: its facts, then a table of its kernels' variants
 /// (the chosen one marked) in the hub's preference order.
@@ -28,20 +28,24 @@ pub fn list(fleet: &Fleet) -> String {
 fn verdicts(kernel: &KernelVerdicts) -> Grid {
     let mut table = super::table(&["variant", "outcome", "note"]);
     for v in &kernel.variants {
-        let note = if kernel.chosen.as_deref() == Some(v.variant.as_str()) {
-            "chosen"
-        } else if !v.accepted {
-            "not accepted by name"
-        } else {
-            ""
-        };
         table.add_row(vec![
             v.variant.clone(),
             v.outcome.to_string(),
-            note.to_string(),
+            note(kernel, v).to_string(),
         ]);
     }
     table
+}
+
+/// What a variant's row notes: chosen, or not accepted by name.
+pub(super) fn note(kernel: &KernelVerdicts, v: &VariantVerdict) -> &'static str {
+    if kernel.chosen.as_deref() == Some(v.variant.as_str()) {
+        "chosen"
+    } else if !v.accepted {
+        "not accepted by name"
+    } else {
+        ""
+    }
 }
 
 /// The facts and verdicts that differ between two classes.
@@ -114,7 +118,8 @@ fn name(kernel: &KernelVerdicts) -> String {
     at(&kernel.kernel, kernel.version.as_deref())
 }
 
-fn at(kernel: &str, version: Option<&str>) -> String {
+/// `kernel@version`, or the kernel alone without a version.
+pub(super) fn at(kernel: &str, version: Option<&str>) -> String {
     match version {
         Some(v) => format!("{kernel}@{v}"),
         None => kernel.to_string(),
@@ -125,7 +130,6 @@ fn at(kernel: &str, version: Option<&str>) -> String {
 mod tests {
     use super::*;
     use crate::classify::OutcomeKind;
-    use crate::run::fleet::VariantVerdict;
 
     fn verdict(variant: &str, outcome: OutcomeKind, accepted: bool) -> VariantVerdict {
         VariantVerdict {

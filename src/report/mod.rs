@@ -2,13 +2,16 @@
 //! the library's types.
 
 pub mod bench;
+pub mod bench_chart;
 pub mod cache;
 pub mod check;
 pub mod device;
 pub mod doctor;
+mod draw;
 pub mod events;
 pub mod fingerprint;
 pub mod fleet;
+pub mod fleet_page;
 pub mod grid;
 pub mod inspect;
 pub mod labels;

@@ -1,6 +1,6 @@
 //! Output of `preflight resolve`.
 
-use crate::declared::{Decision, System};
+use crate::declared::{Decision, Rules, System};
 use crate::discover::{Discovery, FoundVariant, MetadataStatus};
 use serde::Serialize;
 use std::fmt::Write;
@@ -21,12 +21,39 @@ pub struct DecisionRow<'a> {
 pub struct ResolveJson<'a> {
     decisions: Vec<DecisionRow<'a>>,
     system: &'a System,
+    /// Whose rules decided: the release installed in the probed Python,
+    /// else the newest supported.
+    rules: RulesJson,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
 }
 
 fn found<'a>(discovery: Option<&'a Discovery>, d: &Decision) -> Option<&'a FoundVariant> {
     discovery?.variants.iter().find(|v| v.name == d.variant)
+}
+
+/// `rules` in the JSON document.
+#[derive(Serialize)]
+struct RulesJson {
+    /// The release whose rules applied (`0.19.1`).
+    release: String,
+    /// The kernels installed in the probed Python, if any.
+    installed: Option<String>,
+    /// Whether the installed release is a supported one (`false` when none is).
+    installed_supported: bool,
+    /// The line the table prints.
+    why: String,
+}
+
+impl RulesJson {
+    fn new(rules: &Rules) -> RulesJson {
+        RulesJson {
+            release: rules.release.tested().to_string(),
+            installed: rules.installed.clone(),
+            installed_supported: rules.installed_is_supported(),
+            why: rules.to_string(),
+        }
+    }
 }
 
 /// Build the `resolve --json` document.
@@ -48,6 +75,7 @@ pub fn json<'a>(
             })
             .collect(),
         system,
+        rules: RulesJson::new(&system.rules()),
         warnings: discovery.map(|d| d.warnings.clone()).unwrap_or_default(),
     }
 }
@@ -72,6 +100,15 @@ pub fn system_line(s: &System) -> String {
     }
     if let Some(m) = s.macos {
         let _ = write!(line, " · macOS {m}");
+    }
+    if let Some(p) = s.python {
+        let _ = write!(line, " · Python {p}");
+        if s.free_threaded {
+            line.push_str(" (free-threaded)");
+        }
+    }
+    if s.mlx {
+        line.push_str(" · mlx");
     }
     let _ = write!(line, " · {}-{}", s.cpu, s.os);
     line
@@ -133,6 +170,7 @@ pub fn table(decisions: &[Decision], discovery: Option<&Discovery>, system: &Sys
         );
     }
     let _ = writeln!(out, "system: {}", system_line(system));
+    let _ = writeln!(out, "rules: {}", system.rules());
     let _ = writeln!(out, "{table}");
     let accepted = decisions.iter().filter(|d| d.accepted()).count();
     let _ = write!(

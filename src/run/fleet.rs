@@ -157,6 +157,13 @@ impl Session {
     }
 }
 
+impl Fleet {
+    /// What differs between two of its classes, as `fleet diff` says it.
+    pub fn diff(&self, a: &MachineClass, b: &MachineClass) -> FleetDiff {
+        diff(a, b, self.refused)
+    }
+}
+
 /// Group `published` by class, kernel and version; the newest verdict of
 /// a variant answers for it.
 fn classes(mut published: Vec<Published>) -> Vec<MachineClass> {

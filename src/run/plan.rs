@@ -215,13 +215,7 @@ impl Plan {
             return None;
         };
         let first = self.jobs.iter().position(|j| j.target == job.target)?;
-        // A hub snapshot's folder is named by its revision.
-        let version = d
-            .root
-            .parent()
-            .filter(|snapshot| crate::discover::hub_cache::snapshot_repo_id(snapshot).is_some())
-            .and_then(|snapshot| snapshot.file_name())
-            .map(|rev| rev.to_string_lossy().chars().take(12).collect());
+        let version = self.revision(job.target);
         Some(cached::Placement {
             kernel: d
                 .kernel
@@ -231,6 +225,21 @@ impl Plan {
             accepted: job.declared.accepted,
             preference: u32::try_from(job.id.0 - first).unwrap_or(u32::MAX),
         })
+    }
+
+    /// The hub revision of `target` (its first 12 hex digits), when it is
+    /// a snapshot in the hub cache; `None` for a folder elsewhere or a
+    /// native target.
+    pub fn revision(&self, target: TargetId) -> Option<String> {
+        let Target::Hub(d) = &self.targets.get(target.0)?.target else {
+            return None;
+        };
+        // A hub snapshot's folder is named by its revision.
+        d.root
+            .parent()
+            .filter(|snapshot| crate::discover::hub_cache::snapshot_repo_id(snapshot).is_some())
+            .and_then(|snapshot| snapshot.file_name())
+            .map(|rev| rev.to_string_lossy().chars().take(12).collect())
     }
 
     /// Jobs that will be probed or answered from the cache (not skipped).
@@ -290,9 +299,10 @@ impl Plan {
                 continue;
             };
             let skip = match &decision.rejection {
-                Some(r @ (Rejection::Cpu { .. } | Rejection::Os { .. })) if !options.all => {
-                    Some(r.to_string())
-                }
+                Some(
+                    r
+                    @ (Rejection::Cpu { .. } | Rejection::Os { .. } | Rejection::NotParsed { .. }),
+                ) if !options.all => Some(r.to_string()),
                 _ => None,
             };
             // What cannot load here is not worth reading for its images.
@@ -338,7 +348,7 @@ fn variant_declared(decision: &Decision, variant: &FoundVariant, judge: Option<J
     let by_name = Declared {
         accepted: decision.accepted(),
         reason: decision.rejection.as_ref().map(ToString::to_string),
-        short: decision.rejection.as_ref().map(short_reason),
+        short: decision.rejection.as_ref().map(Rejection::short),
     };
     if !by_name.accepted {
         return by_name;
@@ -373,19 +383,5 @@ fn module_declared(module: &NativeModule, judge: Judge) -> Declared {
             }
         }
         _ => Declared::ACCEPTED,
-    }
-}
-
-fn short_reason(rejection: &Rejection) -> &'static str {
-    match rejection {
-        Rejection::Cpu { .. } => "other CPU",
-        Rejection::Os { .. } => "other OS",
-        Rejection::TorchVersion { .. } => "torch version",
-        Rejection::Cxx11Abi { .. } => "C++ ABI",
-        Rejection::StableAbiTooNew { .. } => "stable ABI too new",
-        Rejection::TvmFfiVersion { .. } => "tvm-ffi version",
-        Rejection::CudaVersion { .. } => "CUDA version",
-        Rejection::Backend { .. } | Rejection::NoarchBackend { .. } => "backend",
-        Rejection::MacosTooOld { .. } => "macOS too old",
     }
 }

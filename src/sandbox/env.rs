@@ -71,23 +71,28 @@ pub(crate) fn credential_files(env: &BTreeMap<OsString, OsString>) -> Vec<PathBu
     files
 }
 
-/// The user's just-in-time compilation caches for a child with the
-/// environment `env` (CUDA's `~/.nv`, Triton's `~/.triton`, torch's
-/// `~/.cache/torch_extensions`, and the variables that move them) and the
-/// CUDA MPS pipe directory: a probe writes to them as a program would, so
-/// that `warmup` leaves them warm.
-pub(crate) fn jit_caches(env: &BTreeMap<OsString, OsString>) -> Vec<PathBuf> {
+/// The just-in-time compilation caches a child with the environment `env`
+/// writes, each with a name of its own (CUDA's `~/.nv`, Triton's
+/// `~/.triton`, torch's `~/.cache/torch_extensions`, and the variables
+/// that move them): a probe finds its own kernel's there, never the
+/// user's (`walls::jit_walls`).
+pub(crate) fn jit_caches(env: &BTreeMap<OsString, OsString>) -> Vec<(&'static str, PathBuf)> {
     let home = var(env, "HOME");
     let mut dirs = Vec::new();
-    dirs.extend(var(env, "CUDA_CACHE_PATH"));
-    dirs.extend(home.as_ref().map(|h| h.join(".nv")));
-    dirs.extend(var(env, "TRITON_CACHE_DIR"));
-    dirs.extend(var(env, "TRITON_HOME").map(|h| h.join(".triton")));
-    dirs.extend(home.as_ref().map(|h| h.join(".triton")));
-    dirs.extend(var(env, "TORCH_EXTENSIONS_DIR"));
-    dirs.extend(cache_home(env).map(|c| c.join("torch_extensions")));
-    dirs.push(var(env, "CUDA_MPS_PIPE_DIRECTORY").unwrap_or_else(|| "/tmp/nvidia-mps".into()));
+    dirs.extend(var(env, "CUDA_CACHE_PATH").map(|d| ("cuda_cache_path", d)));
+    dirs.extend(home.as_ref().map(|h| ("nv", h.join(".nv"))));
+    dirs.extend(var(env, "TRITON_CACHE_DIR").map(|d| ("triton_cache_dir", d)));
+    dirs.extend(var(env, "TRITON_HOME").map(|h| ("triton_home", h.join(".triton"))));
+    dirs.extend(home.as_ref().map(|h| ("triton", h.join(".triton"))));
+    dirs.extend(var(env, "TORCH_EXTENSIONS_DIR").map(|d| ("torch_extensions_dir", d)));
+    dirs.extend(cache_home(env).map(|c| ("torch_extensions", c.join("torch_extensions"))));
     dirs
+}
+
+/// CUDA's MPS pipe folder for a child with the environment `env`: a probe
+/// reaches the daemon's pipes there, read-only.
+pub(crate) fn mps_pipes(env: &BTreeMap<OsString, OsString>) -> PathBuf {
+    var(env, "CUDA_MPS_PIPE_DIRECTORY").unwrap_or_else(|| "/tmp/nvidia-mps".into())
 }
 
 #[cfg(test)]
@@ -120,8 +125,8 @@ mod tests {
             "HOME",
             "CUDA_HOME",
             "CUDA_VISIBLE_DEVICES",
-            // The user's JIT cache: the device depth fills it, so that
-            // `warmup` leaves it warm.
+            // Where the JIT cache is: the probe's is its kernel's own,
+            // bound there (walls.rs).
             "CUDA_CACHE_PATH",
             "CUDA_CACHE_MAXSIZE",
             "HF_HOME",
@@ -153,7 +158,7 @@ mod tests {
             credential_files(&moved)[..3],
             ["/t", "/hf/token", "/hf/stored_tokens"].map(PathBuf::from)
         );
-        let caches = jit_caches(&plain);
+        let caches: Vec<PathBuf> = jit_caches(&plain).into_iter().map(|(_, d)| d).collect();
         for dir in [
             "/home/u/.nv",
             "/home/u/.triton",

@@ -56,6 +56,7 @@
 
 mod cancel;
 mod capture;
+mod carry;
 mod env;
 mod held;
 mod isolation;
@@ -66,12 +67,14 @@ mod procfs;
 pub mod reaper;
 mod spawn;
 mod supervise;
+mod walls;
 
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
 pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
 pub use leak::{Leak, Place};
+pub use walls::Plan;
 
 use isolation::Mode;
 use mounts::{Layout, RawPath};
@@ -395,11 +398,13 @@ fn default_reaper() -> Option<PathBuf> {
 struct Confinement {
     read_only: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
 }
 
 static CONFINEMENT: Mutex<Confinement> = Mutex::new(Confinement {
     read_only: Vec::new(),
     hidden: Vec::new(),
+    writable: Vec::new(),
 });
 
 fn confinement() -> Confinement {
@@ -429,6 +434,32 @@ pub fn hide_by_default(path: impl Into<PathBuf>) {
         && !c.hidden.contains(&path)
     {
         c.hidden.push(path);
+    }
+}
+
+static JIT_STORE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Keeps the JIT caches of every kernel probed from now on in `dir`, one
+/// folder per kernel ([`Sandbox::jit_caches_of`]): what a kernel's probes
+/// compile there, its later probes find; no other kernel's probe, and
+/// none of the user's own programs, ever sees it. `preflight` keeps them
+/// in its outcome cache (`jit/`).
+pub fn keep_jit_caches_in(dir: impl Into<PathBuf>) {
+    if let Ok(mut store) = JIT_STORE.lock() {
+        *store = Some(dir.into());
+    }
+}
+
+/// Binds `path` (a folder) read-write from the host in every sandbox made
+/// from now on, as [`Sandbox::writable`] does for one: `preflight` does so
+/// for the folders `PREFLIGHT_PROBE_WRITABLE` names. Hidden paths stay
+/// hidden below it.
+pub fn write_by_default(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if let Ok(mut c) = CONFINEMENT.lock()
+        && !c.writable.contains(&path)
+    {
+        c.writable.push(path);
     }
 }
 
@@ -472,6 +503,11 @@ pub struct Sandbox {
     stdin: Option<std::os::fd::OwnedFd>,
     /// Whether the child may hand its place to a process it stopped.
     handoff: bool,
+    /// Folders bound read-write from the host ([`Sandbox::writable`]).
+    writable: Vec<PathBuf>,
+    /// The folder of the store that holds this probe's kernel's JIT
+    /// caches ([`Sandbox::jit_caches_of`]).
+    jit: Option<PathBuf>,
 }
 
 /// The child's working directory, as the parent can reach it while the
@@ -520,6 +556,8 @@ impl Sandbox {
             running: Arc::new(AtomicI32::new(0)),
             stdin: None,
             handoff: false,
+            writable: confinement().writable,
+            jit: None,
         })
     }
 
@@ -544,6 +582,42 @@ impl Sandbox {
     pub fn with_stdin(mut self, fd: std::os::fd::OwnedFd) -> Sandbox {
         self.stdin = Some(fd);
         self
+    }
+
+    /// Binds `path` (a folder) read-write from the host, where the child
+    /// runs in namespaces: past the walls, what the child writes there
+    /// stays. For a folder the caller owns and reads after the run (a
+    /// test's marks); never for a probe of a kernel.
+    pub fn writable(mut self, path: impl Into<PathBuf>) -> Sandbox {
+        self.writable.push(path.into());
+        self
+    }
+
+    /// The child's JIT caches are those of the kernel named `key` (its
+    /// identity, as a file name), kept in the store that
+    /// [`keep_jit_caches_in`] names: later probes of the same key find
+    /// what this one compiled, no other does. Without a key or a store
+    /// they are empty folders of the scratch, gone with the probe.
+    pub fn jit_caches_of(mut self, key: &str) -> Sandbox {
+        self.jit = JIT_STORE
+            .lock()
+            .ok()
+            .and_then(|s| s.clone())
+            .map(|store| store.join(key));
+        self
+    }
+
+    /// The walls a child of this sandbox would get in namespaces, in
+    /// order (docs/sandbox.md): what `preflight doctor` prints.
+    pub fn plan(&self) -> Result<Plan, SandboxError> {
+        let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
+        env.insert("TMPDIR".into(), self.dir().into());
+        let mode = if nix::unistd::geteuid().is_root() {
+            Mode::Root
+        } else {
+            Mode::User
+        };
+        self.walls(mode, &env, &Limits::default())
     }
 
     /// Lets the child hand its place over (with a reaper in namespaces):
@@ -666,7 +740,7 @@ impl Sandbox {
         let mut refused = None;
         for mode in modes {
             let setup = Setup {
-                namespaces: Some(self.namespaced(mode, &env, limits)),
+                namespaces: Some(self.namespaced(mode, &env, limits)?),
                 handoff: self.handoff,
             };
             match spawn::spawn(&prepare(&setup)?.in_namespaces(Namespaces::new(mode))) {
@@ -727,6 +801,30 @@ impl Sandbox {
         supervise::supervise(spawned, limits, cancel, start, done, isolation)
     }
 
+    /// The walls of a child with the environment `env` in `mode`.
+    fn walls(
+        &self,
+        mode: Mode,
+        env: &BTreeMap<OsString, OsString>,
+        limits: &Limits,
+    ) -> Result<Plan, SandboxError> {
+        let root = std::fs::canonicalize(self.root.path()).map_err(SandboxError::TempDir)?;
+        let temp = temp_layers(root.parent());
+        walls::plan(&walls::Wanted {
+            root: &root,
+            scratch: limits.scratch,
+            env,
+            temp: &temp,
+            read_only: &self.confinement.read_only,
+            writable: &self.writable,
+            hidden: &self.confinement.hidden,
+            secrets: &env::credential_files(env),
+            jit_store: self.jit.as_deref(),
+            harden: mode == Mode::Root,
+        })
+        .map_err(|e| SandboxError::Io("making the kernel's JIT cache folders", e))
+    }
+
     /// What the reaper needs to build the child's namespaces in `mode`,
     /// for a child with the environment `env`.
     fn namespaced(
@@ -734,50 +832,17 @@ impl Sandbox {
         mode: Mode,
         env: &BTreeMap<OsString, OsString>,
         limits: &Limits,
-    ) -> Namespaced {
-        let existing = |paths: &mut dyn Iterator<Item = &Path>| -> Vec<RawPath> {
-            let mut found: Vec<RawPath> = paths
-                .filter_map(|p| std::fs::canonicalize(p).ok())
-                .map(|p| RawPath::from(p.as_path()))
-                .collect();
-            found.sort();
-            found.dedup();
-            found
-        };
-        let root = self.root.path();
-        let temp = temp_layers(root.parent());
-        let credentials = env::credential_files(env);
-        let jit = env::jit_caches(env);
-        let hidden_missing: Vec<RawPath> = self
-            .confinement
-            .hidden
-            .iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_err())
-            .filter_map(|p| std::path::absolute(p).ok())
-            .map(|p| RawPath::from(p.as_path()))
-            .collect();
-        Namespaced {
+    ) -> Result<Namespaced, SandboxError> {
+        let root = std::fs::canonicalize(self.root.path()).map_err(SandboxError::TempDir)?;
+        Ok(Namespaced {
             layout: Layout {
-                root: RawPath::from(root),
-                scratch_bytes: limits.scratch,
-                temp: temp.iter().map(|p| RawPath::from(p.as_path())).collect(),
-                read_only: existing(&mut self.confinement.read_only.iter().map(PathBuf::as_path)),
-                writable: existing(&mut jit.iter().map(PathBuf::as_path)),
-                hidden: existing(
-                    &mut self
-                        .confinement
-                        .hidden
-                        .iter()
-                        .chain(&credentials)
-                        .map(PathBuf::as_path),
-                ),
-                hidden_missing,
-                harden: mode == Mode::Root,
+                root: RawPath::from(root.as_path()),
+                plan: self.walls(mode, env, limits)?,
             },
             identity: mode == Mode::Root,
             uid: nix::unistd::geteuid().as_raw(),
             gid: nix::unistd::getegid().as_raw(),
-        }
+        })
     }
 }
 

@@ -49,6 +49,7 @@ pub(crate) enum Step {
     CopyIn = 17,
     ProbeUserNamespace = 18,
     ProbeUserMap = 19,
+    MountWalls = 20,
 }
 
 impl Step {
@@ -73,6 +74,7 @@ impl Step {
             Step::CopyIn,
             Step::ProbeUserNamespace,
             Step::ProbeUserMap,
+            Step::MountWalls,
         ]
         .into_iter()
         .find(|s| *s as u32 == code)
@@ -98,6 +100,9 @@ impl Step {
             Step::CopyIn => "carrying the sandbox's files into the probe's folder",
             Step::ProbeUserNamespace => "unshare(CLONE_NEWUSER) for the probe",
             Step::ProbeUserMap => "writing the id maps of the probe's own user namespace",
+            Step::MountWalls => {
+                "making the host's file system read-only (mount_setattr, Linux 5.12+) and the probe's /dev"
+            }
         }
     }
 
@@ -111,6 +116,7 @@ impl Step {
                 | Step::MountPropagation
                 | Step::MountProc
                 | Step::MountScratch
+                | Step::MountWalls
                 | Step::ProbeUserNamespace
                 | Step::ProbeUserMap
         )

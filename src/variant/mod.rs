@@ -1,30 +1,44 @@
 //! Build variant names exactly as the kernel hub writes them.
 //!
-//! Forms (the hub's `kernels/src/kernels/variants.py`):
-//! - `torchXY[-cxx11|-cxx98]-<backend>-<cpu>-<os>`
-//! - `torch-stable-abiXY-<backend>-<cpu>-<os>`
-//! - `tvm-ffiXY-<backend>-<cpu>-<os>`
-//! - noarch `torch-<name>` (`cpu`, `cuda`, `metal`, `neuron`, `rocm`, `tpu`,
-//!   `xpu`, `npu`, `universal`)
+//! Forms (the hub's `kernels` loader, `variants.py`):
+//! - legacy arch: `torchXY[-cxx11|-cxx98]-<backend>-<cpu>-<os>`,
+//!   `torch-stable-abiXY-…`, `tvm-ffiXY-…` (`cu128`, `rocm64`, `xpu20252`);
+//!   the compiled parts are for CPython 3.9 or later, `abi3`.
+//! - dotted arch (kernels 0.19): `torch-X.Y[-cxx11|-cxx98]-<backend>-cpython-<X.Y>-<abi3|abi3t>-<cpu>-<os>`,
+//!   `torch-stable-abi-X.Y-…`, `tvm-ffi-X.Y-…` (`cuda-12.8`, `rocm-6.4`, `cpu`).
+//! - noarch: `torch-<backend>` (`cuda`, `universal`, …), `mlx-<backend>`
+//!   (kernels 0.19).
+//! - SDK (kernels 0.19): `sdk`, `sdk-<backend>`,
+//!   `sdk[-<backend>]-cpython-<X.Y>-<abi>-<cpu>-<os>`.
 //!
-//! A [`VariantName`] that exists is valid; its `Display` is the canonical name,
-//! and parsing a canonical name gives back the same value.
+//! Which release parses which form, and what it decides, is
+//! `declared::rules`. A [`VariantName`] that exists is valid; its `Display`
+//! is the canonical name, and parsing a canonical name gives back the same
+//! value.
 
 mod backend;
+mod parse;
+mod platform;
+mod python;
 mod version;
 
 pub use backend::Backend;
+pub use platform::{Cpu, OrOther, Os};
+pub use python::{ABI3T_MIN_PYTHON, Abi, PythonTag};
 pub use version::Version;
 
 use serde::{Deserialize, Serialize};
+use serde_with::{DeserializeFromStr, SerializeDisplay};
 use std::fmt;
 use std::str::FromStr;
 
 /// The forms a variant name can take, for error messages.
 pub const NAME_FORMS: &str = "torchXY[-cxx11|-cxx98]-<backend>-<cpu>-<os>, \
-torch-stable-abiXY-<backend>-<cpu>-<os>, tvm-ffiXY-<backend>-<cpu>-<os>, or noarch \
-torch-<cpu|cuda|metal|neuron|rocm|tpu|xpu|npu|universal>; backends: cpu, cuXY, rocmXY, \
-xpuYYYYN, cannXY, metal, neuron, tpu; cpu: x86_64, aarch64; os: linux, darwin, windows";
+torch-stable-abiXY-…, tvm-ffiXY-… (backends cu128, rocm64, xpu20252, cann81, cpu, metal, \
+neuron, tpu); torch-X.Y[-cxx11|-cxx98]-<backend>-cpython-<X.Y>-<abi3|abi3t>-<cpu>-<os>, \
+torch-stable-abi-X.Y-…, tvm-ffi-X.Y-… (backends cuda-12.8, rocm-6.4, xpu-2025.2, cann-8.1, cpu, \
+metal, neuron, tpu); noarch torch-<backend> or mlx-<backend>; sdk, sdk-<backend>, \
+sdk[-<backend>]-cpython-<X.Y>-<abi>-<cpu>-<os>";
 
 /// A variant name that does not fit any form the hub uses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,153 +54,57 @@ pub struct InvalidVariantName {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Framework {
-    /// `torchXY`, optionally tagged with the C++ ABI (`-cxx11` true, `-cxx98` false).
+    /// `torchXY` / `torch-X.Y`, optionally tagged with the C++ ABI (`-cxx11`
+    /// true, `-cxx98` false).
     Torch {
         /// Torch major.minor.
         version: Version,
         /// `Some(true)` for `-cxx11`, `Some(false)` for `-cxx98`, `None` untagged.
         cxx11_abi: Option<bool>,
     },
-    /// `torch-stable-abiXY`: runs on any torch at least this new.
+    /// `torch-stable-abiXY` / `torch-stable-abi-X.Y`: runs on any torch at
+    /// least this new.
     TorchStableAbi {
         /// Stable ABI major.minor.
         version: Version,
     },
-    /// `tvm-ffiXY`: needs exactly this tvm-ffi major.minor.
+    /// `tvm-ffiXY` / `tvm-ffi-X.Y`: needs exactly this tvm-ffi major.minor.
     TvmFfi {
         /// tvm-ffi major.minor.
         version: Version,
     },
 }
 
-impl fmt::Display for Framework {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Framework {
+    /// The framework part of a name: legacy (`torch29-cxx11`) or dotted
+    /// (`torch-2.9-cxx11`).
+    fn write(&self, f: &mut fmt::Formatter<'_>, dotted: bool) -> fmt::Result {
+        let (prefix, version) = match self {
+            Framework::Torch { version, .. } => ("torch", version),
+            Framework::TorchStableAbi { version } => ("torch-stable-abi", version),
+            Framework::TvmFfi { version } => ("tvm-ffi", version),
+        };
+        if dotted {
+            write!(f, "{prefix}-{version}")?;
+        } else {
+            write!(f, "{prefix}{}{}", version.major, version.minor)?;
+        }
         match self {
-            Framework::Torch { version, cxx11_abi } => {
-                write!(f, "torch{}{}", version.major, version.minor)?;
-                match cxx11_abi {
-                    Some(true) => f.write_str("-cxx11"),
-                    Some(false) => f.write_str("-cxx98"),
-                    None => Ok(()),
-                }
-            }
-            Framework::TorchStableAbi { version } => {
-                write!(f, "torch-stable-abi{}{}", version.major, version.minor)
-            }
-            Framework::TvmFfi { version } => write!(f, "tvm-ffi{}{}", version.major, version.minor),
+            Framework::Torch {
+                cxx11_abi: Some(true),
+                ..
+            } => f.write_str("-cxx11"),
+            Framework::Torch {
+                cxx11_abi: Some(false),
+                ..
+            } => f.write_str("-cxx98"),
+            _ => Ok(()),
         }
     }
 }
 
-/// CPU architecture in a variant name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cpu {
-    /// `x86_64`
-    X86_64,
-    /// `aarch64`
-    Aarch64,
-}
-
-impl Cpu {
-    /// The spelling used in variant names.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cpu::X86_64 => "x86_64",
-            Cpu::Aarch64 => "aarch64",
-        }
-    }
-}
-
-impl FromStr for Cpu {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "x86_64" => Ok(Cpu::X86_64),
-            "aarch64" => Ok(Cpu::Aarch64),
-            _ => Err(format!("unknown CPU {s:?} (expected x86_64 or aarch64)")),
-        }
-    }
-}
-
-impl fmt::Display for Cpu {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Operating system in a variant name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Os {
-    /// `linux`
-    Linux,
-    /// `darwin`
-    Darwin,
-    /// `windows`
-    Windows,
-}
-
-impl Os {
-    /// The spelling used in variant names.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Os::Linux => "linux",
-            Os::Darwin => "darwin",
-            Os::Windows => "windows",
-        }
-    }
-}
-
-impl FromStr for Os {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "linux" => Ok(Os::Linux),
-            "darwin" => Ok(Os::Darwin),
-            "windows" => Ok(Os::Windows),
-            _ => Err(format!(
-                "unknown OS {s:?} (expected linux, darwin or windows)"
-            )),
-        }
-    }
-}
-
-impl fmt::Display for Os {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A machine's CPU or OS in the words of variant names: one of them, or
-/// another (`riscv64`, `freebsd`) kept by its own name, so that a rejection
-/// can say it; no arch variant names an `Other`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde_with::SerializeDisplay)]
-pub enum OrOther<T> {
-    /// A value variant names spell.
-    Known(T),
-    /// Any other, as the machine names it.
-    Other(String),
-}
-
-impl<T: FromStr> OrOther<T> {
-    /// `name` as a known value if it is one, else kept as it is.
-    pub fn from_name(name: &str) -> OrOther<T> {
-        name.parse()
-            .map_or_else(|_| OrOther::Other(name.to_string()), OrOther::Known)
-    }
-}
-
-impl<T: fmt::Display> fmt::Display for OrOther<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OrOther::Known(v) => v.fmt(f),
-            OrOther::Other(name) => f.write_str(name),
-        }
-    }
-}
-
-/// Backend of a noarch (`torch-<name>`) variant.
+/// A backend as noarch and SDK names spell it (`torch-cuda`, `sdk-rocm`); a
+/// name the loader parses but no backend uses is an `OrOther::Other`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NoarchBackend {
@@ -250,42 +168,129 @@ impl FromStr for NoarchBackend {
     }
 }
 
+impl fmt::Display for NoarchBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The framework of a noarch variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoarchFramework {
+    /// `torch-<backend>`
+    Torch,
+    /// `mlx-<backend>` (kernels 0.19): needs MLX installed.
+    Mlx,
+}
+
+impl NoarchFramework {
+    /// The spelling in variant names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoarchFramework::Torch => "torch",
+            NoarchFramework::Mlx => "mlx",
+        }
+    }
+}
+
+/// An SDK variant (kernels 0.19): a library kernels depend on, for no
+/// framework.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Sdk {
+    /// `sdk`: for any backend, nothing compiled.
+    Any,
+    /// `sdk-<backend>`: for one backend, nothing compiled.
+    For(OrOther<NoarchBackend>),
+    /// `sdk[-<backend>]-cpython-<X.Y>-<abi>-<cpu>-<os>`: compiled parts, for
+    /// one backend (version included) or, without one, for any.
+    Compiled {
+        /// The backend, if it is for one.
+        backend: Option<Backend>,
+        /// The Python its compiled parts need.
+        python: PythonTag,
+        /// CPU architecture.
+        cpu: OrOther<Cpu>,
+        /// Operating system.
+        os: OrOther<Os>,
+    },
+}
+
 /// A parsed build variant name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "form", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, SerializeDisplay, DeserializeFromStr)]
 pub enum VariantName {
-    /// A compiled variant for one framework, backend, CPU and OS.
+    /// A compiled variant for one framework, backend, Python, CPU and OS.
     Arch {
         /// Framework and its version.
         framework: Framework,
         /// Compute backend and its version.
         backend: Backend,
+        /// `None` in a legacy name (whose compiled parts are
+        /// [`PythonTag::LEGACY`]); `Some` in a dotted one.
+        python: Option<PythonTag>,
         /// CPU architecture.
-        cpu: Cpu,
+        cpu: OrOther<Cpu>,
         /// Operating system.
-        os: Os,
+        os: OrOther<Os>,
     },
-    /// A pure-Python `torch-<name>` variant.
+    /// A pure-Python `torch-<name>` or `mlx-<name>` variant.
     Noarch {
+        /// `torch` or `mlx`.
+        framework: NoarchFramework,
         /// The backend it is meant for.
-        backend: NoarchBackend,
+        backend: OrOther<NoarchBackend>,
     },
+    /// An SDK variant.
+    Sdk(Sdk),
 }
 
 impl VariantName {
     /// Parse a variant name, following the hub's own split rules.
     pub fn parse(name: &str) -> Result<Self, InvalidVariantName> {
-        parse_name(name).map_err(|why| InvalidVariantName {
+        parse::name(name).map_err(|why| InvalidVariantName {
             name: name.to_string(),
             why,
         })
     }
 
-    /// The backend, for arch variants.
+    /// A noarch `torch-<backend>` name.
+    pub fn torch_noarch(backend: NoarchBackend) -> VariantName {
+        VariantName::Noarch {
+            framework: NoarchFramework::Torch,
+            backend: OrOther::Known(backend),
+        }
+    }
+
+    /// The backend, for compiled variants that name one.
     pub fn backend(&self) -> Option<&Backend> {
         match self {
             VariantName::Arch { backend, .. } => Some(backend),
-            VariantName::Noarch { .. } => None,
+            VariantName::Sdk(Sdk::Compiled { backend, .. }) => backend.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The kind of backend the variant is for (`cuda`, `rocm`, `cann`,
+    /// `npu`, `universal`, …), whatever the form; `None` for an SDK for any.
+    pub fn backend_kind(&self) -> Option<String> {
+        match self {
+            VariantName::Noarch { backend, .. } | VariantName::Sdk(Sdk::For(backend)) => {
+                Some(backend.to_string())
+            }
+            _ => self.backend().map(|b| b.kind().to_string()),
+        }
+    }
+
+    /// Whether the variant is for CUDA, by its name.
+    pub fn is_cuda(&self) -> bool {
+        self.backend_kind().as_deref() == Some("cuda")
+    }
+
+    /// The Python a compiled variant's parts need (implicit in legacy names).
+    pub fn python(&self) -> Option<PythonTag> {
+        match self {
+            VariantName::Arch { python, .. } => Some(python.unwrap_or(PythonTag::LEGACY)),
+            VariantName::Sdk(Sdk::Compiled { python, .. }) => Some(*python),
+            _ => None,
         }
     }
 }
@@ -303,67 +308,36 @@ impl fmt::Display for VariantName {
             VariantName::Arch {
                 framework,
                 backend,
+                python,
                 cpu,
                 os,
-            } => write!(f, "{framework}-{backend}-{cpu}-{os}"),
-            VariantName::Noarch { backend } => write!(f, "torch-{}", backend.as_str()),
+            } => {
+                framework.write(f, python.is_some())?;
+                match python {
+                    Some(python) => write!(f, "-{}-{python}", backend.dotted())?,
+                    None => write!(f, "-{backend}")?,
+                }
+                write!(f, "-{cpu}-{os}")
+            }
+            VariantName::Noarch { framework, backend } => {
+                write!(f, "{}-{backend}", framework.as_str())
+            }
+            VariantName::Sdk(Sdk::Any) => f.write_str("sdk"),
+            VariantName::Sdk(Sdk::For(backend)) => write!(f, "sdk-{backend}"),
+            VariantName::Sdk(Sdk::Compiled {
+                backend,
+                python,
+                cpu,
+                os,
+            }) => {
+                f.write_str("sdk")?;
+                if let Some(backend) = backend {
+                    write!(f, "-{}", backend.dotted())?;
+                }
+                write!(f, "-{python}-{cpu}-{os}")
+            }
         }
     }
-}
-
-fn parse_name(name: &str) -> Result<VariantName, String> {
-    let parts: Vec<&str> = name.split('-').collect();
-    let (framework, arch) = if let Some(rest) = name.strip_prefix("torch-stable-abi") {
-        let digits = rest.split('-').next().unwrap_or_default();
-        let version = Version::parse_fused(digits, version::Split::OneDigitMajor)
-            .ok_or_else(|| format!("stable ABI version {digits:?} is not two or more digits"))?;
-        (
-            Framework::TorchStableAbi { version },
-            &parts[3.min(parts.len())..],
-        )
-    } else if parts[0] == "torch" {
-        let rest = &name["torch-".len().min(name.len())..];
-        let backend = rest.parse::<NoarchBackend>()?;
-        return Ok(VariantName::Noarch { backend });
-    } else if let Some(digits) = parts[0].strip_prefix("torch") {
-        let version = Version::parse_fused(digits, version::Split::OneDigitMajor)
-            .ok_or_else(|| format!("torch version {digits:?} is not two or more digits"))?;
-        match parts.get(1) {
-            Some(&"cxx11") | Some(&"cxx98") => (
-                Framework::Torch {
-                    version,
-                    cxx11_abi: Some(parts[1] == "cxx11"),
-                },
-                &parts[2..],
-            ),
-            _ => (
-                Framework::Torch {
-                    version,
-                    cxx11_abi: None,
-                },
-                &parts[1..],
-            ),
-        }
-    } else if parts[0] == "tvm" && parts.get(1).is_some_and(|p| p.starts_with("ffi")) {
-        let digits = &parts[1]["ffi".len()..];
-        let version = Version::parse_fused(digits, version::Split::OneDigitMajor)
-            .ok_or_else(|| format!("tvm-ffi version {digits:?} is not two or more digits"))?;
-        (Framework::TvmFfi { version }, &parts[2..])
-    } else {
-        return Err("unknown framework (expected torch, torch-stable-abi or tvm-ffi)".into());
-    };
-    let [backend, cpu, os] = arch else {
-        return Err(format!(
-            "expected <backend>-<cpu>-<os> after the framework, found {:?}",
-            arch.join("-")
-        ));
-    };
-    Ok(VariantName::Arch {
-        framework,
-        backend: backend.parse()?,
-        cpu: cpu.parse()?,
-        os: os.parse()?,
-    })
 }
 
 #[cfg(test)]

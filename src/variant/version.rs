@@ -30,6 +30,21 @@ impl Version {
         Version { major, minor }
     }
 
+    /// `major.minor` as the dotted names of kernels 0.19 write it (`12.8`,
+    /// `2025.2`): one or more digits on each side of one dot.
+    pub(crate) fn parse_dotted(text: &str) -> Option<Self> {
+        let (major, minor) = text.split_once('.')?;
+        let number = |p: &str| {
+            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| p.parse().ok())
+                .flatten()
+        };
+        Some(Version {
+            major: number(major)?,
+            minor: number(minor)?,
+        })
+    }
+
     /// Split a fused digit string the way the hub's regular expressions do.
     pub(crate) fn parse_fused(digits: &str, split: Split) -> Option<Self> {
         if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod browser;
+pub mod nobody;
 pub mod node;
 pub mod redis_server;
 
@@ -27,6 +29,24 @@ pub fn venv_python() -> PathBuf {
     venv().join("bin/python")
 }
 
+/// The `preflight` binary: cargo's, or `PREFLIGHT_TEST_BINARY` (a copy
+/// that `nobody` can run, [`nobody::ForNobody`]).
+pub fn preflight_bin() -> PathBuf {
+    std::env::var_os("PREFLIGHT_TEST_BINARY").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_preflight")),
+        PathBuf::from,
+    )
+}
+
+/// The tests' fixtures (`tests/fixtures`), or `PREFLIGHT_TEST_FIXTURES` (a
+/// copy that `nobody` can read, [`nobody::ForNobody`]).
+pub fn fixtures() -> PathBuf {
+    std::env::var_os("PREFLIGHT_TEST_FIXTURES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+        PathBuf::from,
+    )
+}
+
 /// Run the `preflight` binary with arguments.
 pub fn preflight(args: &[&str]) -> Output {
     preflight_cmd().args(args).output().expect("run preflight")
@@ -39,7 +59,7 @@ pub fn preflight(args: &[&str]) -> Output {
 /// `PREFLIGHT_CACHE` itself. `COLUMNS` is unset (tables keep their natural
 /// width).
 pub fn preflight_cmd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_preflight"));
+    let mut cmd = Command::new(preflight_bin());
     cmd.env("PREFLIGHT_CACHE", fresh_dir("cache"));
     // Tables fit COLUMNS when it is set: a shell that exports it must not
     // change what the tests read.

@@ -6,7 +6,7 @@ use super::{fresh_dir, preflight_cmd, stderr};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Where the remote store keeps outcome entries, by key.
 pub const OUTCOMES: &str = "preflight:outcomes-v2:";
@@ -72,6 +72,18 @@ impl Node {
         cmd
     }
 
+    /// `warmup --json` of `repo` (with `args`), started.
+    pub fn warmup(&self, repo: &Path, args: &[&str]) -> Child {
+        self.cmd(&["warmup", repo.to_str().unwrap(), "--json"])
+            .args(args)
+            .arg("--python")
+            .arg(super::venv_python())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// `check --json` of `repo`: the output and its document.
     pub fn check(&self, repo: &Path) -> (Output, Value) {
         let out = self.check_cmd(repo).output().unwrap();
@@ -107,6 +119,30 @@ pub fn rows(doc: &Value) -> Vec<(String, String, &'static str)> {
 
 pub fn answered(doc: &Value) -> Vec<&'static str> {
     rows(doc).into_iter().map(|(_, _, how)| how).collect()
+}
+
+/// A finished `warmup --json` of one kernel, every variant passed: how
+/// many variants it probed, how many a cache answered, and its stderr.
+pub fn warmed(child: Child) -> (u64, u64, String) {
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("warmup --json: {e}\n{}", stderr(&out)));
+    let kernel = &doc[0];
+    assert_eq!(kernel["passed"], kernel["variants"], "{doc}");
+    (
+        kernel["probed"].as_u64().unwrap(),
+        kernel["cached"].as_u64().unwrap(),
+        stderr(&out),
+    )
+}
+
+/// `n` variant names that load on this CPU-only machine.
+pub fn cpu_names(n: usize) -> Vec<String> {
+    let mut names = super::variant_names(n + 1);
+    names.retain(|v| v != "torch-cuda");
+    names.truncate(n);
+    names
 }
 
 /// A file holding [`SECRET`].

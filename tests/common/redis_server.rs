@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 /// A running `redis-server`, killed on drop.
 pub struct RedisServer {
     child: Child,
+    /// Its command line, to start it again ([`RedisServer::restart`]).
+    args: Vec<std::ffi::OsString>,
     /// Its port on 127.0.0.1.
     pub port: u16,
     /// Its working folder.
@@ -16,23 +18,32 @@ pub struct RedisServer {
     /// With TLS only ([`RedisServer::start_tls`]): the PEM of the
     /// certificate authority that signed its certificate.
     pub ca: Option<PathBuf>,
+    /// The user and password its address carries (`user:password`), for a
+    /// server started with `--requirepass` or ACL users.
+    pub auth: Option<String>,
 }
 
 impl RedisServer {
     /// Start one and wait until it answers. A machine without
     /// `redis-server` fails the test, never skips it.
     pub fn start() -> RedisServer {
-        RedisServer::started(false)
+        RedisServer::started(false, &[])
+    }
+
+    /// [`RedisServer::start`] with more of redis-server's settings
+    /// (`--requirepass`, `--appendonly yes`, …).
+    pub fn start_with(settings: &[&str]) -> RedisServer {
+        RedisServer::started(false, settings)
     }
 
     /// [`RedisServer::start`] speaking TLS only (`rediss://`), with a
     /// certificate for 127.0.0.1 signed by a certificate authority made
     /// for it (`openssl`), whose PEM is [`RedisServer::ca`].
     pub fn start_tls() -> RedisServer {
-        RedisServer::started(true)
+        RedisServer::started(true, &[])
     }
 
-    fn started(tls: bool) -> RedisServer {
+    fn started(tls: bool, settings: &[&str]) -> RedisServer {
         let dir = super::fresh_dir("redis");
         // A free port: bound by the system, released for the server.
         let port = TcpListener::bind("127.0.0.1:0")
@@ -56,41 +67,63 @@ impl RedisServer {
         if !tls {
             command.args(["--port", &port.to_string()]);
         }
-        let child = command
+        command
             .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             .arg("--dir")
             .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "cannot start redis-server ({e}): the remote-store tests need a real Redis; \
-                     install it (Debian: apt-get install -y redis-server; .ci/run does)"
-                )
-            });
+            .args(settings);
+        let args = command.get_args().map(ToOwned::to_owned).collect();
+        let child = spawn(&mut command);
         let server = RedisServer {
             child,
+            args,
             port,
             dir,
             ca,
+            auth: None,
         };
+        server.answering();
+        server
+    }
+
+    /// Wait until it answers.
+    fn answering(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while server.try_connection().is_err() {
+        // A server that asks for a password is up.
+        let up = |r: redis::RedisResult<redis::Connection>| match r {
+            Ok(_) => true,
+            Err(e) => e.code() == Some("NOAUTH"),
+        };
+        while !up(self.try_connection()) {
             assert!(
                 Instant::now() < deadline,
-                "redis-server on port {port} did not answer within 10 s"
+                "redis-server on port {} did not answer within 10 s",
+                self.port
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        server
+    }
+
+    /// Kill it (SIGKILL, as a crash or an OOM kill does) and start it again
+    /// on the same port and folder after `down`; it keeps what it had
+    /// written to its append-only file, if it was started with one.
+    pub fn restart(&mut self, down: Duration) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(down);
+        self.child = spawn(Command::new("redis-server").args(&self.args));
+        self.answering();
     }
 
     /// Its address.
     pub fn url(&self) -> String {
         let scheme = if self.ca.is_some() { "rediss" } else { "redis" };
-        format!("{scheme}://127.0.0.1:{}/0", self.port)
+        let auth = self
+            .auth
+            .as_ref()
+            .map_or(String::new(), |a| format!("{a}@"));
+        format!("{scheme}://{auth}127.0.0.1:{}/0", self.port)
     }
 
     fn try_connection(&self) -> redis::RedisResult<redis::Connection> {
@@ -222,6 +255,20 @@ fn certificates(dir: &std::path::Path) -> PathBuf {
         "san.ext",
     ]);
     dir.join("ca.crt")
+}
+
+/// `command` (a redis-server) started, its output discarded.
+fn spawn(command: &mut Command) -> Child {
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start redis-server ({e}): the remote-store tests need a real Redis; \
+                 install it (Debian: apt-get install -y redis-server; .ci/run does)"
+            )
+        })
 }
 
 fn signal(pid: u32, which: &str) {

@@ -1,30 +1,32 @@
 """Oracle for `preflight resolve`: the hub loader's own resolver.
 
 Reads a JSON list of cases from stdin, each {"variants": [...], "system": {...}},
-and prints, per case, the hub's decision trace in its preference order.
-Uses `kernels` (pinned in scripts/requirements-test.txt) exactly as the loader
+and prints {"release": <kernels version>, "traces": [...]}: per case, the
+hub's decision trace in its preference order, and the names it does not
+parse (it skips them, as `get_variants` does). Uses whichever `kernels` is
+importable (tests/resolve_oracle.rs puts each release of
+scripts/kernels-releases.txt first on PYTHONPATH), exactly as the loader
 does after it has detected the system.
 """
 
+import importlib.metadata
+import inspect
 import json
 import sys
 
 from packaging.version import Version
 
-from kernels import backends
-from kernels.variants import VariantAccepted, _resolve_variant_for_system, parse_variant
+try:  # kernels 0.19 keeps its modules under kernels._internals
+    from kernels._internals import backends, variants
+except ImportError:
+    from kernels import backends, variants
 
 
 def backend(spec):
     kind, version = spec["backend"], spec.get("version")
-    if kind == "cuda":
-        return backends.CUDA(version=Version(version))
-    if kind == "rocm":
-        return backends.ROCm(version=Version(version))
-    if kind == "xpu":
-        return backends.XPU(version=Version(version))
-    if kind == "cann":
-        return backends.CANN(version=Version(version))
+    versioned = {"cuda": backends.CUDA, "rocm": backends.ROCm, "xpu": backends.XPU, "cann": backends.CANN}
+    if kind in versioned:
+        return versioned[kind](version=Version(version))
     return {
         "cpu": backends.CPU,
         "metal": backends.Metal,
@@ -38,11 +40,18 @@ def opt_version(v):
 
 
 def main():
-    out = []
+    accepts = inspect.signature(variants._resolve_variant_for_system).parameters
+    traces = []
     for case in json.load(sys.stdin):
         s = case["system"]
-        _, trace = _resolve_variant_for_system(
-            variants=[parse_variant(v) for v in case["variants"]],
+        parsed, unparsed = [], []
+        for name in case["variants"]:
+            try:
+                parsed.append(variants.parse_variant(name))
+            except ValueError:
+                unparsed.append(name)
+        facts = dict(
+            variants=parsed,
             selected_backend=backend(s),
             cpu=s["cpu"],
             os=s["os"],
@@ -50,18 +59,25 @@ def main():
             torch_cxx11_abi=s["cxx11"],
             tvm_ffi_version=opt_version(s["tvm_ffi"]),
             macos_version=opt_version(s["macos"]),
+            python_version=Version(s["python"]),
+            free_threaded=s["free_threaded"],
+            has_mlx=s["mlx"],
         )
-        out.append(
-            [
-                {
-                    "variant": d.variant.variant_str,
-                    "accepted": isinstance(d, VariantAccepted),
-                    "reason": None if isinstance(d, VariantAccepted) else d.reason,
-                }
-                for d in trace
-            ]
+        _, trace = variants._resolve_variant_for_system(**{k: v for k, v in facts.items() if k in accepts})
+        traces.append(
+            {
+                "trace": [
+                    {
+                        "variant": d.variant.variant_str,
+                        "accepted": isinstance(d, variants.VariantAccepted),
+                        "reason": None if isinstance(d, variants.VariantAccepted) else d.reason,
+                    }
+                    for d in trace
+                ],
+                "unparsed": unparsed,
+            }
         )
-    json.dump(out, sys.stdout)
+    json.dump({"release": importlib.metadata.version("kernels"), "traces": traces}, sys.stdout)
 
 
 main()

@@ -199,7 +199,10 @@ pub fn forked() -> bool {
 /// namespace), so this binary's sandboxes get `preflight`'s reaper then.
 pub fn made(executor: &PythonExecutor) -> PythonExecutor {
     if forked() {
-        kernel_preflight::sandbox::set_default_reaper(env!("CARGO_BIN_EXE_preflight").into());
+        kernel_preflight::sandbox::set_default_reaper(
+            std::env::var_os("PREFLIGHT_TEST_BINARY")
+                .map_or_else(|| env!("CARGO_BIN_EXE_preflight").into(), PathBuf::from),
+        );
         let forked = executor.clone().forked_always();
         // These tests are about probes: the server's start is not counted
         // against their (short) timeouts (tests/fork_server.rs is about it).

@@ -165,8 +165,12 @@ def test_bench_times_the_variants_and_select_fastest_ranks_by_it(hub_cache, tmp_
     smoke = tmp_path / "smoke.py"
     smoke.write_text(f"{SPIN}\n\ndef smoke(kernel, device):\n    return kernel.spin(40000), spin(40000)\n")
 
-    report = kp.bench("acme/spin", version=1, smoke=smoke, min_time=0.3, max_noise=1, cpu_time=True)
+    chart = tmp_path / "bench.svg"
+    report = kp.bench("acme/spin", version=1, smoke=smoke, min_time=0.3, max_noise=1, cpu_time=True, plot=chart)
     assert report.workload == "smoke"
+    # The chart of the same bench: a row per variant, the verdict in words.
+    svg = chart.read_text()
+    assert "\n1. torch-universal\n" in svg and "\n2. torch-cpu\n" in svg and "\nslower\n" in svg
     assert [v.variant for v in report.variants] == ["torch-universal", "torch-cpu"]
     fastest, slower = report.variants
     assert report.fastest == fastest and fastest.timed and fastest.timer == "cpu_time"

@@ -3,15 +3,20 @@
 //!
 //! It holds sealed entries (`entry.rs`) under
 //! `preflight:outcomes-v2:<key>`, with a TTL, and leases under
-//! `preflight:lease-v2:<key>` (`SET NX PX`, renewed while the probe runs,
-//! removed only by their holder). Every operation is bounded: connecting
-//! and each command time out after [`RemoteSettings::timeout`]; the first
-//! failure marks the store down for the rest of the process, with one
-//! warning, and every later call answers at once as if there were no
-//! remote. Nothing connects before the first call: a run answered from the
-//! local tier never reaches Redis.
+//! `preflight:lease-v2:<key>` (taken only when free or already this
+//! node's, renewed while the probe runs, removed only by their holder).
+//! Every operation is bounded: connecting and each command time out after
+//! [`RemoteSettings::timeout`]; a failure that may pass by itself (no answer
+//! in time, a restart, a failover) is tried again on a new connection with
+//! growing, jittered pauses (`retry.rs`) for at most
+//! [`RemoteSettings::retry`]; past that, or at once for a failure that
+//! cannot pass (a password, an ACL, a Redis Cluster), the store is down for
+//! the rest of the process, with one warning, and every later call answers
+//! at once as if there were no remote. Nothing connects before the first
+//! call: a run answered from the local tier never reaches Redis.
 
 pub(crate) mod entry;
+pub(crate) mod retry;
 pub(crate) mod settings;
 
 pub use entry::Refusal;
@@ -19,15 +24,22 @@ pub use settings::{Mode, RemoteSettings, SettingError};
 
 use super::key::Key;
 use entry::SharedEntry;
+use retry::{Backoff, Jitter, Trouble};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where the remote store keeps outcome entries, by key.
 const OUTCOMES: &str = "preflight:outcomes-v2:";
 /// Where the remote store keeps leases, by key.
 const LEASES: &str = "preflight:lease-v2:";
 
+/// Takes a lease that is free, or renews it when this node holds it
+/// already: a try repeated after a lost answer finds its own lease.
+const TAKE: &str = "local v = redis.call('get', KEYS[1]) \
+     if not v then return redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2]) and 1 end \
+     if v == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end \
+     return 0";
 /// Renews a lease when its holder still holds it.
 const RENEW: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
      return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
@@ -40,6 +52,13 @@ enum State {
     Idle,
     Up(Box<redis::Connection>),
     Down,
+}
+
+/// The connection and the outage it is in, if any.
+struct Link {
+    state: State,
+    /// When the store stopped answering, and the pauses since.
+    outage: Option<(Instant, Backoff)>,
 }
 
 /// What the remote store answered for a key.
@@ -66,13 +85,15 @@ pub(crate) type Unavailable = Option<String>;
 /// One node's handle on the remote store.
 pub struct Remote {
     settings: RemoteSettings,
-    state: Mutex<State>,
+    link: Mutex<Link>,
     /// Whether the one warning was given.
     warned: AtomicBool,
     /// The keys whose entries were refused so far.
     refused: Mutex<std::collections::BTreeSet<Key>>,
     /// This process's lease token.
     token: String,
+    /// Spreads this node's pauses from other nodes'.
+    jitter: Jitter,
 }
 
 impl std::fmt::Debug for Remote {
@@ -91,10 +112,15 @@ impl Remote {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
+        let token = format!("{}:{}:{nanos}", host.trim(), std::process::id());
         Remote {
-            token: format!("{}:{}:{nanos}", host.trim(), std::process::id()),
+            jitter: Jitter::new(&token),
+            token,
             settings,
-            state: Mutex::new(State::Idle),
+            link: Mutex::new(Link {
+                state: State::Idle,
+                outage: None,
+            }),
             warned: AtomicBool::new(false),
             refused: Mutex::default(),
         }
@@ -125,11 +151,18 @@ impl Remote {
         })
     }
 
-    /// Run `command` on the connection (made now if need be); a failure
-    /// marks the store down.
+    /// This node's jitter, for pauses of its own.
+    pub(crate) fn jitter_source(&self) -> &Jitter {
+        &self.jitter
+    }
+
+    /// Run `command` on the connection (made now if need be). A failure
+    /// that may pass is tried again, on a new connection, after a pause,
+    /// until the store has failed for the retry time; then, or at once for
+    /// one that cannot pass, the store is down.
     fn with<T>(
         &self,
-        command: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        mut command: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, Unavailable> {
         if self.settings.secret.is_none() {
             return Err(self.warn_once(format!(
@@ -138,31 +171,93 @@ impl Remote {
                 settings::SECRET_ENV
             )));
         }
-        let mut state = self.state.lock().map_err(|_| None)?;
-        if let State::Idle = *state {
-            *state = match self.connect() {
-                Ok(con) => State::Up(Box::new(con)),
-                Err(e) => {
-                    *state = State::Down;
-                    return Err(self.warn_once(format!("cannot connect: {e}")));
-                }
+        loop {
+            let mut link = self.link.lock().map_err(|_| None)?;
+            let trouble = match &mut link.state {
+                State::Down => return Err(None),
+                State::Idle => match self.connect() {
+                    Ok(con) => {
+                        link.state = State::Up(Box::new(con));
+                        continue;
+                    }
+                    Err(trouble) => trouble,
+                },
+                State::Up(con) => match command(con) {
+                    Ok(value) => {
+                        link.outage = None;
+                        return Ok(value);
+                    }
+                    Err(e) => {
+                        // A timed-out reply may still arrive: the
+                        // connection is done with.
+                        link.state = State::Idle;
+                        Trouble::of(&e)
+                    }
+                },
             };
-        }
-        let State::Up(con) = &mut *state else {
-            return Err(None);
-        };
-        match command(con) {
-            Ok(value) => Ok(value),
-            Err(e) => {
-                // A timed-out reply may still arrive: the connection is
-                // done with.
-                *state = State::Down;
-                Err(self.warn_once(e.to_string()))
-            }
+            let pause = self.troubled(&mut link, trouble)?;
+            // Other threads of this node may try meanwhile.
+            drop(link);
+            std::thread::sleep(pause);
         }
     }
 
-    fn connect(&self) -> redis::RedisResult<redis::Connection> {
+    /// The pause before trying again after `trouble`, or the store down
+    /// (and the one warning) when trying again cannot help or has been
+    /// tried for the retry time.
+    fn troubled(&self, link: &mut Link, trouble: Trouble) -> Result<Duration, Unavailable> {
+        let retry = self.settings.retry;
+        let why = match trouble {
+            Trouble::Transient(why) => {
+                let (since, backoff) = link.outage.get_or_insert_with(|| {
+                    (
+                        Instant::now(),
+                        Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
+                    )
+                });
+                let left = retry.saturating_sub(since.elapsed());
+                if !left.is_zero() {
+                    return Ok(backoff.pause(&self.jitter).min(left));
+                }
+                format!(
+                    "{why} (tried again for {})",
+                    humantime::format_duration(retry)
+                )
+            }
+            Trouble::Cluster(why) => format!(
+                "a Redis Cluster ({why}), which is not supported: point {} at one \
+                 Redis (a primary, or a managed Redis's primary endpoint)",
+                settings::REMOTE_ENV
+            ),
+            Trouble::Fatal(why) => why,
+        };
+        link.state = State::Down;
+        Err(self.warn_once(why))
+    }
+
+    /// A new connection, refused when the server is a node of a Redis
+    /// Cluster.
+    fn connect(&self) -> Result<redis::Connection, Trouble> {
+        let mut con = self.open().map_err(|e| Trouble::of(&e))?;
+        // A server that does not let this user read INFO is taken for a
+        // single Redis; a cluster's redirections would say otherwise.
+        match redis::cmd("INFO").arg("cluster").query::<String>(&mut con) {
+            Ok(info) if info.lines().any(|l| l.trim() == "cluster_enabled:1") => {
+                Err(Trouble::Cluster("it says cluster_enabled:1".into()))
+            }
+            Ok(_) => Ok(con),
+            Err(e) => match Trouble::of(&e) {
+                Trouble::Fatal(_)
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm) =>
+                {
+                    Ok(con)
+                }
+                trouble => Err(trouble),
+            },
+        }
+    }
+
+    fn open(&self) -> redis::RedisResult<redis::Connection> {
         let timeout = self.settings.timeout;
         let client = if self.settings.url.starts_with("rediss://") {
             // rustls checks the server's certificate with ring's
@@ -228,26 +323,27 @@ impl Remote {
         self.with(|con| {
             redis::cmd("SET")
                 .arg(format!("{OUTCOMES}{}", entry.key))
-                .arg(bytes)
+                .arg(&bytes)
                 .arg("PX")
                 .arg(ttl)
                 .exec(con)
         })
     }
 
-    /// Take the lease of `key`: `Ok(true)` when this node now holds it.
+    /// Take the lease of `key`: `Ok(true)` when this node now holds it
+    /// (taken now, or by an earlier try whose answer was lost).
     pub(crate) fn lease(&self, key: &Key) -> Result<bool, Unavailable> {
         let lease = millis(self.settings.lease);
         self.with(|con| {
-            redis::cmd("SET")
+            redis::cmd("EVAL")
+                .arg(TAKE)
+                .arg(1)
                 .arg(format!("{LEASES}{key}"))
                 .arg(&self.token)
-                .arg("NX")
-                .arg("PX")
                 .arg(lease)
-                .query::<Option<String>>(con)
+                .query::<u32>(con)
         })
-        .map(|ok| ok.is_some())
+        .map(|n| n > 0)
     }
 
     /// Whether another node holds the lease of `key`.

@@ -22,6 +22,10 @@ pub const LEASE_ENV: &str = "PREFLIGHT_REMOTE_LEASE";
 pub const WAIT_ENV: &str = "PREFLIGHT_REMOTE_WAIT";
 /// The bound on connecting and on each command (default 250 ms).
 pub const TIMEOUT_ENV: &str = "PREFLIGHT_REMOTE_TIMEOUT";
+/// How long a run tries a store that fails (no answer in time, refused or
+/// dropped connections) again before it answers alone (default 10 s): the
+/// most a store that is really down costs a run that asks it.
+pub const RETRY_ENV: &str = "PREFLIGHT_REMOTE_RETRY";
 /// With `rediss://`: a PEM file of the certificate authority that signed
 /// the Redis server's certificate (a cluster's own CA); default: the
 /// system's trusted roots.
@@ -76,6 +80,9 @@ pub struct RemoteSettings {
     pub wait: Duration,
     /// The bound on connecting and on each command.
     pub timeout: Duration,
+    /// How long a failing store is tried again before the run answers
+    /// alone.
+    pub retry: Duration,
     /// With `rediss://`, the PEM roots the server's certificate is checked
     /// against instead of the system's.
     pub(crate) ca: Option<Vec<u8>>,
@@ -119,6 +126,7 @@ impl RemoteSettings {
             lease: duration(LEASE_ENV, Duration::from_secs(30))?,
             wait: duration(WAIT_ENV, Duration::from_secs(600))?,
             timeout: duration(TIMEOUT_ENV, Duration::from_millis(250))?,
+            retry: duration(RETRY_ENV, Duration::from_secs(10))?,
             ca,
         }))
     }

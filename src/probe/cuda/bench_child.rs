@@ -127,6 +127,9 @@ pub(super) fn serve(
     // The device's clocks after each sample, where NVML answers for it: a
     // sample the device throttled is dropped by the parent, and counted.
     let nvml = device.pci_bus_id.as_deref().and_then(Nvml::open);
+    let exclusive = driver
+        .attribute(driver::ATTRIBUTE_COMPUTE_MODE)
+        .is_ok_and(|mode| mode == driver::COMPUTEMODE_EXCLUSIVE_PROCESS);
 
     child.enter(Phase::Launch, &format!("rounds {}", request.label));
     let fail = |what: &str, path: &Path, e: std::io::Error| {
@@ -151,6 +154,7 @@ pub(super) fn serve(
         warmup_calls,
         estimate_ms,
         has_reference: false,
+        exclusive,
     }));
     replies
         .write_all(b"ready\n")

@@ -136,7 +136,15 @@ impl Child<'_> {
             .module
             .as_ref()
             .filter(|m| m.kind == ModuleKind::Cuda);
-        if let (Some(lib), Some(_)) = (&request.nvrtc_library, cuda_source) {
+        // Any CUDA C source the child compiles, a bench's modules too, must
+        // reach the chosen NVRTC: loaded by path first, it answers to its
+        // soname before a library of that name on the loader's path can.
+        let compiles = cuda_source.is_some()
+            || request
+                .bench
+                .as_ref()
+                .is_some_and(|b| b.modules.iter().any(|m| m.module.kind == ModuleKind::Cuda));
+        if let (Some(lib), true) = (&request.nvrtc_library, compiles) {
             driver::load_library(Some(lib), "libnvrtc").map_err(at(Phase::Start))?;
         }
         self.enter(Phase::Start, "driver");

@@ -122,11 +122,18 @@ fn taken(targets: &[(Target, Option<PtxIsa>)], gpu: ComputeCapability) -> Option
     }
 }
 
+/// `CUDA_ERROR_NO_BINARY_FOR_GPU`.
+const NO_BINARY_FOR_GPU: i64 = 209;
+
 /// Loads every executable fatbin of the shared object `path` on the
 /// device (`gpu`), unloading each again; relocatable ones are counted, not
 /// tried. A load the driver refuses is kept in the result's `error` (the
-/// first one); a failure that is not the file's (a missing entry point)
-/// ends the work.
+/// first one), except a container for other GPUs: one refused with 209
+/// whose images the driver's rule also finds nothing in for `gpu` (the
+/// `10.0a`-only container of a multi-architecture build on a 9.0 GPU),
+/// counted in `other_gpus` and an error only when no container of the file
+/// loads. A failure that is not the file's (a missing entry point) ends
+/// the work.
 pub fn load_file(
     driver: &Driver,
     gpu: ComputeCapability,
@@ -157,11 +164,14 @@ pub fn load_file(
         images: arch::describe_images(&all),
         loaded: 0,
         relocatable: 0,
+        other_gpus: 0,
         taken: None,
         load_ms: 0.0,
         jit_ms: None,
         error: None,
     };
+    // The first refusal of a container for other GPUs.
+    let mut not_here = None;
     let mut taken_all: Vec<String> = Vec::new();
     let mut jit_ms = 0.0;
     let mut jitted = false;
@@ -210,11 +220,20 @@ pub fn load_file(
                 // says nothing about the variant.
                 let _ = loaded.module.unload();
             }
+            Err(Failure::Cuda(error))
+                if error.code == NO_BINARY_FOR_GPU && taken(&container.targets, gpu).is_none() =>
+            {
+                load.other_gpus += 1;
+                not_here.get_or_insert(error);
+            }
             Err(Failure::Cuda(error)) => {
                 load.error.get_or_insert(error);
             }
             Err(other) => return Err(other),
         }
+    }
+    if load.loaded == 0 && load.error.is_none() {
+        load.error = not_here;
     }
     load.load_ms = started.elapsed().as_secs_f64() * 1e3;
     load.jit_ms = jitted.then_some(jit_ms);
@@ -269,6 +288,7 @@ mod tests {
             images: String::new(),
             loaded: 0,
             relocatable: 0,
+            other_gpus: 0,
             taken: None,
             load_ms: 0.0,
             jit_ms: None,

@@ -8,9 +8,6 @@ use super::request::{Arg, Launch};
 use crate::protocol::Failure;
 use std::ffi::c_void;
 
-/// The most dynamic shared memory a launch gets without asking.
-const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
-
 /// A launch ready to run: what the driver reads through `params` stays put
 /// as long as this does.
 pub(super) struct Prepared<'l> {
@@ -134,24 +131,28 @@ impl<'l> Prepared<'l> {
     }
 }
 
-/// A launch asking for more than 48 KiB of dynamic shared memory must say
-/// so first (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), up to the
-/// device's opt-in maximum (227 KiB on Hopper) less the kernel's static
-/// shared memory; beyond it, the launch cannot run on this device at all,
-/// which is said with both numbers.
+/// A launch asking for more dynamic shared memory than the kernel's
+/// current limit (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: 48 KiB
+/// less its static shared memory until raised) must raise that limit first,
+/// up to the device's opt-in maximum (227 KiB on Hopper) less the static
+/// part; a kernel with 16 KiB of static shared memory needs it from 32 KiB
+/// of dynamic on. Beyond the maximum, the launch cannot run on this device
+/// at all, which is said with both numbers.
 fn allow_shared_memory(
     driver: &Driver,
     function: driver::Function,
     launch: &Launch,
 ) -> Result<(), Failure> {
-    let asked = launch.shared_mem_bytes;
-    if asked <= DEFAULT_DYNAMIC_SHARED {
+    let asked = i64::from(launch.shared_mem_bytes);
+    if asked == 0
+        || asked <= function.attribute(driver::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?
+    {
         return Ok(());
     }
     let optin = driver.attribute(driver::ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
     let fixed = function.attribute(driver::FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
     let room = optin - fixed;
-    if i64::from(asked) > room {
+    if asked > room {
         return Err(Failure::InvalidInput {
             message: format!(
                 "launch of {} asks for {asked} bytes of dynamic shared memory; this device allows at most {optin} bytes per block (opt-in maximum){}",
@@ -164,8 +165,5 @@ fn allow_shared_memory(
             ),
         });
     }
-    function.set_attribute(
-        driver::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        i64::from(asked),
-    )
+    function.set_attribute(driver::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, asked)
 }

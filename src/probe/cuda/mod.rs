@@ -31,8 +31,7 @@ pub use request::{
 use super::bench::Fifos;
 use super::{BenchChild, BenchExecutor, BenchSpec, Executor, Job, ProbeError, Subject};
 use crate::protocol::{Depth, Evidence, ExecutorKind};
-use crate::sandbox::{Cancel, ChildCommand, Sandbox};
-use crate::variant::{Backend, NoarchBackend, VariantName};
+use crate::sandbox::{Cancel, ChildCommand};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -244,10 +243,8 @@ impl BenchExecutor for CudaExecutor {
                 subject: "a native target without modules".into(),
             });
         };
-        let sandbox = jobs
-            .iter()
-            .filter_map(|job| job.subject.protected())
-            .fold(Sandbox::new()?, Sandbox::read_only);
+        let sandbox =
+            crate::probe::kernel_sandbox(jobs.iter().filter_map(|job| job.subject.protected()))?;
         let dir = sandbox.dir().to_path_buf();
         let fifos = Fifos::make(&dir)?;
         let events = dir.join(EVENTS_NAME);
@@ -311,10 +308,7 @@ impl Executor for CudaExecutor {
         let Subject::Variant { name, path } = &job.subject else {
             return None;
         };
-        let cuda = match name {
-            VariantName::Arch { backend, .. } => matches!(backend, Backend::Cuda(_)),
-            VariantName::Noarch { backend } => *backend == NoarchBackend::Cuda,
-        };
+        let cuda = name.is_cuda();
         (cuda && has_shared_objects(path)).then(|| Job {
             subject: Subject::DeviceCode {
                 name: name.clone(),
@@ -338,11 +332,7 @@ impl Executor for CudaExecutor {
                 subject: job.subject.describe(),
             });
         }
-        let sandbox = job
-            .subject
-            .protected()
-            .into_iter()
-            .fold(Sandbox::new()?, Sandbox::read_only);
+        let sandbox = crate::probe::kernel_sandbox(job.subject.protected())?;
         let events = sandbox.dir().join(EVENTS_NAME);
         let request = self.request(job, events.clone())?;
         let command = self.write_request(sandbox.dir(), &request)?;

@@ -5,6 +5,7 @@
 
 use super::{Hit, JobKey, RunCache, record_holds};
 use crate::cache::remote::entry::{Placement, SharedEntry, SharedRecord, short};
+use crate::cache::remote::retry::Backoff;
 use crate::cache::remote::{Fetch, Refusal, Remote};
 use crate::cache::{Cache, Key, OutcomeRecord};
 use crate::classify::{Outcome, OutcomeKind};
@@ -184,10 +185,26 @@ pub(in crate::run) fn claim(
     };
     let settings = remote.settings();
     let deadline = Instant::now() + settings.wait;
-    let poll = (settings.lease / 20).clamp(Duration::from_millis(20), Duration::from_millis(250));
+    // Pauses that grow, each drawn at random, so that a thousand nodes
+    // waiting for one verdict ask for it a few times each, at different
+    // moments: at most an eighth of the lease apart (2 s by default), so
+    // that a dead holder costs little more than its lease.
+    let mut poll = Backoff::new(
+        Duration::from_millis(100),
+        (settings.lease / 8).clamp(Duration::from_millis(20), Duration::from_secs(2)),
+    );
     // The lookup before warned about what it refused; one refused while
     // waiting is in the run's count.
     let mut warned = true;
+    // Put off while another node held it: most likely published since,
+    // which one read finds.
+    if wait {
+        match ask(cache, key, path, &mut warned, warn) {
+            Asked::Hit(hit) => return Claim::Answered(*hit),
+            Asked::Down => return Claim::Probe(None),
+            Asked::Miss => {}
+        }
+    }
     loop {
         let taken = if remote.publishes() {
             remote.lease(&key.key.key)
@@ -231,7 +248,7 @@ pub(in crate::run) fn claim(
             ));
             return Claim::Probe(None);
         }
-        std::thread::sleep(poll);
+        std::thread::sleep(poll.pause(remote.jitter_source()));
         match ask(cache, key, path, &mut warned, warn) {
             Asked::Hit(hit) => return Claim::Answered(*hit),
             Asked::Down => return Claim::Probe(None),

@@ -1,0 +1,122 @@
+//! The walls against a hostile kernel, end to end through the real binary
+//! (docs/sandbox.md): a variant that writes wherever its user could — the
+//! home folder, `/var/tmp`, `/etc`, `/usr/local/lib`, `/opt`, the probed
+//! interpreter's prefix and site-packages (a `.pth` among them), the JIT
+//! caches — leaves nothing a later probe of another kernel, a later
+//! program or a later fork server finds; a later probe of the same kernel
+//! finds its own JIT entries, and only those. Fresh here, forked under
+//! scripts/test-forked.sh, as root and (below) as `nobody`.
+
+mod common;
+mod hostile;
+mod probe_fixtures;
+
+use hostile::{check_with, fixture, found, is_root, kernel, namespaced, outcomes, report_dir};
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+/// Removes whatever a failed wall let the planter leave on the host, so
+/// that a failure does not outlive the test either.
+struct Sweep(Vec<PathBuf>);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn paths(report: &Value, key: &str) -> Vec<PathBuf> {
+    report[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{key}: {report:#}"))
+        .iter()
+        .map(|p| PathBuf::from(p.as_str().expect("a path")))
+        .collect()
+}
+
+#[test]
+fn a_variant_that_writes_everywhere_leaves_nothing_but_its_own_jit_entries() {
+    let report = report_dir();
+    let cache = common::fresh_dir("walls-cache");
+    let tag = format!("{}", std::process::id());
+    let name = format!("planted-{tag}");
+    let planter = kernel(&fixture("write_everywhere.py"));
+    let run = |repo: &Path, role_tag: &str, look: Option<&str>| -> Value {
+        let mut env: Vec<(&str, &OsStr)> = vec![
+            ("HOSTILE_REPORT", report.as_os_str()),
+            ("PREFLIGHT_CACHE", cache.as_os_str()),
+            ("HOSTILE_TAG", OsStr::new(role_tag)),
+        ];
+        if let Some(look) = look {
+            env.push(("HOSTILE_LOOK", OsStr::new(look)));
+        }
+        let (out, json) = check_with(&[repo], &["--no-cache"], &env);
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+        assert_eq!(outcomes(&json)[0]["kind"], "pass", "{json:#}");
+        assert!(namespaced(&json), "{json:#}");
+        let role = if look.is_some() { "look" } else { "plant" };
+        found(&report, &format!("write_everywhere-{role}-{role_tag}.json"))
+    };
+
+    let planted = run(&planter.root(), &tag, None);
+    let wrote: Vec<PathBuf> = paths(&planted, "wrote")
+        .into_iter()
+        .map(|p| {
+            if p.extension().is_some_and(|e| e == "pth") {
+                p
+            } else {
+                p.join(&name)
+            }
+        })
+        .chain(paths(&planted, "jit_wrote").iter().map(|p| p.join(&name)))
+        .collect();
+    let _sweep = Sweep(wrote.clone());
+    // In its own view it wrote into its home and its JIT caches at least.
+    assert_eq!(paths(&planted, "jit_wrote").len(), 3, "{planted:#}");
+    for path in &wrote {
+        assert!(
+            !path.exists(),
+            "{} outlived the probe that wrote it: {planted:#}",
+            path.display()
+        );
+    }
+
+    // A later probe of another kernel (under scripts/test-forked.sh, from
+    // a later fork server) finds nothing, and no .pth ran in it.
+    let other = kernel(&fixture("write_everywhere.py"));
+    let seen = run(&other.root(), &format!("{tag}-other"), Some(&tag));
+    for key in ["found", "jit_found"] {
+        assert_eq!(seen[key], serde_json::json!([]), "{key}: {seen:#}");
+    }
+    assert_eq!(seen["pth_ran"], Value::Null, "{seen:#}");
+
+    // A later probe of the same kernel finds its own JIT entries, and only
+    // those.
+    let again = run(&planter.root(), &format!("{tag}-again"), Some(&tag));
+    assert_eq!(again["found"], serde_json::json!([]), "{again:#}");
+    assert_eq!(again["jit_found"], planted["jit_wrote"], "{again:#}");
+
+    // A later program of the probed interpreter: no .pth runs in it.
+    let program = std::process::Command::new(probe_fixtures::python())
+        .args([
+            "-c",
+            "import builtins; print(getattr(builtins, 'PREFLIGHT_PLANTED', None))",
+        ])
+        .output()
+        .expect("run the interpreter");
+    assert_eq!(common::stdout(&program), "None\n");
+}
+
+/// As root: the test above again as `nobody`, whose probes get a user
+/// namespace.
+#[test]
+fn the_walls_hold_for_an_unprivileged_user_too() {
+    if !is_root() {
+        eprintln!("already unprivileged: the test above ran as this user");
+        return;
+    }
+    hostile::as_nobody(&["the_walls_hold_for_an_unprivileged_user_too"], 1);
+}
