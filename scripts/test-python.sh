@@ -40,6 +40,8 @@ unset PREFLIGHT_BIN
 . scripts/scratch.sh
 releases=${KERNELS_RELEASES:-$(cat scripts/kernels-releases.txt)}
 sdist=target/kernels-sdist
+# Before one environment per release, each of these was one environment.
+for old in .pytest-venv .plain-venv; do [ ! -e "$old/bin" ] || rm -rf "$old"; done
 mkdir -p "$sdist" .pytest-venv .plain-venv
 
 fetch_sdist() { # $1 = release: its sdist unpacked under $sdist
