@@ -305,6 +305,7 @@ fn the_cache_keeps_the_fingerprints_facts() {
     fs::write(&libcuda, "").unwrap();
     let facts = MeasuredFacts {
         interpreter: None,
+        interpreter_path: None,
         libcuda: Stat::of(&libcuda),
         measured: Measured {
             libcuda: crate::fingerprint::Libcuda::Missing,
@@ -360,6 +361,7 @@ fn populated(tmp: &Path) -> Cache {
         "abc",
         &MeasuredFacts {
             interpreter: None,
+            interpreter_path: None,
             libcuda: None,
             measured: Measured {
                 libcuda: crate::fingerprint::Libcuda::Missing,
