@@ -87,7 +87,10 @@ for release in $releases; do
   venv_with "$plain_venv" "$release"
   fetch_sdist "$release"
   basetemp="$(scratch_base)/pytest-tmp-$release"
-  PREFLIGHT_PLAIN_PYTHON=$PWD/$plain_venv/bin/python PREFLIGHT_KERNELS_TESTS=$PWD/$sdist/kernels-$release/kernels \
+  # Some tests read what a probe wrote into their tmp_path: a folder the
+  # harness opens past the walls (a probe's view of the host is read-only).
+  mkdir -p "$basetemp"
+  PREFLIGHT_PROBE_WRITABLE=$basetemp PREFLIGHT_PLAIN_PYTHON=$PWD/$plain_venv/bin/python PREFLIGHT_KERNELS_TESTS=$PWD/$sdist/kernels-$release/kernels \
     PREFLIGHT_KERNELS_RELEASE=$release \
     "$test_venv/bin/python" -m pytest tests/python -p no:cacheprovider --basetemp "$basetemp" "$@" || status=1
   echo "== kernels $release: $((SECONDS - start)) s"
