@@ -61,6 +61,7 @@ mod carry;
 mod env;
 mod held;
 mod isolation;
+mod jit;
 mod leak;
 mod link;
 mod mounts;
@@ -76,6 +77,7 @@ pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
 pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
+pub use jit::{jit_owner, keep_jit_caches_in};
 pub use leak::{Leak, Place};
 pub use privileges::default_dispositions;
 pub use walls::Plan;
@@ -469,19 +471,6 @@ pub fn hide_by_default(path: impl Into<PathBuf>) {
     }
 }
 
-static JIT_STORE: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Keeps the JIT caches of every kernel probed from now on in `dir`, one
-/// folder per kernel ([`Sandbox::jit_caches_of`]): what a kernel's probes
-/// compile there, its later probes find; no other kernel's probe, and
-/// none of the user's own programs, ever sees it. `preflight` keeps them
-/// in its outcome cache (`jit/`).
-pub fn keep_jit_caches_in(dir: impl Into<PathBuf>) {
-    if let Ok(mut store) = JIT_STORE.lock() {
-        *store = Some(dir.into());
-    }
-}
-
 /// Binds `path` (a folder) read-write from the host in every sandbox made
 /// from now on, as [`Sandbox::writable`] does for one: `preflight` does so
 /// for the folders `PREFLIGHT_PROBE_WRITABLE` names. Hidden paths stay
@@ -539,7 +528,7 @@ pub struct Sandbox {
     writable: Vec<PathBuf>,
     /// The folder of the store that holds this probe's kernel's JIT
     /// caches ([`Sandbox::jit_caches_of`]).
-    jit: Option<PathBuf>,
+    jit: Option<jit::KernelJit>,
 }
 
 /// The child's working directory, as the parent can reach it while the
@@ -626,16 +615,14 @@ impl Sandbox {
     }
 
     /// The child's JIT caches are those of the kernel named `key` (its
-    /// identity, as a file name), kept in the store that
-    /// [`keep_jit_caches_in`] names: later probes of the same key find
-    /// what this one compiled, no other does. Without a key or a store
-    /// they are empty folders of the scratch, gone with the probe.
-    pub fn jit_caches_of(mut self, key: &str) -> Sandbox {
-        self.jit = JIT_STORE
-            .lock()
-            .ok()
-            .and_then(|s| s.clone())
-            .map(|store| store.join(key));
+    /// identity, as a file name) whose files are `owner`, kept in the
+    /// store that [`keep_jit_caches_in`] names: later probes of the same
+    /// key find what this one compiled, no other does; the store records
+    /// `owner` so that pruning it can tell when the kernel is gone
+    /// ([`jit_owner`]). Without a key or a store they are empty folders of
+    /// the scratch, gone with the probe.
+    pub fn jit_caches_of(mut self, key: &str, owner: &Path) -> Sandbox {
+        self.jit = jit::KernelJit::of(key, owner);
         self
     }
 
@@ -870,7 +857,7 @@ impl Sandbox {
             writable: &self.writable,
             hidden: &self.confinement.hidden,
             secrets: &env::credential_files(env),
-            jit_store: self.jit.as_deref(),
+            jit_store: self.jit.as_ref(),
             harden: mode == Mode::Root,
         })
         .map_err(|e| SandboxError::Io("making the kernel's JIT cache folders", e))

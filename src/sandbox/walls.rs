@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Device nodes (and folders of them) every probe gets, where the host has
@@ -208,7 +207,7 @@ pub(crate) struct Wanted<'a> {
     /// a folder made in their place would break the next login).
     pub(crate) secrets: &'a [PathBuf],
     /// Where this probe's kernel keeps its JIT caches, if it has a store.
-    pub(crate) jit_store: Option<&'a Path>,
+    pub(crate) jit_store: Option<&'a super::jit::KernelJit>,
     /// The reaper is root of the machine.
     pub(crate) harden: bool,
 }
@@ -275,11 +274,7 @@ pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
         let target = RawPath::from(path.as_path());
         walls.push(match wanted.jit_store {
             Some(store) => {
-                let source = store.join(name);
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&source)?;
+                let source = store.cache(name)?;
                 Wall::Bind {
                     source: RawPath::from(source.as_path()),
                     target,
