@@ -92,8 +92,10 @@ impl Cache {
     /// and stale temp files; every folder of another version; and the JIT
     /// caches of kernels that are gone, by the same rule ([`Self::prune_jit`]).
     pub fn prune(&self) -> Result<PruneReport, CacheError> {
-        let mut report = PruneReport::default();
-        report.jit_stores = self.prune_jit()?;
+        let mut report = PruneReport {
+            jit_stores: self.prune_jit()?,
+            ..PruneReport::default()
+        };
         self.prune_shelf::<OutcomeParts, OutcomeRecord>(&mut report, |e| !e.record.path.is_dir())?;
         self.prune_shelf::<DirParts, DirRecord>(&mut report, |e| !e.parts.dir.is_dir())?;
         self.prune_shelf::<WarmParts, WarmRecord>(&mut report, |e| !e.parts.root.is_dir())?;

@@ -59,6 +59,7 @@ mod cancel;
 mod capture;
 mod carry;
 mod env;
+mod flat;
 mod held;
 mod isolation;
 mod jit;
@@ -76,6 +77,7 @@ pub use bounds::{Exhausted, ProbeBounds, own_cgroup, probe_bounds};
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
+pub use flat::{REFUSE_OVERLAY_FOR_TESTS, overlay_warning};
 pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
 pub use jit::{jit_owner, keep_jit_caches_in};
 pub use leak::{Leak, Place};
@@ -876,6 +878,7 @@ impl Sandbox {
             layout: Layout {
                 root: RawPath::from(root.as_path()),
                 plan: self.walls(mode, env, limits)?,
+                refuse_overlay: flat::refuse_for_tests(),
             },
             identity: mode == Mode::Root,
             pids: bounds::pid_bound(limits.pids),

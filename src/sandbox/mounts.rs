@@ -53,6 +53,9 @@ pub(crate) struct Layout {
     pub(crate) root: RawPath,
     /// The walls, in order.
     pub(crate) plan: Plan,
+    /// Take every overlay as refused (`super::flat::REFUSE_OVERLAY_FOR_TESTS`).
+    #[serde(default)]
+    pub(crate) refuse_overlay: bool,
 }
 
 /// A set-up step that failed, and how.
@@ -87,6 +90,8 @@ pub(crate) struct Built {
     pub(super) copied: Vec<(OsString, u64, i64, i64)>,
     /// The host's `/proc`, until the child has read its own pid there.
     pub(super) host_proc: Option<OwnedFd>,
+    /// Why an overlay was refused and became an empty private folder.
+    pub(super) flat: Option<String>,
 }
 
 /// What carrying out the plan keeps between walls.
@@ -99,6 +104,12 @@ struct Builder {
     made: usize,
     root: PathBuf,
     work: Option<OwnedFd>,
+    /// Overlays are known to be refused: no overlay is tried.
+    flat: bool,
+    /// A test's refusal stands in for Linux's.
+    refuse: bool,
+    /// Why the first overlay tried was refused.
+    refused: Option<String>,
 }
 
 /// Builds the probe's view of the file system; see the module docs.
@@ -131,6 +142,9 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
         made: 0,
         root,
         work: None,
+        flat: layout.plan.flat.is_some(),
+        refuse: layout.refuse_overlay,
+        refused: None,
     };
     for wall in &layout.plan.walls {
         builder.raise(wall)?;
@@ -145,6 +159,7 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
         bound: BTreeSet::new(),
         copied: Vec::new(),
         host_proc,
+        flat: builder.refused.take(),
     };
     built.carry_in().map_err(io_at(Step::CopyIn))?;
     nix::unistd::chdir(&built.dir).map_err(at(Step::WorkingDir))?;
@@ -223,6 +238,7 @@ impl Builder {
             }
             Wall::ReadOnly(path) => {
                 if let Some(source) = self.handle(path.path())
+                    && make_place(&source, path.path())
                     && bind_rec(&source, path.path()).is_ok()
                 {
                     let _ = set_read_only(path.path());
@@ -337,15 +353,31 @@ impl Builder {
             upper.display(),
             work.display()
         );
-        let overlaid = mount(
-            Some("overlay"),
-            path,
-            Some("overlay"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-            Some(options.as_str()),
-        )
-        .is_ok();
+        let tried = || match self.refuse {
+            true => Err(Errno::EPERM),
+            false => mount(
+                Some("overlay"),
+                path,
+                Some("overlay"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some(options.as_str()),
+            ),
+        };
+        let overlaid = !self.flat
+            && tried()
+                .inspect_err(|errno| {
+                    self.refused
+                        .get_or_insert_with(|| format!("mount overlay: {}", errno.desc()));
+                })
+                .is_ok();
         if !overlaid && path.is_dir() {
+            // The empty folder keeps a place for the sandbox's folder when
+            // it holds it, or the scratch below would have nowhere to go.
+            if let Ok(rest) = self.root.strip_prefix(path)
+                && !rest.as_os_str().is_empty()
+            {
+                fs::create_dir_all(upper.join(rest)).map_err(io_at(Step::MountScratch))?;
+            }
             bind(&upper, path).map_err(at(Step::MountScratch))?;
         }
         // An overlay on a folder holding the sandbox shows the host's copy
@@ -412,6 +444,22 @@ impl Builder {
 /// The path that names what `fd` refers to, in this process.
 pub(super) fn fd_path(fd: &OwnedFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Makes a place for `source` at `target` where there is none: under an
+/// empty private folder (a refused overlay) the host's paths are gone.
+/// Elsewhere the host is read-only and the place is already there.
+fn make_place(source: &Path, target: &Path) -> bool {
+    if fs::symlink_metadata(target).is_ok() {
+        return true;
+    }
+    if source.is_dir() {
+        return fs::create_dir_all(target).is_ok();
+    }
+    target
+        .parent()
+        .is_some_and(|parent| fs::create_dir_all(parent).is_ok())
+        && File::create(target).is_ok()
 }
 
 pub(super) fn bind(source: &Path, target: &Path) -> Result<(), Errno> {

@@ -72,6 +72,10 @@ pub(crate) enum Wall {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub(crate) walls: Vec<Wall>,
+    /// Why overlays are refused here, when they are ([`super::flat`]):
+    /// each overlay is then an empty private folder.
+    #[serde(default)]
+    pub(crate) flat: Option<String>,
 }
 
 impl Plan {
@@ -138,11 +142,18 @@ impl fmt::Display for Plan {
                     root.path().display(),
                     bytes >> 20
                 )?,
-                Wall::Overlay(p) => writeln!(
-                    f,
-                    "--overlay {}  (writes into the scratch)",
-                    p.path().display()
-                )?,
+                Wall::Overlay(p) => match &self.flat {
+                    None => writeln!(
+                        f,
+                        "--overlay {}  (writes into the scratch)",
+                        p.path().display()
+                    )?,
+                    Some(why) => writeln!(
+                        f,
+                        "--bind SCRATCH {}  (empty, gone with the probe: overlayfs refused, {why})",
+                        p.path().display()
+                    )?,
+                },
                 Wall::Shm => writeln!(f, "--bind SCRATCH /dev/shm")?,
                 Wall::ReadOnly(p) => writeln!(f, "--ro-bind {0} {0}", p.path().display())?,
                 Wall::Bind { source, target } => writeln!(
@@ -324,7 +335,10 @@ pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
     if wanted.harden {
         walls.push(Wall::Harden);
     }
-    Ok(Plan { walls })
+    Ok(Plan {
+        walls,
+        flat: super::flat::refused(),
+    })
 }
 
 #[cfg(test)]
@@ -356,6 +370,7 @@ mod tests {
                     make: false,
                 },
             ],
+            flat: None,
         };
         let text = plan.to_string();
         assert!(
