@@ -419,6 +419,17 @@ fn an_exclusive_process_device_times_one_target_at_a_time() {
         assert_eq!(row(&doc, name)["status"]["status"], "timed", "{doc}");
     }
     assert_eq!(row(&doc, "q")["vs_fastest"]["verdict"], "slower", "{doc}");
+    // Timed one after the other: no round number is shared.
+    let rounds = |name: &str| -> Vec<u64> {
+        row(&doc, name)["status"]["rounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap())
+            .collect()
+    };
+    let (p, q) = (rounds("p"), rounds("q"));
+    assert!(p.iter().max() < q.iter().min(), "{p:?} {q:?}");
 }
 
 /// A target of two modules is timed as a whole: each sample is both

@@ -112,6 +112,13 @@ fn fleet_ls_shows_each_class_and_its_choice() {
         assert!(text.contains(&heading), "{text}");
     }
     assert!(text.contains(&format!("driver   {DRIVER}")), "{text}");
+    // This machine's environment that warmed up, and its class.
+    let here = format!(
+        "this machine's environment of class {}:\n  --python {}\n",
+        old["class"].as_str().unwrap(),
+        common::venv_python().display()
+    );
+    assert!(text.contains(&here), "{text}");
     assert_eq!(text.matches("chosen").count(), 2, "{text}");
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 }

@@ -491,6 +491,90 @@ fn before_any_warmup_nothing_has_a_verdict_and_nothing_is_probed() {
     assert!(common::stderr(&out).contains("never measured: run preflight warmup first"));
 }
 
+/// The new user's case: `warmup --python P`, then `labels` without
+/// `--python`. The environment found by default was never measured, and
+/// the labels say which one was, and the `--python` that reaches it.
+#[test]
+fn without_python_the_labels_name_the_environment_that_has_the_verdicts() {
+    let node = shared();
+    let out = common::preflight_cmd()
+        .env("KERNELS_CACHE", &node.root)
+        .env("PREFLIGHT_CACHE", &node.cache)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .env_remove("PREFLIGHT_PYTHON")
+        .args([
+            "labels",
+            "--format",
+            "json",
+            "--lock",
+            node.lock.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let venv = common::venv_python();
+    assert_eq!(
+        doc["measured_elsewhere"],
+        json!([venv.to_str().unwrap()]),
+        "{doc}"
+    );
+    let reach = format!(
+        "this machine's verdicts are for --python {}",
+        venv.display()
+    );
+    for kernel in doc["kernels"].as_array().unwrap() {
+        assert_eq!(kernel["verdict"], "unknown", "{doc}");
+        if kernel["kernel"] != "acme/absent" {
+            assert!(kernel["why"].as_str().unwrap().contains(&reach), "{doc}");
+        }
+    }
+    assert!(
+        common::stderr(&out).contains(&reach),
+        "{}",
+        common::stderr(&out)
+    );
+    // With it, the verdicts are there.
+    let out = node.labels("json", &[]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc.get("measured_elsewhere").is_none(), "{doc}");
+    assert_eq!(doc["kernels"][0]["verdict"], "pass", "{doc}");
+}
+
+/// `select` in that environment says the same before it measures it (in
+/// a copy of the node's cache: the shared one stays unmeasured for it).
+#[test]
+fn select_in_an_unmeasured_environment_names_the_one_that_has_verdicts() {
+    let node = shared();
+    let cache = common::fresh_dir("select-elsewhere");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", node.cache.display()))
+        .arg(&cache)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let out = common::preflight_cmd()
+        .env("KERNELS_CACHE", &node.root)
+        .env("PREFLIGHT_CACHE", &cache)
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .env_remove("PREFLIGHT_PYTHON")
+        .args(["select", "--repo", "acme/relu", "--version", "1"])
+        .output()
+        .unwrap();
+    let reach = format!(
+        "this machine's verdicts are for --python {} (select measures this one now)",
+        common::venv_python().display()
+    );
+    assert!(
+        common::stderr(&out).contains(&reach),
+        "{}",
+        common::stderr(&out)
+    );
+}
+
 fn pass(kernel: &str, version: &str, variant: &str) -> KernelLabel {
     KernelLabel {
         kernel: kernel.into(),
@@ -516,6 +600,7 @@ fn a_feature_file_over_64_kib_is_refused() {
                 )
             })
             .collect(),
+        measured_elsewhere: Vec::new(),
     };
     let fits = render::nfd(&many(100), "preflight.kernels.hf.co", SystemTime::now()).unwrap();
     nfd_file(&fits);

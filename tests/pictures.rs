@@ -18,7 +18,7 @@ use kernel_preflight::bench::result::{
 use kernel_preflight::classify::OutcomeKind;
 use kernel_preflight::fingerprint::ClassFacts;
 use kernel_preflight::report::{bench_chart, fleet_page};
-use kernel_preflight::run::fleet::{Fleet, KernelVerdicts, MachineClass, VariantVerdict};
+use kernel_preflight::run::fleet::{Fleet, Here, KernelVerdicts, MachineClass, VariantVerdict};
 use kernel_preflight::stats::{StopCriteria, StopRule, Summary};
 use std::path::{Path, PathBuf};
 
@@ -177,7 +177,7 @@ fn class(hash: &str, facts: Option<ClassFacts>, kernels: Vec<KernelVerdicts>) ->
 
 /// Three classes: two that disagree on a kernel, one that sent no facts
 /// and has no verdict for it; a kernel nothing runs on one class; a
-/// hostile kernel name.
+/// hostile kernel name; this machine's environment in the first class.
 fn fleet() -> Fleet {
     use OutcomeKind::{ImportError, Pass, UnsupportedArch};
     let activation = |chosen: &str, cu129: OutcomeKind| {
@@ -233,6 +233,10 @@ fn fleet() -> Fleet {
             ),
         ],
         refused: 1,
+        here: vec![Here {
+            class: "1a1a1a1a1a1a".into(),
+            python: "/opt/venv/bin/python".into(),
+        }],
     }
 }
 

@@ -266,3 +266,69 @@ fn universal_and_cpu_variants_and_a_cpu_placement_need_no_device() {
         "{outcome:?}"
     );
 }
+
+/// The bench child's NVML handle where torch gives no PCI address: NVML
+/// numbers the machine's GPUs and ignores `CUDA_VISIBLE_DEVICES`, CUDA
+/// numbers that list's entries; an entry NVML cannot take finds nothing.
+/// And the compute mode it reads (an NVML without the entry point: not
+/// exclusive).
+#[test]
+fn nvmls_device_for_a_cuda_ordinal_goes_through_cuda_visible_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in kernel_preflight::probe::DRIVER_FILES {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let script = r#"
+import ctypes, os
+import preflight_bench as bench
+
+class Lib:
+    def __init__(self):
+        self.asked = []
+
+    def nvmlDeviceGetHandleByIndex_v2(self, index, handle):
+        self.asked.append(index)
+        return 0
+
+    def nvmlDeviceGetHandleByUUID(self, uuid, handle):
+        self.asked.append(uuid.decode())
+        return 0
+
+# The compute mode through the same library: 3 is EXCLUSIVE_PROCESS.
+class Modes(Lib):
+    def __init__(self, mode):
+        self.mode = mode
+
+    def nvmlDeviceGetComputeMode(self, handle, mode):
+        mode._obj.value = self.mode
+        return 0
+
+modes = [bench.Nvml(Modes(m), None, None).exclusive() for m in (0, 2, 3)]
+modes.append(bench.Nvml(Lib(), None, None).exclusive())
+print(modes)
+out = []
+for visible, ordinal in [(None, 1), ("3,1", 0), ("3,1", 1), ("GPU-abc,2", 0), ("MIG-x", 0), ("2", 1)]:
+    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    if visible is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible
+    lib = Lib()
+    out.append("%d:%s" % (bench.nvml_handle(lib, ordinal, ctypes.c_void_p()), lib.asked))
+print(" ".join(out))
+"#;
+    let out = std::process::Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir.path())
+        .env("PYTHONPATH", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "[False, False, True, False]\n0:[1] 0:[3] 0:[1] 0:['GPU-abc'] -1:[] -1:[]"
+    );
+}

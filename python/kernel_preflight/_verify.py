@@ -463,9 +463,10 @@ class _Pick:
         if remote is None:
             names = _accepted_local(build, self.backend)
         else:
-            found = _kernels("variants")
-            variants = found.get_variants(api, repo_id=remote.repo_id, revision=remote.revision)
-            names = [v.variant_str for v in found.resolve_variants(variants, self.backend)[0]]
+            # The listing the loader's hub resolver read its pick from (its
+            # module's own name for it), in the loader's order.
+            listed = _kernels("resolver").get_variants(api, repo_id=remote.repo_id, revision=remote.revision)
+            names = [v.variant_str for v in _kernels("variants").resolve_variants(listed, self.backend)[0]]
         names = [n for n in names if n != after.name]
         return self._first_working(api, remote, probes, names, build)
 

@@ -37,6 +37,9 @@ passed=0 failed=0 skipped=0
 SECTION=setup
 
 say() { echo "$*"; echo "$*" >&3; }
+# Lines of stdin to the log and the console (never `tee /dev/fd/3`: that
+# opens the console's file again, from its start).
+both() { local line; while IFS= read -r line; do say "$line"; done; }
 json_str() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\n\t' '  ')"; }
 record() { # record STATUS CHECK [WANT GOT]
   printf '{"script":"%s","section":"%s","status":"%s","check":%s,"want":%s,"got":%s,"at_s":%s}\n' \
@@ -144,9 +147,20 @@ check() {
     expect "check $1: depth" "$4" "$(jget "$json" "' '.join(sorted(set(str(r['outcome']['depth']) for r in d['results'])))")"
   fi
   if [ "$kinds" != "$3" ]; then
-    jget "$json" "'\n'.join(r['variant']+': '+r['outcome']['message'] for r in d['results'])" | sed 's/^/    /' | tee /dev/fd/3
+    jget "$json" "'\n'.join(r['variant']+': '+r['outcome']['message'] for r in d['results'])" | sed 's/^/    /' | both
     tail -n 5 "$W/$1.check.err" | sed 's/^/    /' >&3
   fi
+}
+
+# ptx_want: pass where the artifacts' nvcc is not newer than the driver's
+# CUDA (the fingerprint's), ptx_too_new where it is: a driver JIT-compiles
+# no PTX of a newer ISA.
+ptx_want() {
+  local nvcc_cuda driver newer
+  nvcc_cuda=$(cat "$ART/nvcc-version")
+  driver=$(jget "$OUT/fingerprint.json" "d['gpus']['cuda_driver_api']")
+  newer=$(printf '%s\n%s\n' "$nvcc_cuda" "$driver" | sort -V | tail -n 1)
+  if [ "$nvcc_cuda" != "$driver" ] && [ "$newer" = "$nvcc_cuda" ]; then echo ptx_too_new; else echo pass; fi
 }
 
 # The nvcc a kernel's build would find: CUDA_HOME, CUDA_PATH, PATH,

@@ -9,7 +9,7 @@
 
 use super::BenchError;
 use super::result::{BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, key_hex, result, start_each, time_all};
+use super::rounds::{Participant, Turns, Unit, flushed, key_hex, result, start_each, time_all};
 use super::session::BenchOptions;
 use crate::discover::Target;
 use crate::probe::{BenchRole, SmokeChoice};
@@ -117,6 +117,7 @@ pub(super) fn bench(
         ));
     }
     let participants = timed.len();
+    let mut turns = Turns::default();
     start_each(
         &mut timed,
         BenchRole::Variant,
@@ -125,9 +126,11 @@ pub(super) fn bench(
         options,
         interrupt,
         reporter,
-        &mut false,
+        &mut turns,
     )?;
-    time_all(&mut timed, &mut None, options, interrupt, reporter)?;
+    time_all(
+        &mut timed, &mut None, options, interrupt, reporter, &mut turns,
+    )?;
 
     let mut report = BenchReport {
         target: given(plan),

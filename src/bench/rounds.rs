@@ -116,6 +116,18 @@ pub(super) fn flushed(timed: &[Participant]) -> bool {
         .any(|s| s.flush_bytes > 0)
 }
 
+/// Where a session stands with its device.
+#[derive(Debug, Default)]
+pub(super) struct Turns {
+    /// The device admits one process's context at a time: participants
+    /// are timed one after another ([`start_each`]).
+    exclusive: bool,
+    /// The round the next participant timed starts at, so that rounds of
+    /// participants timed one after another never share a number (a
+    /// round-by-round comparison pairs only rounds taken together).
+    next_round: u32,
+}
+
 /// Time every started participant (and the reference) in interleaved
 /// rounds until each one's stopper is satisfied, then end every child.
 pub(super) fn time_all<'p>(
@@ -124,6 +136,7 @@ pub(super) fn time_all<'p>(
     options: &BenchOptions,
     interrupt: &Cancel,
     reporter: &dyn BenchReporter,
+    turns: &mut Turns,
 ) -> Result<(), BenchError> {
     if !timed.iter().chain(reference.iter()).any(Participant::live) {
         // Each was timed alone already (`start_each`), or none started.
@@ -137,7 +150,7 @@ pub(super) fn time_all<'p>(
             .count(),
     });
 
-    let mut round = 0u32;
+    let mut round = turns.next_round;
     // A participant whose stopper is satisfied keeps its place in the
     // rounds until every one's is: then all samples span the same stretch
     // of time, and the machine's drift weighs on every median alike.
@@ -171,6 +184,7 @@ pub(super) fn time_all<'p>(
         }
         round += 1;
     }
+    turns.next_round = round;
     for p in timed.iter_mut().chain(reference.iter_mut()) {
         if let Some(child) = p.child.take() {
             let outcome = end(child, interrupt)?;
@@ -190,8 +204,8 @@ pub(super) fn time_all<'p>(
 /// process's context at a time (EXCLUSIVE_PROCESS: a second child's context
 /// would be refused with 46, and read as no device), that child and each
 /// one after it is timed alone to the end, its child ended, before the
-/// next starts; `exclusive` says whether that happened, and carries over
-/// to a later call (the reference).
+/// next starts; `turns` says whether that happened, and carries it over to
+/// a later call (the reference) and to [`time_all`].
 #[allow(clippy::too_many_arguments)]
 pub(super) fn start_each(
     ps: &mut [Participant],
@@ -201,7 +215,7 @@ pub(super) fn start_each(
     options: &BenchOptions,
     interrupt: &Cancel,
     reporter: &dyn BenchReporter,
-    exclusive: &mut bool,
+    turns: &mut Turns,
 ) -> Result<(), BenchError> {
     for p in ps {
         start(
@@ -213,14 +227,15 @@ pub(super) fn start_each(
             interrupt,
             reporter,
         )?;
-        *exclusive |= p.setup.as_ref().is_some_and(|s| s.exclusive);
-        if *exclusive {
+        turns.exclusive |= p.setup.as_ref().is_some_and(|s| s.exclusive);
+        if turns.exclusive {
             time_all(
                 std::slice::from_mut(p),
                 &mut None,
                 options,
                 interrupt,
                 reporter,
+                turns,
             )?;
         }
     }

@@ -14,7 +14,7 @@
 
 use super::BenchError;
 use super::result::{BenchContext, BenchReport, BenchStatus, VariantBench};
-use super::rounds::{Participant, Unit, flushed, result, start_each, time_all};
+use super::rounds::{Participant, Turns, Unit, flushed, result, start_each, time_all};
 use crate::classify::{Outcome, OutcomeKind};
 use crate::discover::Named;
 use crate::probe::{BenchRole, ProbeError, SmokeSource, Subject};
@@ -145,7 +145,7 @@ pub fn bench(
         .collect();
     // At most one more: the reference.
     let participants = timed.len() + 1;
-    let mut exclusive = false;
+    let mut turns = Turns::default();
     start_each(
         &mut timed,
         BenchRole::Variant,
@@ -154,7 +154,7 @@ pub fn bench(
         options,
         interrupt,
         reporter,
-        &mut exclusive,
+        &mut turns,
     )?;
     // The reference computation, in a child of its own (in the first
     // variant's company: the workload's setup may use it), when a variant
@@ -172,10 +172,17 @@ pub fn bench(
             options,
             interrupt,
             reporter,
-            &mut exclusive,
+            &mut turns,
         )?;
     }
-    time_all(&mut timed, &mut reference, options, interrupt, reporter)?;
+    time_all(
+        &mut timed,
+        &mut reference,
+        options,
+        interrupt,
+        reporter,
+        &mut turns,
+    )?;
 
     let workload = timed
         .iter()

@@ -49,6 +49,13 @@ impl FactStore for Cache {
             .hit()
     }
 
+    fn every_measured(&self) -> Vec<MeasuredFacts> {
+        self.keys(Shelf::MEASURED)
+            .iter()
+            .filter_map(|key| self.record::<MeasuredParts, MeasuredFacts>(key).hit())
+            .collect()
+    }
+
     fn keep_measured(&self, fast_hash: &str, facts: &MeasuredFacts) {
         let parts = MeasuredParts {
             fast_hash: fast_hash.to_string(),

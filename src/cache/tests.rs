@@ -306,6 +306,7 @@ fn the_cache_keeps_the_fingerprints_facts() {
     fs::write(&libcuda, "").unwrap();
     let facts = MeasuredFacts {
         interpreter: None,
+        interpreter_path: None,
         libcuda: Stat::of(&libcuda),
         measured: Measured {
             libcuda: crate::fingerprint::Libcuda::Missing,
@@ -361,6 +362,7 @@ fn populated(tmp: &Path) -> Cache {
         "abc",
         &MeasuredFacts {
             interpreter: None,
+            interpreter_path: None,
             libcuda: None,
             measured: Measured {
                 libcuda: crate::fingerprint::Libcuda::Missing,

@@ -177,12 +177,13 @@ pub(super) fn from_name(text: &str, phase: Phase) -> Option<Cause> {
 }
 
 /// What a child says when CUDA refuses it with error 3: the driver's and
-/// the runtime's names, and the runtime's text (torch's warning reads
-/// "Error 3: initialization error").
-const NOT_INITIALIZED: [&str; 3] = [
+/// the runtime's names, and the runtime's text as torch prints it (its
+/// warning, its exception).
+const NOT_INITIALIZED: [&str; 4] = [
     "CUDA_ERROR_NOT_INITIALIZED",
     "cudaErrorInitializationError",
-    "initialization error",
+    "Error 3: initialization error",
+    "CUDA error: initialization error",
 ];
 
 /// Why a failure of a forked probe is the fork's, when it is: CUDA error 3

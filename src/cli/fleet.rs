@@ -77,16 +77,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
                 "preflight: wrote {} ({} × {})",
                 html.display(),
                 report::count(fleet.classes.len(), "machine class|machine classes"),
-                report::count(
-                    fleet
-                        .classes
-                        .iter()
-                        .flat_map(|c| &c.kernels)
-                        .map(|k| (&k.kernel, &k.version))
-                        .collect::<std::collections::BTreeSet<_>>()
-                        .len(),
-                    "kernel"
-                )
+                report::count(fleet.kernels().len(), "kernel")
             );
         }
         Action::Diff { a, b } => {

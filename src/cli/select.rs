@@ -84,6 +84,11 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             Wanted::Path
         },
     };
+    // A user whose warmup measured another environment: say where its
+    // verdicts are before this one is measured.
+    if let Some(note) = kernel_preflight::labels::unmeasured_here(probing.session())? {
+        eprintln!("preflight: {note} (select measures this one now)");
+    }
     let selected = Watchers::new(Bars::Probes, &Default::default())?.watch(|listener| {
         probing.interruptible(|session, cancel| {
             session.select(given, located, &options, cancel, listener)

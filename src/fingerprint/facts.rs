@@ -21,6 +21,10 @@ pub trait FactStore: Sync {
     fn measured(&self, fast_hash: &str) -> Option<MeasuredFacts>;
     /// Keep measured facts under `fast_hash`.
     fn keep_measured(&self, fast_hash: &str, facts: &MeasuredFacts);
+    /// Every environment's measured facts kept, in no order.
+    fn every_measured(&self) -> Vec<MeasuredFacts> {
+        Vec::new()
+    }
     /// What `tool` (a canonical path) answered when last asked, if kept.
     fn tool_answer(&self, tool: &Path) -> Option<ToolAnswer>;
     /// Keep what `tool` (a canonical path) answered.
@@ -54,6 +58,11 @@ pub struct MeasuredFacts {
     pub libcuda: Option<Stat>,
     /// What the measuring children reported.
     pub measured: Measured,
+    /// The interpreter as it was named (its path); `None`: none, or kept
+    /// before the path was: what `labels` names when another environment
+    /// of this machine has the verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interpreter_path: Option<PathBuf>,
 }
 
 /// What identifies a file's content without reading it.

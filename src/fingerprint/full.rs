@@ -13,7 +13,7 @@ use super::python::PythonMeasured;
 use super::{ComputeCapability, Fingerprint, FingerprintError, Sources};
 use crate::variant::Version;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What the measuring children reported.
@@ -94,6 +94,26 @@ pub fn cached(src: &Sources, store: &dyn FactStore, fast: &Fingerprint) -> Optio
     (hit.interpreter == interpreter && hit.libcuda == libcuda).then_some(hit.measured)
 }
 
+/// The interpreters of this machine, other than `fast`'s, whose
+/// environment was measured and kept in `store` and is unchanged since (its
+/// interpreter's `stat` the same), sorted: where `labels` can point a user
+/// whose own environment was never measured.
+pub fn measured_elsewhere(store: &dyn FactStore, fast: &Fingerprint) -> Vec<PathBuf> {
+    let own = fast.python.as_ref().map(|p| &p.interpreter);
+    let mut found: Vec<PathBuf> = store
+        .every_measured()
+        .into_iter()
+        .filter_map(|facts| {
+            let path = facts.interpreter_path?;
+            let unchanged = facts.interpreter.is_some() && Stat::of(&path) == facts.interpreter;
+            (unchanged && Some(&path) != own).then_some(path)
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
 /// Keep `measured` in `store` for the machine `fast` describes, if it is
 /// settled ([`Measured::is_settled`]); a store that cannot write forgets.
 pub fn remember(src: &Sources, store: &dyn FactStore, fast: &Fingerprint, measured: &Measured) {
@@ -105,6 +125,7 @@ pub fn remember(src: &Sources, store: &dyn FactStore, fast: &Fingerprint, measur
         interpreter,
         libcuda,
         measured: measured.clone(),
+        interpreter_path: fast.python.as_ref().map(|p| p.interpreter.clone()),
     };
     store.keep_measured(&fast.hash(), &facts);
 }

@@ -38,6 +38,11 @@ pub struct NodeLabels {
     pub machine_class: Option<String>,
     /// One entry per kernel and version, in the order selected.
     pub kernels: Vec<KernelLabel>,
+    /// When this environment was never measured: the interpreters of
+    /// this machine's other environments that have verdicts for these
+    /// kernels (`--python` reaches them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub measured_elsewhere: Vec<std::path::PathBuf>,
 }
 
 /// One kernel at one version and what the cache says of it here.
@@ -168,10 +173,15 @@ impl Session {
                 Err(why) => Err(why.clone()),
             });
         }
-        let recalled = self.recall(targets)?;
+        let recalled = self.recall(targets.clone())?;
         let machine_class = recalled
             .as_ref()
             .map(|(plan, _)| plan.fingerprint.hash()[..CLASS_HEX].to_owned());
+        let measured_elsewhere = match recalled {
+            Some(_) => Vec::new(),
+            None => self.verdicts_elsewhere(&targets)?,
+        };
+        let never = never_measured(self.interpreter()?, &measured_elsewhere);
         let kernels = wanted
             .into_iter()
             .zip(place)
@@ -179,9 +189,7 @@ impl Session {
                 let verdict = match (place, &recalled) {
                     (Err(why), _) => Recalled::Unknown { why },
                     (Ok(i), Some((_, verdicts))) => verdicts[i].clone(),
-                    (Ok(_), None) => Recalled::Unknown {
-                        why: "this machine was never measured: run preflight warmup first".into(),
-                    },
+                    (Ok(_), None) => Recalled::Unknown { why: never.clone() },
                 };
                 KernelLabel {
                     key: name::kernel_key(&w.kernel, &w.version),
@@ -194,6 +202,63 @@ impl Session {
         Ok(NodeLabels {
             machine_class,
             kernels,
+            measured_elsewhere,
         })
+    }
+
+    /// The other environments of this machine whose kept verdicts answer
+    /// for at least one of `targets`.
+    fn verdicts_elsewhere(
+        &self,
+        targets: &[Named],
+    ) -> Result<Vec<std::path::PathBuf>, SessionError> {
+        let mut found = Vec::new();
+        for python in self.measured_elsewhere()? {
+            let answers = self.with_python(python.clone()).recall(targets.to_vec())?;
+            let known = answers.is_some_and(|(_, verdicts)| {
+                verdicts
+                    .iter()
+                    .any(|v| !matches!(v, Recalled::Unknown { .. }))
+            });
+            if known {
+                found.push(python);
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// When `session`'s environment was never measured here and others of
+/// this machine were: a note naming them and the `--python` that reaches
+/// them (what `select` says before it measures this one).
+pub fn unmeasured_here(session: &Session) -> Result<Option<String>, SessionError> {
+    if session.kept_fingerprint()?.is_some() {
+        return Ok(None);
+    }
+    let elsewhere = session.measured_elsewhere()?;
+    if elsewhere.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(never_measured(session.interpreter()?, &elsewhere)))
+}
+
+/// Why a kernel has no verdict when this environment was never measured:
+/// the environments of this machine that have verdicts, and how to reach
+/// them, or that the machine needs a warmup.
+fn never_measured(own: Option<std::path::PathBuf>, elsewhere: &[std::path::PathBuf]) -> String {
+    let own = own.map_or_else(|| "no Python".to_owned(), |p| p.display().to_string());
+    match elsewhere {
+        [] => "this machine was never measured: run preflight warmup first".into(),
+        [one] => format!(
+            "this environment ({own}) was never measured; this machine's verdicts are for --python {}",
+            one.display()
+        ),
+        many => format!(
+            "this environment ({own}) was never measured; this machine's verdicts are for --python {}",
+            many.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" or --python ")
+        ),
     }
 }

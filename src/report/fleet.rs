@@ -11,6 +11,14 @@ pub fn list(fleet: &Fleet) -> String {
         super::count(fleet.classes.len(), "machine class|machine classes"),
         fleet.refused
     );
+    for h in &fleet.here {
+        // The path on a line of its own: it is as long as it is.
+        out.push_str(&format!(
+            "this machine's environment of class {}:\n  --python {}\n",
+            h.class,
+            h.python.display()
+        ));
+    }
     for class in &fleet.classes {
         out.push('\n');
         out.push_str(&facts(class));

@@ -50,7 +50,7 @@ main:has(section.class:target) section.class:not(:target) { display: none; }
 
 /// The page, for `generated` (RFC 3339) as its date.
 pub fn html(fleet: &Fleet, generated: &str) -> String {
-    let kernels = kernels(fleet);
+    let kernels = fleet.kernels();
     let classes = &fleet.classes;
     let title = format!(
         "Fleet: {} × {}",
@@ -108,20 +108,6 @@ pub fn html(fleet: &Fleet, generated: &str) -> String {
         }
     };
     page.into_string() + "\n"
-}
-
-/// Every kernel and version some class has verdicts for, sorted.
-fn kernels(fleet: &Fleet) -> Vec<(String, Option<String>)> {
-    let set: BTreeSet<(String, Option<String>)> = fleet
-        .classes
-        .iter()
-        .flat_map(|c| {
-            c.kernels
-                .iter()
-                .map(|k| (k.kernel.clone(), k.version.clone()))
-        })
-        .collect();
-    set.into_iter().collect()
 }
 
 fn find<'a>(
@@ -196,6 +182,11 @@ fn matrix(fleet: &Fleet, kernels: &[(String, Option<String>)]) -> Markup {
                     @for c in &fleet.classes {
                         th title=(hover(c)) {
                             a href={ "#class-" (c.class) } { code { (c.class) } }
+                            @for h in fleet.here.iter().filter(|h| h.class == c.class) {
+                                br;
+                                span.badge { "this machine" }
+                                " " code { "--python " (h.python.display()) }
+                            }
                             br;
                             span.muted { (summary(c)) }
                             details { summary.muted { "every fact" } (facts(c)) }

@@ -33,6 +33,7 @@ fn classes_that_disagree_are_said_in_words_and_every_value_is_escaped() {
             class(&"b".repeat(64), None, "org/<b>k</b>"),
         ],
         refused: 0,
+        here: Vec::new(),
     };
     let page = html(&fleet, "now");
     assert!(page.contains("org/&lt;b&gt;k&lt;/b&gt;@v1"), "{page}");
@@ -58,6 +59,7 @@ fn a_class_without_the_kernel_has_no_verdict_and_does_not_disagree() {
             other,
         ],
         refused: 2,
+        here: Vec::new(),
     };
     let page = html(&fleet, "now");
     assert_eq!(page.matches(">no verdict<").count(), 2, "{page}");

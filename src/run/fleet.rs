@@ -24,6 +24,20 @@ pub struct Fleet {
     pub classes: Vec<MachineClass>,
     /// Entries that were not believed (forged, truncated, another schema).
     pub refused: usize,
+    /// The environments of this machine that were measured, with their
+    /// class: which columns are this machine's, and the `--python` that
+    /// reaches each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub here: Vec<Here>,
+}
+
+/// One measured environment of this machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct Here {
+    /// Its machine class (the full fingerprint's first 12 hex digits).
+    pub class: String,
+    /// Its interpreter, as `--python` takes it.
+    pub python: std::path::PathBuf,
 }
 
 /// One machine class and its verdicts.
@@ -144,7 +158,25 @@ impl Session {
         Ok(Fleet {
             classes: classes(published),
             refused,
+            here: self.here()?,
         })
+    }
+
+    /// This machine's measured environments (its own interpreter's first)
+    /// and their classes, read from the cache: no child is started.
+    fn here(&self) -> Result<Vec<Here>, SessionError> {
+        let mut pythons: Vec<_> = self.interpreter()?.into_iter().collect();
+        pythons.extend(self.measured_elsewhere()?);
+        let mut here = Vec::new();
+        for python in pythons {
+            if let Some(fp) = self.with_python(python.clone()).kept_fingerprint()? {
+                here.push(Here {
+                    class: fp.hash().chars().take(SHORT).collect(),
+                    python,
+                });
+            }
+        }
+        Ok(here)
     }
 
     /// What differs between two machine classes of the fleet (`fleet
@@ -161,6 +193,20 @@ impl Fleet {
     /// What differs between two of its classes, as `fleet diff` says it.
     pub fn diff(&self, a: &MachineClass, b: &MachineClass) -> FleetDiff {
         diff(a, b, self.refused)
+    }
+
+    /// Every kernel and version some class has verdicts for, sorted.
+    pub fn kernels(&self) -> Vec<(String, Option<String>)> {
+        let set: BTreeSet<(String, Option<String>)> = self
+            .classes
+            .iter()
+            .flat_map(|c| {
+                c.kernels
+                    .iter()
+                    .map(|k| (k.kernel.clone(), k.version.clone()))
+            })
+            .collect();
+        set.into_iter().collect()
     }
 }
 

@@ -178,6 +178,36 @@ impl Session {
         Ok(Some(self.fingerprint.get_or_init(|| fp).clone()))
     }
 
+    /// The interpreters of the other environments of this machine that
+    /// were measured and kept (and are unchanged since): where verdicts
+    /// may be when this session's environment has none.
+    pub fn measured_elsewhere(&self) -> Result<Vec<PathBuf>, SessionError> {
+        let fast = Fingerprint::fast(&self.sources(), self.cache.as_ref())?;
+        Ok(crate::fingerprint::full::measured_elsewhere(
+            self.cache.as_ref(),
+            &fast,
+        ))
+    }
+
+    /// The interpreter this session's fingerprint names, found without a
+    /// child; `None`: none found.
+    pub fn interpreter(&self) -> Result<Option<PathBuf>, SessionError> {
+        let fast = Fingerprint::fast(&self.sources(), self.cache.as_ref())?;
+        Ok(fast.python.map(|p| p.interpreter))
+    }
+
+    /// This session over the same cache with another interpreter.
+    pub fn with_python(&self, python: PathBuf) -> Session {
+        Session {
+            options: SessionOptions {
+                python: Some(python),
+                ..self.options.clone()
+            },
+            cache: Arc::clone(&self.cache),
+            fingerprint: OnceLock::new(),
+        }
+    }
+
     /// Plan `targets` as `warmup` does and answer each from the outcome
     /// cache alone ([`super::recall::recall`]): no child is started, not
     /// even to measure the machine. `Ok(None)`: the machine was never

@@ -1,5 +1,5 @@
 """`kernel_preflight.get_kernel` against the hub's own `kernels.get_kernel`
-(0.17.2), offline, on hub caches built here. Without torch the hub loader
+(each supported release), offline, on hub caches built here. Without torch the hub loader
 accepts `torch-cpu` and `torch-universal` by name and prefers `torch-cpu`.
 
 Both loaders run in child processes: a variant that calls `exit(1)` must

@@ -1,5 +1,6 @@
-"""The hub loader's own test suite (the `kernels/tests` its 0.17.2 sdist
-ships, unpacked by scripts/test-python.sh into `PREFLIGHT_KERNELS_TESTS`),
+"""The hub loader's own test suite (the `kernels/tests` the sdist of the
+release under test ships, unpacked by scripts/test-python.sh into
+`PREFLIGHT_KERNELS_TESTS`),
 run as it is and again with `KERNEL_PREFLIGHT=1`: every test must end the
 same way, for the same reason. Without the network most of its tests stop
 at a refusal of the hub or at a missing torch; they must stop at the same
@@ -12,6 +13,18 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+# The one difference the flag exists to make that the loader's suite can
+# see (docs/flag.md, "Entry point by entry point"): 0.19's tests of
+# UNSTABLE_KERNELS_ALL_LATEST ask `has_kernel` about a kernel whose variant
+# imports torch, which this environment lacks. Plain `has_kernel` answers
+# by name (True); under the flag it answers whether a variant works here
+# (False), so those tests' `assert result is True` fails, and nothing else.
+HAS_KERNEL_ANSWERS = re.compile(
+    r"^tests/test_latest_version_opt_in\.py::"
+    r"test_latest_(overrides_requested_version|offline_uses_only_cached_refs)\[.*-has_kernel\]$"
+)
+HAS_KERNEL_DIFFERENCE = (("PASSED", ""), ("FAILED", "assert False is True"))
 
 OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(?: - (.*))?$")
 
@@ -42,10 +55,12 @@ def outcomes(suite: Path, basetemp: Path, flag: bool) -> dict[str, tuple[str, st
 def test_the_loaders_own_suite_ends_the_same_way_under_the_flag(tmp_path):
     suite = os.environ.get("PREFLIGHT_KERNELS_TESTS")
     assert suite and (Path(suite) / "tests").is_dir(), (
-        "PREFLIGHT_KERNELS_TESTS must name the kernels 0.17.2 sdist's kernels/ folder (scripts/test-python.sh unpacks it)"
+        "PREFLIGHT_KERNELS_TESTS must name the kernels/ folder of the installed release's sdist "
+        "(scripts/test-python.sh unpacks it)"
     )
     plain = outcomes(Path(suite), tmp_path / "run", flag=False)
     flagged = outcomes(Path(suite), tmp_path / "run", flag=True)
     assert sum(1 for kind, _ in plain.values() if kind == "PASSED") >= 100, plain
     differ = {t: (plain.get(t), flagged.get(t)) for t in plain.keys() | flagged.keys() if plain.get(t) != flagged.get(t)}
-    assert not differ, differ
+    expected = {t: d for t, d in differ.items() if HAS_KERNEL_ANSWERS.search(t) and d == HAS_KERNEL_DIFFERENCE}
+    assert not differ.keys() - expected.keys(), {t: d for t, d in differ.items() if t not in expected}

@@ -1,5 +1,5 @@
 """The flag changes only what it exists to change (docs/flag.md): every
-entry point of `kernels` 0.17.2, offline, each call in a fresh interpreter,
+entry point of `kernels` (each supported release in turn), offline, each call in a fresh interpreter,
 in three configurations:
 
 - `plain`: an environment with `kernels` and without kernel-preflight
@@ -167,7 +167,8 @@ def world(tmp_path_factory):
 def plain_python() -> str:
     python = os.environ.get("PREFLIGHT_PLAIN_PYTHON")
     assert python and Path(python).exists(), (
-        "PREFLIGHT_PLAIN_PYTHON must name an interpreter with kernels 0.17.2 and without kernel-preflight "
+        "PREFLIGHT_PLAIN_PYTHON must name an interpreter with the kernels release under test and "
+        "without kernel-preflight "
         "(scripts/test-python.sh makes one)"
     )
     return python

@@ -1,5 +1,5 @@
 //! The cuda executor: the `preflight` binary re-executed in a hidden child
-//! mode (`preflight __cuda-child REQUEST`) inside a [`Sandbox`], where it
+//! mode (`preflight __cuda-child REQUEST`) inside a [`Sandbox`](crate::sandbox::Sandbox), where it
 //! uses the CUDA driver API and NVRTC (cudarc, loaded dynamically, so the
 //! binary runs on machines without CUDA).
 //!
