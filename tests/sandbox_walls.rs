@@ -194,14 +194,18 @@ fn a_kernels_jit_caches_are_its_own() {
         "cat \"$T/{entry}\" ~/.nv/ComputeCache/{entry} ~/.cache/torch_extensions/{entry} 2>/dev/null; exit 0"
     );
     let env = [("T", triton.as_path())];
-    sh(&sandbox().jit_caches_of("kernel-a"), &plant, &env);
+    let (a, b) = (store.join("kernels/a"), store.join("kernels/b"));
+    sh(&sandbox().jit_caches_of("kernel-a", &a), &plant, &env);
     // A later probe of the same kernel finds its entries...
     assert_eq!(
-        sh(&sandbox().jit_caches_of("kernel-a"), &look, &env),
+        sh(&sandbox().jit_caches_of("kernel-a", &a), &look, &env),
         "A\nA\nA\n"
     );
     // ...another kernel's, and a probe of no kernel, none...
-    assert_eq!(sh(&sandbox().jit_caches_of("kernel-b"), &look, &env), "");
+    assert_eq!(
+        sh(&sandbox().jit_caches_of("kernel-b", &b), &look, &env),
+        ""
+    );
     assert_eq!(sh(&sandbox(), &look, &env), "");
     // ...and the user's own caches never had them.
     for place in [
@@ -214,5 +218,11 @@ fn a_kernels_jit_caches_are_its_own() {
     assert!(
         store.join("kernel-a").is_dir(),
         "the store holds kernel-a's"
+    );
+    // The store says whose each folder is, so that pruning it can tell a
+    // kernel that is gone.
+    assert_eq!(
+        kernel_preflight::sandbox::jit_owner(&store.join("kernel-a")),
+        Some(a)
     );
 }

@@ -115,13 +115,78 @@ fn a_variant_that_writes_everywhere_leaves_nothing_but_its_own_jit_entries() {
     assert_eq!(common::stdout(&program), "None\n");
 }
 
-/// As root: the test above again as `nobody`, whose probes get a user
-/// namespace.
+/// As root: the other tests here again as `nobody`, whose probes get a
+/// user namespace.
 #[test]
 fn the_walls_hold_for_an_unprivileged_user_too() {
     if !is_root() {
         eprintln!("already unprivileged: the test above ran as this user");
         return;
     }
-    hostile::as_nobody(&["the_walls_hold_for_an_unprivileged_user_too"], 1);
+    hostile::as_nobody(&["the_walls_hold_for_an_unprivileged_user_too"], 2);
+}
+
+/// Where Linux refuses overlayfs (forced by the test-only switch, which
+/// each probe's reaper takes as the mount's `EPERM`, as `unshare` forces a
+/// refusal of the namespaces): the probe's home folder is an empty private
+/// one, the run says so once, and `doctor`'s plan shows it. With the
+/// overlays, the same kernel sees the host's home through its layer.
+#[test]
+fn without_overlays_the_run_says_so_once_and_doctor_shows_it() {
+    use kernel_preflight::sandbox::REFUSE_OVERLAY_FOR_TESTS as REFUSE;
+    let home = common::fresh_dir("flat-home");
+    std::fs::write(home.join("marker"), "the host's").expect("write the marker");
+    let looks = kernel(
+        "import os\n\
+         assert not os.path.exists(os.path.expanduser('~/marker')), 'the host home shows'\n",
+    );
+    let run = |switch: &str| {
+        let env = [("HOME", home.as_os_str()), (REFUSE, OsStr::new(switch))];
+        let (out, json) = check_with(&[&looks.root()], &["--no-cache"], &env);
+        assert!(namespaced(&json), "{json:#}");
+        let stderr = common::stderr(&out);
+        let warned = stderr.matches("overlayfs refused").count();
+        let kind = outcomes(&json)[0]["kind"].clone();
+        (warned, kind, format!("{stderr}\n{json:#}"))
+    };
+    let (warned, kind, stderr) = run("1");
+    assert_eq!((warned, kind), (1, Value::from("pass")), "{stderr}");
+    assert!(
+        stderr.contains("/tmp, TMPDIR and home folder are empty private folders"),
+        "{stderr}"
+    );
+    let (warned, kind, stderr) = run("");
+    assert_eq!(warned, 0, "{stderr}");
+    assert_ne!(
+        kind,
+        Value::from("pass"),
+        "the overlay hid the home: {stderr}"
+    );
+
+    let out = common::preflight_cmd()
+        .args(["doctor", "--json", "--python"])
+        .arg(probe_fixtures::python())
+        .env("HOME", &home)
+        .env(REFUSE, "1")
+        .output()
+        .expect("run doctor");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("doctor --json");
+    let walls: Vec<&str> = json["walls"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{json:#}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let home = std::fs::canonicalize(&home).expect("home");
+    let shown = format!("--bind SCRATCH {}  (empty", home.display());
+    assert!(
+        walls
+            .iter()
+            .any(|w| w.starts_with(&shown) && w.contains("overlayfs refused")),
+        "{walls:#?}"
+    );
+    assert!(
+        !walls.iter().any(|w| w.starts_with("--overlay")),
+        "{walls:#?}"
+    );
 }

@@ -13,7 +13,11 @@
 //! <root>/fingerprints-v2/measured/<ab>/<key>.json full-fingerprint facts, by fast hash
 //! <root>/fingerprints-v2/tools/<ab>/<key>.json    tool versions, by the tool's path
 //! <root>/bench-v1/<ab>/<key>.json                 bench results
+//! <root>/jit/<key>/kernel, <root>/jit/<key>/<cache>/  each kernel's own JIT caches
 //! ```
+//!
+//! `jit/` is the sandbox's store (`crate::sandbox::keep_jit_caches_in`):
+//! the walls write it, this component clears and prunes it.
 //!
 //! A path is built from typed pieces (bucket → shard → entry, see
 //! `bucket.rs`); a folder of another version is never read, and `prune`

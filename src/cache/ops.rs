@@ -8,7 +8,7 @@ use super::identity::{DirParts, DirRecord};
 use super::job::OutcomeParts;
 use super::outcomes::{OutcomeEntry, OutcomeRecord};
 use super::warm::{WarmParts, WarmRecord};
-use super::{Cache, CacheError, io, write_atomic};
+use super::{Cache, CacheError, JIT, io, write_atomic};
 use crate::fingerprint::{MeasuredFacts, ToolAnswer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -24,7 +24,8 @@ const STALE_TEMP: Duration = Duration::from_secs(3600);
 pub struct ClearReport {
     /// Files removed, in every bucket.
     pub files: usize,
-    /// Bucket folders removed (of every version).
+    /// Bucket folders removed (of every version), and the kernels' JIT
+    /// store (`jit/`) when there was one.
     pub folders: Vec<PathBuf>,
 }
 
@@ -38,6 +39,9 @@ pub struct PruneReport {
     pub schema_dirs: Vec<PathBuf>,
     /// Temp files left by writers that were killed mid-write.
     pub temp_files: usize,
+    /// Kernels' JIT caches (`jit/<key>/`) whose kernel is gone, or that
+    /// say of no kernel whose they are.
+    pub jit_stores: usize,
 }
 
 /// What `import` did.
@@ -69,11 +73,13 @@ impl Cache {
         out
     }
 
-    /// Remove every bucket, of every version; the root and its
-    /// `CACHEDIR.TAG` stay.
+    /// Remove every bucket, of every version, and every kernel's JIT
+    /// caches; the root and its `CACHEDIR.TAG` stay.
     pub fn clear(&self) -> Result<ClearReport, CacheError> {
         let mut report = ClearReport::default();
-        for (folder, _) in self.bucket_folders() {
+        let jit = self.root.join(JIT);
+        let jit = std::fs::symlink_metadata(&jit).is_ok().then_some(jit);
+        for folder in self.bucket_folders().into_iter().map(|(f, _)| f).chain(jit) {
             report.files += count_files(&folder);
             remove_all(&folder)?;
             report.folders.push(folder);
@@ -83,9 +89,13 @@ impl Cache {
 
     /// Remove, in every bucket, entries whose subject is gone, entries that
     /// do not parse or do not match their key, files that are not entries,
-    /// and stale temp files; and every folder of another version.
+    /// and stale temp files; every folder of another version; and the JIT
+    /// caches of kernels that are gone, by the same rule ([`Self::prune_jit`]).
     pub fn prune(&self) -> Result<PruneReport, CacheError> {
-        let mut report = PruneReport::default();
+        let mut report = PruneReport {
+            jit_stores: self.prune_jit()?,
+            ..PruneReport::default()
+        };
         self.prune_shelf::<OutcomeParts, OutcomeRecord>(&mut report, |e| !e.record.path.is_dir())?;
         self.prune_shelf::<DirParts, DirRecord>(&mut report, |e| !e.parts.dir.is_dir())?;
         self.prune_shelf::<WarmParts, WarmRecord>(&mut report, |e| !e.parts.root.is_dir())?;
@@ -122,6 +132,29 @@ impl Cache {
             }
         }
         Ok(report)
+    }
+
+    /// Remove the JIT caches of each kernel whose files are gone, as an
+    /// outcome goes with its variant; a folder that says of no kernel
+    /// whose it is (an older `preflight`'s, a cut-short write, a stray
+    /// file) goes once it is over an hour old, as a killed writer's temp
+    /// file does, so that a probe making its kernel's folder right now
+    /// keeps it. The number removed.
+    fn prune_jit(&self) -> Result<usize, CacheError> {
+        let mut removed = 0;
+        let store = self.root.join(JIT);
+        for found in std::fs::read_dir(&store).into_iter().flatten().flatten() {
+            let path = found.path();
+            let gone = match crate::sandbox::jit_owner(&path) {
+                Some(kernel) => !kernel.exists(),
+                None => is_stale(&path),
+            };
+            if gone {
+                remove_all(&path)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     fn prune_shelf<P: Parts, R: DeserializeOwned>(
@@ -189,13 +222,17 @@ fn remove_all(path: &Path) -> Result<(), CacheError> {
     }
 }
 
-fn remove_if_stale(path: &Path) -> bool {
-    let stale = std::fs::metadata(path)
+/// Whether `path` was last changed over [`STALE_TEMP`] ago.
+fn is_stale(path: &Path) -> bool {
+    std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age > STALE_TEMP);
-    stale && std::fs::remove_file(path).is_ok()
+        .is_some_and(|age| age > STALE_TEMP)
+}
+
+fn remove_if_stale(path: &Path) -> bool {
+    is_stale(path) && std::fs::remove_file(path).is_ok()
 }
 
 fn bundle(path: &Path) -> impl FnOnce(std::io::Error) -> CacheError + '_ {

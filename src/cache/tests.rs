@@ -10,6 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 mod identity;
+mod jit;
 mod warm;
 
 const MACHINE: &str = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";

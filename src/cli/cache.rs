@@ -116,10 +116,11 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
                 emit_json(&report);
             } else {
                 emit(&format!(
-                    "removed {}, {}, {}",
+                    "removed {}, {}, {}, {}",
                     report::count(report.entries, "entry|entries"),
                     report::count(report.schema_dirs.len(), "old-schema folder"),
-                    report::count(report.temp_files, "leftover temp file")
+                    report::count(report.temp_files, "leftover temp file"),
+                    report::count(report.jit_stores, "kernel's JIT store|kernels' JIT stores")
                 ));
             }
         }

@@ -133,7 +133,7 @@ pub(crate) fn kernel_sandbox(
     if let [one] = files.as_slice() {
         let canonical = std::fs::canonicalize(one).unwrap_or_else(|_| one.clone());
         let identity = crate::hash::sha256_hex(canonical.as_os_str().as_encoded_bytes());
-        sandbox = sandbox.jit_caches_of(&identity[..32]);
+        sandbox = sandbox.jit_caches_of(&identity[..32], &canonical);
     }
     Ok(files
         .into_iter()

@@ -252,6 +252,13 @@ pub fn run(
     if let Some(warning) = isolation.as_ref().and_then(|i| i.warning()) {
         warn(None, warning);
     }
+    if let Some(warning) = isolation
+        .as_ref()
+        .filter(|i| matches!(i, crate::sandbox::Isolation::Namespaces { .. }))
+        .and(crate::sandbox::overlay_warning())
+    {
+        warn(None, warning);
+    }
     CheckReport {
         fingerprint: plan.fingerprint.clone(),
         results,

@@ -284,6 +284,7 @@ impl ReaperLink {
                 }
                 Report::Leaked { leak } => self.leaks.push(leak),
                 Report::Done => self.done = true,
+                Report::Flat { reason } => super::flat::record(reason),
             }
         }
         if self.pending.len() > LINE_LIMIT {

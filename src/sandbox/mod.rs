@@ -59,8 +59,10 @@ mod cancel;
 mod capture;
 mod carry;
 mod env;
+mod flat;
 mod held;
 mod isolation;
+mod jit;
 mod leak;
 mod link;
 mod mounts;
@@ -75,7 +77,9 @@ pub use bounds::{Exhausted, ProbeBounds, own_cgroup, probe_bounds};
 pub use cancel::{Cancel, install_interrupt_handler};
 pub use capture::Captured;
 pub use env::{is_secret_name, scrubbed_env};
+pub use flat::{REFUSE_OVERLAY_FOR_TESTS, overlay_warning};
 pub use isolation::{Isolation, MISSING_WITHOUT_NAMESPACES, isolation};
+pub use jit::{jit_owner, keep_jit_caches_in};
 pub use leak::{Leak, Place};
 pub use privileges::default_dispositions;
 pub use walls::Plan;
@@ -469,19 +473,6 @@ pub fn hide_by_default(path: impl Into<PathBuf>) {
     }
 }
 
-static JIT_STORE: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Keeps the JIT caches of every kernel probed from now on in `dir`, one
-/// folder per kernel ([`Sandbox::jit_caches_of`]): what a kernel's probes
-/// compile there, its later probes find; no other kernel's probe, and
-/// none of the user's own programs, ever sees it. `preflight` keeps them
-/// in its outcome cache (`jit/`).
-pub fn keep_jit_caches_in(dir: impl Into<PathBuf>) {
-    if let Ok(mut store) = JIT_STORE.lock() {
-        *store = Some(dir.into());
-    }
-}
-
 /// Binds `path` (a folder) read-write from the host in every sandbox made
 /// from now on, as [`Sandbox::writable`] does for one: `preflight` does so
 /// for the folders `PREFLIGHT_PROBE_WRITABLE` names. Hidden paths stay
@@ -539,7 +530,7 @@ pub struct Sandbox {
     writable: Vec<PathBuf>,
     /// The folder of the store that holds this probe's kernel's JIT
     /// caches ([`Sandbox::jit_caches_of`]).
-    jit: Option<PathBuf>,
+    jit: Option<jit::KernelJit>,
 }
 
 /// The child's working directory, as the parent can reach it while the
@@ -626,16 +617,14 @@ impl Sandbox {
     }
 
     /// The child's JIT caches are those of the kernel named `key` (its
-    /// identity, as a file name), kept in the store that
-    /// [`keep_jit_caches_in`] names: later probes of the same key find
-    /// what this one compiled, no other does. Without a key or a store
-    /// they are empty folders of the scratch, gone with the probe.
-    pub fn jit_caches_of(mut self, key: &str) -> Sandbox {
-        self.jit = JIT_STORE
-            .lock()
-            .ok()
-            .and_then(|s| s.clone())
-            .map(|store| store.join(key));
+    /// identity, as a file name) whose files are `owner`, kept in the
+    /// store that [`keep_jit_caches_in`] names: later probes of the same
+    /// key find what this one compiled, no other does; the store records
+    /// `owner` so that pruning it can tell when the kernel is gone
+    /// ([`jit_owner`]). Without a key or a store they are empty folders of
+    /// the scratch, gone with the probe.
+    pub fn jit_caches_of(mut self, key: &str, owner: &Path) -> Sandbox {
+        self.jit = jit::KernelJit::of(key, owner);
         self
     }
 
@@ -870,7 +859,7 @@ impl Sandbox {
             writable: &self.writable,
             hidden: &self.confinement.hidden,
             secrets: &env::credential_files(env),
-            jit_store: self.jit.as_deref(),
+            jit_store: self.jit.as_ref(),
             harden: mode == Mode::Root,
         })
         .map_err(|e| SandboxError::Io("making the kernel's JIT cache folders", e))
@@ -889,6 +878,7 @@ impl Sandbox {
             layout: Layout {
                 root: RawPath::from(root.as_path()),
                 plan: self.walls(mode, env, limits)?,
+                refuse_overlay: flat::refuse_for_tests(),
             },
             identity: mode == Mode::Root,
             pids: bounds::pid_bound(limits.pids),

@@ -22,6 +22,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+mod layers;
+
 /// The probe's working directory inside the sandbox's folder.
 pub(crate) const WORK: &str = "work";
 const SHM: &str = ".preflight-shm";
@@ -53,6 +55,9 @@ pub(crate) struct Layout {
     pub(crate) root: RawPath,
     /// The walls, in order.
     pub(crate) plan: Plan,
+    /// Take every overlay as refused (`super::flat::REFUSE_OVERLAY_FOR_TESTS`).
+    #[serde(default)]
+    pub(crate) refuse_overlay: bool,
 }
 
 /// A set-up step that failed, and how.
@@ -87,6 +92,8 @@ pub(crate) struct Built {
     pub(super) copied: Vec<(OsString, u64, i64, i64)>,
     /// The host's `/proc`, until the child has read its own pid there.
     pub(super) host_proc: Option<OwnedFd>,
+    /// Why an overlay was refused and became an empty private folder.
+    pub(super) flat: Option<String>,
 }
 
 /// What carrying out the plan keeps between walls.
@@ -99,6 +106,12 @@ struct Builder {
     made: usize,
     root: PathBuf,
     work: Option<OwnedFd>,
+    /// Overlays are known to be refused: no overlay is tried.
+    flat: bool,
+    /// A test's refusal stands in for Linux's.
+    refuse: bool,
+    /// Why the first overlay tried was refused.
+    refused: Option<String>,
 }
 
 /// Builds the probe's view of the file system; see the module docs.
@@ -131,6 +144,9 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
         made: 0,
         root,
         work: None,
+        flat: layout.plan.flat.is_some(),
+        refuse: layout.refuse_overlay,
+        refused: None,
     };
     for wall in &layout.plan.walls {
         builder.raise(wall)?;
@@ -145,6 +161,7 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
         bound: BTreeSet::new(),
         copied: Vec::new(),
         host_proc,
+        flat: builder.refused.take(),
     };
     built.carry_in().map_err(io_at(Step::CopyIn))?;
     nix::unistd::chdir(&built.dir).map_err(at(Step::WorkingDir))?;
@@ -223,6 +240,7 @@ impl Builder {
             }
             Wall::ReadOnly(path) => {
                 if let Some(source) = self.handle(path.path())
+                    && layers::make_place(&source, path.path())
                     && bind_rec(&source, path.path()).is_ok()
                 {
                     let _ = set_read_only(path.path());
@@ -314,47 +332,6 @@ impl Builder {
             })
             .map_err(io_at(Step::MountScratch))?;
         self.scratch = Some(scratch);
-        Ok(())
-    }
-
-    /// `path` through an overlay whose upper layer is in the scratch;
-    /// where Linux refuses the overlay, an empty private folder instead.
-    fn overlay(&mut self, path: &Path) -> Result<(), Failed> {
-        let Some(lower) = self.host.get(path) else {
-            return Ok(());
-        };
-        let mode = nix::sys::stat::fstat(lower).map_or(0o1777, |s| s.st_mode & 0o7777);
-        let lower = fd_path(lower);
-        let upper = self
-            .fresh("upper", mode, true)
-            .map_err(io_at(Step::MountScratch))?;
-        let work = self
-            .fresh("work", 0o700, true)
-            .map_err(io_at(Step::MountScratch))?;
-        let options = format!(
-            "lowerdir={},upperdir={},workdir={}",
-            lower.display(),
-            upper.display(),
-            work.display()
-        );
-        let overlaid = mount(
-            Some("overlay"),
-            path,
-            Some("overlay"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-            Some(options.as_str()),
-        )
-        .is_ok();
-        if !overlaid && path.is_dir() {
-            bind(&upper, path).map_err(at(Step::MountScratch))?;
-        }
-        // An overlay on a folder holding the sandbox shows the host's copy
-        // of it: the scratch goes back on top.
-        if self.root.starts_with(path)
-            && let Some(scratch) = &self.scratch
-        {
-            bind(&fd_path(scratch), &self.root).map_err(at(Step::MountScratch))?;
-        }
         Ok(())
     }
 

@@ -133,6 +133,12 @@ pub(crate) enum Report {
     },
     /// Every descendant is dead and reaped; the reaper exits.
     Done,
+    /// Linux refused an overlay: the probe got an empty private folder
+    /// in its place (`super::flat`).
+    Flat {
+        /// Why (`mount overlay: Operation not permitted`).
+        reason: String,
+    },
 }
 
 /// `preflight __reaper` run by hand: the descriptors it needs are not there.
@@ -255,6 +261,9 @@ impl Reaper {
                 parent,
                 handoff: setup.handoff,
             };
+            if let Some(reason) = reaper.built.as_mut().and_then(|b| b.flat.take()) {
+                reaper.send(&Report::Flat { reason });
+            }
             reaper.send(&Report::Started {
                 pid: child,
                 host_pid,

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// Device nodes (and folders of them) every probe gets, where the host has
@@ -73,6 +72,10 @@ pub(crate) enum Wall {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     pub(crate) walls: Vec<Wall>,
+    /// Why overlays are refused here, when they are ([`super::flat`]):
+    /// each overlay is then an empty private folder.
+    #[serde(default)]
+    pub(crate) flat: Option<String>,
 }
 
 impl Plan {
@@ -139,11 +142,18 @@ impl fmt::Display for Plan {
                     root.path().display(),
                     bytes >> 20
                 )?,
-                Wall::Overlay(p) => writeln!(
-                    f,
-                    "--overlay {}  (writes into the scratch)",
-                    p.path().display()
-                )?,
+                Wall::Overlay(p) => match &self.flat {
+                    None => writeln!(
+                        f,
+                        "--overlay {}  (writes into the scratch)",
+                        p.path().display()
+                    )?,
+                    Some(why) => writeln!(
+                        f,
+                        "--bind SCRATCH {}  (empty, gone with the probe: overlayfs refused, {why})",
+                        p.path().display()
+                    )?,
+                },
                 Wall::Shm => writeln!(f, "--bind SCRATCH /dev/shm")?,
                 Wall::ReadOnly(p) => writeln!(f, "--ro-bind {0} {0}", p.path().display())?,
                 Wall::Bind { source, target } => writeln!(
@@ -208,7 +218,7 @@ pub(crate) struct Wanted<'a> {
     /// a folder made in their place would break the next login).
     pub(crate) secrets: &'a [PathBuf],
     /// Where this probe's kernel keeps its JIT caches, if it has a store.
-    pub(crate) jit_store: Option<&'a Path>,
+    pub(crate) jit_store: Option<&'a super::jit::KernelJit>,
     /// The reaper is root of the machine.
     pub(crate) harden: bool,
 }
@@ -277,16 +287,7 @@ pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
         // read-only or not a folder: the run has already warned about
         // that cache) leaves the probe throwaway caches, as a sandbox with
         // no kernel gets: slower JIT, the same evidence.
-        let kept = wanted
-            .jit_store
-            .map(|store| store.join(name))
-            .filter(|source| {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(source)
-                    .is_ok()
-            });
+        let kept = wanted.jit_store.and_then(|store| store.cache(name).ok());
         walls.push(match kept {
             Some(source) => Wall::Bind {
                 source: RawPath::from(source.as_path()),
@@ -336,7 +337,10 @@ pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
     if wanted.harden {
         walls.push(Wall::Harden);
     }
-    Ok(Plan { walls })
+    Ok(Plan {
+        walls,
+        flat: super::flat::refused(),
+    })
 }
 
 #[cfg(test)]
@@ -368,6 +372,7 @@ mod tests {
                     make: false,
                 },
             ],
+            flat: None,
         };
         let text = plan.to_string();
         assert!(
