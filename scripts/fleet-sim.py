@@ -16,7 +16,8 @@ peak commands per second (INFO sampled every 100 ms), bytes stored per
 entry and in total, each node's wall time (median, p99) against a node
 alone, and the CPU time of every node and its probes (wait4) against N
 cold nodes alone (N times a node alone, measured once: N cold nodes are
-never run).
+never run), split into what every node pays and what each probe costs
+(least squares over the nodes; --json also writes each node's figures).
 
   scripts/fleet-sim.py --nodes 20 [--classes 20] [--kernels 20]
       [--variants 8] [--live 200] [--deadline 900] [--json FILE]
@@ -417,7 +418,25 @@ def measure(args, work, redis, deadline):
         "cpu_sum_s": cpu, "alone_cpu_s": alone_cpu,
         "cpu_ratio": cpu / (args.nodes * alone_cpu),
         "cpu_floor": len(args.sizes) / args.nodes,
+        "cpu_split": cpu_split(fleet.done),
+        # Each node's own figures, to see where the fleet's CPU went.
+        "per_node": [{"name": n["name"], "rc": n["rc"], "wall_s": round(n["wall"], 3),
+                      "cpu_s": round(n["cpu"], 3),
+                      "probed": summary(n)[0] if n["rc"] == 0 else None}
+                     for n in fleet.done],
     }
+
+
+def cpu_split(done):
+    """A node's CPU as what every node pays (measuring its machine, planning,
+    asking Redis, waiting) plus what each probe it ran costs: the least-squares
+    line through (probes, CPU) of the nodes that succeeded; None when every
+    node probed as many."""
+    points = [(summary(n)[0], n["cpu"]) for n in done if n["rc"] == 0]
+    if len({p for p, _ in points}) < 2:
+        return None
+    line = statistics.linear_regression([p for p, _ in points], [c for _, c in points])
+    return {"per_node_s": line.intercept, "per_probe_s": line.slope}
 
 
 def show(f, args):
@@ -442,6 +461,10 @@ def show(f, args):
     print(f"  CPU of every node and its probes: {f['cpu_sum_s']:.1f} s, against {f['nodes']} x "
           f"{f['alone_cpu_s']:.2f} s alone: {f['cpu_ratio']:.3f} (floor: {len(f['classes'])}/"
           f"{f['nodes']} = {f['cpu_floor']:.3f})")
+    if f["cpu_split"]:
+        print(f"  CPU per node, least squares over the nodes: {f['cpu_split']['per_node_s']:.2f} s "
+              f"+ {f['cpu_split']['per_probe_s']:.3f} s per probe it ran (a node alone: "
+              f"{f['alone_cpu_s'] / jobs:.3f} s per job, all in)")
 
 
 def main():

@@ -49,17 +49,19 @@ fetch_sdist() { # $1 = release: its sdist unpacked under $sdist
   rm -rf "$sdist/kernels-$1" "$sdist/kernels-$1.tar.gz"
   # `pip download --no-binary kernels` prepares the sdist's metadata, which
   # asks cargo for the Rust crates of kernels 0.18 and later (a git
-  # dependency: needs github.com); without it, the same file from the index
+  # dependency: needs a git host); without it, the same file from the index
   # pip reads (its JSON API, PEP 691), checked against the index's sha256.
   if ! "$PY" -m pip download --quiet --disable-pip-version-check --no-deps --no-binary kernels \
       -d "$sdist" "kernels==$1" 2>/dev/null; then
-    "$PY" - "$1" "$sdist" <<'PYEOF'
-import hashlib, json, sys, urllib.request
-release, folder = sys.argv[1], sys.argv[2]
-index = urllib.request.Request("https://pypi.org/simple/kernels/", headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    # The index pip itself reads: PIP_INDEX_URL, else pip's default.
+    index=${PIP_INDEX_URL:-$("$PY" -c 'from pip._internal.models.index import PyPI; print(PyPI.simple_url)')}
+    "$PY" - "$1" "$sdist" "${index%/}/kernels/" <<'PYEOF'
+import hashlib, json, sys, urllib.parse, urllib.request
+release, folder, url = sys.argv[1:4]
+index = urllib.request.Request(url, headers={"Accept": "application/vnd.pypi.simple.v1+json"})
 name = f"kernels-{release}.tar.gz"
 (entry,) = [f for f in json.load(urllib.request.urlopen(index, timeout=60))["files"] if f["filename"] == name]
-data = urllib.request.urlopen(entry["url"], timeout=120).read()
+data = urllib.request.urlopen(urllib.parse.urljoin(url, entry["url"]), timeout=120).read()
 if hashlib.sha256(data).hexdigest() != entry["hashes"]["sha256"]:
     sys.exit(f"{name}: sha256 differs from the index's")
 open(f"{folder}/{name}", "wb").write(data)

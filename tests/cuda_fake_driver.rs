@@ -463,8 +463,8 @@ fn a_target_named_twice_is_checked_once() {
 /// When each probe of a check began and ended loading its module, by the
 /// probes' own clocks (ns).
 fn load_spans(dir: &Path, jobs: &str) -> Vec<(i128, i128)> {
-    // Not beside the modules (read-only to their probes) nor where a probe
-    // writes to a private layer.
+    // A folder of the test's own that the probes may write past their
+    // walls (everywhere else their view of the host is read-only).
     let logs = tempfile::tempdir_in(common::scratch_root()).unwrap();
     let log = logs.path().join(format!("loads-{jobs}.log"));
     let cache = tempfile::tempdir().unwrap();
@@ -474,6 +474,7 @@ fn load_spans(dir: &Path, jobs: &str) -> Vec<(i128, i128)> {
         &[
             ("FAKE_CUDA_SLEEP_MS", "1000"),
             ("FAKE_CUDA_LOG", log.to_str().unwrap()),
+            ("PREFLIGHT_PROBE_WRITABLE", logs.path().to_str().unwrap()),
         ],
     );
     assert!(

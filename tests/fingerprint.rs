@@ -379,7 +379,7 @@ fn nvcc_is_asked_once_per_stat() {
     let root = m.toolkit("cuda", NVCC_12_8);
     m.set("CUDA_HOME", root.to_string_lossy());
     let runs = || {
-        std::fs::read_to_string(root.join("runs"))
+        std::fs::read_to_string(m.runs("cuda"))
             .unwrap_or_default()
             .lines()
             .count()
@@ -429,7 +429,7 @@ fn version_files_win_over_nvcc_and_a_broken_nvcc_is_a_plain_fact() {
         (Some("12.8.93"), Some(VersionFrom::VersionJson))
     );
     assert!(
-        !json.join("runs").exists(),
+        !m.runs("cuda-json").exists(),
         "nvcc not run when version.json says"
     );
 
@@ -642,6 +642,7 @@ fn python_packages_and_torch_build_from_site_packages() {
             ("foo-bar", Some("1.2")),
             ("helion", None),
             ("kernels", None),
+            ("mlx", None),
             ("nvidia-cutlass-dsl", Some("4.2.1")),
             ("torch", Some("2.9.0+cu128")),
             ("triton", Some("3.5.0")),

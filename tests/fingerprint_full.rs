@@ -272,7 +272,8 @@ fn a_measurement_that_fails_or_hangs_is_a_fact_and_is_not_cached() {
     m.set("HF_TOKEN", "hf_secret");
     m.set("AWS_SECRET_ACCESS_KEY", "secret");
     m.set("TRITON_PTXAS_PATH", "/opt/ptxas");
-    let seen = m.path("child-env");
+    // Where the machine's tools may write past the walls (Machine::runs).
+    let seen = m.runs("child-env");
     m.script(
         "venv/bin/python",
         &format!(

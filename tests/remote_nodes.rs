@@ -52,6 +52,64 @@ fn twenty_nodes_warming_up_together_probe_each_variant_once() {
     assert!(redis.keys("preflight:lease-v2:*").is_empty());
 }
 
+/// A variant that fails when its own probe child imported the hub's
+/// validators: it passes only when its child replayed a judge's verdict.
+const ONLY_JUDGED_AHEAD: &str = "import sys, time\n\
+if 'kernels.validate' in sys.modules:\n    raise RuntimeError('judged in this child')\n\
+time.sleep(2)\nX = 1\n";
+
+/// A node that finds another node of its class probing one of its jobs
+/// starts no judge child (issue 41: at 20 nodes a judge on every node, 2.5 s
+/// of CPU for 160 variants, cost more than the probes it spared): none of
+/// its probes replays a verdict, every one judges itself. The node that
+/// started first, alone, judges ahead: its probes after the first replay.
+#[test]
+fn a_node_that_finds_others_probing_starts_no_judge_child() {
+    let redis = RedisServer::start();
+    let secret = secret_file();
+    let repo = kernel_repo(&fresh_dir("repo"), "judged", &names(6), ONLY_JUDGED_AHEAD);
+    let check = |node: &Node| {
+        node.check_cmd(&repo)
+            .args(["--jobs", "1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = Node::new(&redis, &secret);
+    let alone = check(&first);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while redis.keys("preflight:lease-v2:*").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the first node never took a lease"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let second = Node::new(&redis, &secret);
+    let waiting = check(&second);
+    let probed = |child: Child| -> Vec<String> {
+        let out = child.wait_with_output().unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("check --json: {e}\n{}", stderr(&out)));
+        common::node::rows(&doc)
+            .into_iter()
+            .filter(|(_, _, how)| *how == "probed")
+            .map(|(_, kind, _)| kind)
+            .collect()
+    };
+    let (waiting, alone) = (probed(waiting), probed(alone));
+    assert!(!waiting.is_empty(), "the second node probed nothing");
+    assert!(
+        waiting.iter().all(|kind| kind != "pass"),
+        "a probe of the node that found others probing replayed a judge's verdict: {waiting:?}"
+    );
+    assert!(
+        alone.iter().any(|kind| kind == "pass"),
+        "the node that started alone judged nothing ahead: {alone:?}"
+    );
+}
+
 #[test]
 fn redis_stopped_mid_warmup_loses_no_verdict_and_leaves_no_half_entry() {
     let redis = RedisServer::start();

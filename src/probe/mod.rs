@@ -118,11 +118,6 @@ pub fn device_for(variant: &VariantName) -> &'static str {
     }
 }
 
-/// What of the kernel a variant belongs to a probe must not change, and
-/// so keeps read-only in its sandbox: the kernel's repo above `build/`
-/// (every variant of it, its benchmarks), and for a snapshot in the hub
-/// cache the kernel's whole folder there, whose `blobs/` the snapshot's
-/// files link to; a lone variant folder is itself.
 /// A sandbox for probes of the kernels whose files are `files` (see
 /// [`kernel_files`]): those files read-only, and, when they are one
 /// kernel's, that kernel's own JIT caches, keyed by where its files are
@@ -145,6 +140,11 @@ pub(crate) fn kernel_sandbox(
         .fold(sandbox, crate::sandbox::Sandbox::read_only))
 }
 
+/// What of the kernel a variant belongs to a probe must not change, and
+/// so keeps read-only in its sandbox: the kernel's repo above `build/`
+/// (every variant of it, its benchmarks), and for a snapshot in the hub
+/// cache the kernel's whole folder there, whose `blobs/` the snapshot's
+/// files link to; a lone variant folder is itself.
 pub(crate) fn kernel_files(variant: &Path) -> PathBuf {
     let variant = std::path::absolute(variant).unwrap_or_else(|_| variant.to_path_buf());
     let named = |p: &Path, name: &str| p.file_name().is_some_and(|n| n == name);

@@ -273,18 +273,25 @@ pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
     jit.dedup_by(|a, b| a.1 == b.1);
     for (name, path) in jit {
         let target = RawPath::from(path.as_path());
-        walls.push(match wanted.jit_store {
-            Some(store) => {
-                let source = store.join(name);
+        // A store that cannot be made (the outcome cache it lives in is
+        // read-only or not a folder: the run has already warned about
+        // that cache) leaves the probe throwaway caches, as a sandbox with
+        // no kernel gets: slower JIT, the same evidence.
+        let kept = wanted
+            .jit_store
+            .map(|store| store.join(name))
+            .filter(|source| {
                 std::fs::DirBuilder::new()
                     .recursive(true)
                     .mode(0o700)
-                    .create(&source)?;
-                Wall::Bind {
-                    source: RawPath::from(source.as_path()),
-                    target,
-                }
-            }
+                    .create(source)
+                    .is_ok()
+            });
+        walls.push(match kept {
+            Some(source) => Wall::Bind {
+                source: RawPath::from(source.as_path()),
+                target,
+            },
             None => Wall::Private(target),
         });
     }
