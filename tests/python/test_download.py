@@ -208,3 +208,35 @@ def test_the_flag_online_never_fetches_a_candidate_the_loader_refuses(hub, hub_c
     fetched = hub.fetched()
     assert "build/torch-universal/metadata.json" in fetched
     assert "build/torch-universal/__init__.py" not in fetched, fetched
+
+
+def test_offline_a_snapshot_the_loaders_own_online_call_fetched_loads_under_the_flag_on_every_release(
+    hub, hub_cache
+):
+    """docs/flag.md, offline: a snapshot plain `get_kernel` fetched online
+    (its pick only), asked for offline by its commit. kernels 0.17.2 with
+    huggingface_hub 2.4 refuses it (its tree listing names files never
+    fetched); 0.18 and 0.19 load it. Under the flag it loads on each."""
+    import kernels
+
+    code, [fetched], stderr = load_in_child(
+        ["kernels.get_kernel('acme/good', version=1)"], env=online(hub), unset=("KERNEL_PREFLIGHT",)
+    )
+    assert fetched.get("variant") == "torch-cpu", (fetched, stderr)
+    call = ["kernels.get_kernel('acme/good', revision=%r)" % sha(4)]
+    _, [plain], _ = load_in_child(call, unset=("KERNEL_PREFLIGHT",))
+    code, [flagged], stderr = load_in_child(call, env={"KERNEL_PREFLIGHT": "1"})
+    assert flagged == fetched, (flagged, stderr)
+    # By version: the branch 0.18 and 0.19 record when they fetch, and
+    # 0.17.2 does not, flag or not.
+    by_version = ["kernels.get_kernel('acme/good', version=1)"]
+    _, [plain_version], _ = load_in_child(by_version, unset=("KERNEL_PREFLIGHT",))
+    _, [flagged_version], stderr = load_in_child(by_version, env={"KERNEL_PREFLIGHT": "1"})
+    assert flagged_version == plain_version, stderr
+    if kernels.__version__.startswith("0.17."):
+        assert plain["error"] == "FileNotFoundError", plain
+        assert plain["message"].startswith("Cannot find a local snapshot for acme/good"), plain
+        assert plain_version["error"] == "ValueError", plain_version
+        assert plain_version["message"].startswith("Version 1 of 'acme/good' is not available in the local cache")
+    else:
+        assert plain == plain_version == fetched, (plain, plain_version)

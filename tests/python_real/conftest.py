@@ -5,8 +5,8 @@ judged by the hub loader of the same interpreter.
 
 Environment: PREFLIGHT_BIN (the binary; the script builds it),
 PREFLIGHT_REAL_WHEELS (the folder of the kernel packages' wheels the script
-downloaded), PREFLIGHT_REAL_TRANSFORMERS (where the script installed
-transformers).
+downloaded), PREFLIGHT_REAL_TRANSFORMERS (the folder under which the script
+installed each transformers release with its kernels, transformers-<release>).
 """
 
 import json

@@ -1,14 +1,19 @@
-"""`KERNEL_PREFLIGHT=1` under the real transformers (5.22.2, unmodified)
-and `kernelize`, with torch: the programs run as a user runs them, with the
-variable and without it. Each kernel is a hub cache made here whose
+"""`KERNEL_PREFLIGHT=1` under the real transformers (unmodified) and
+`kernelize`, with torch: the programs run as a user runs them, with the
+variable and without it, for each release of scripts/transformers-releases.txt
+with the `kernels` it requires: 5.22.2 with kernels 0.17.2 (an extra there),
+5.25.0 with kernels 0.19.1 (a core dependency, and its own
+`lazy_load_kernel`, which binds `kernels.get_kernel` when transformers is
+imported). Each kernel is a hub cache made here whose
 preferred variant for this torch (the CUDA arch variant) calls `exit(1)`
 when it is imported, as a build without code for the GPU does, and whose
 `torch-universal` variant works on the CPU.
 
-transformers is installed apart from this environment (scripts/
-test-real-kernels.sh: `pip install --target`, on PYTHONPATH for these
-programs only), so that numpy, which it needs, stays out of the probes of
-the other tests.
+Each transformers is installed apart from this environment with its
+`kernels` (scripts/test-real-kernels.sh: `pip install --target`, on
+PYTHONPATH for these programs only, so before this environment's kernels
+0.17.2), so that numpy, which it needs, stays out of the probes of the
+other tests.
 """
 
 import json
@@ -98,6 +103,24 @@ def kernel(root, repo, commit, refs, *, universal=UNIVERSAL):
         (snapshot.parent.parent / "refs" / ref).write_text(commit)
 
 
+RELEASES = [
+    tuple(line.split())
+    for line in (ROOT / "scripts" / "transformers-releases.txt").read_text().splitlines()
+    if line.strip()
+]
+
+
+@pytest.fixture(params=RELEASES, ids=["transformers-%s-kernels-%s" % pair for pair in RELEASES])
+def pair(request):
+    """(transformers release, kernels release, the folder holding both)."""
+    transformers, kernels = request.param
+    base = Path(os.environ.get("PREFLIGHT_REAL_TRANSFORMERS", ROOT / ".venv-real"))
+    path = base / ("transformers-" + transformers)
+    if not (path / "transformers").is_dir():
+        pytest.fail("transformers %s is not installed at %s: run scripts/test-real-kernels.sh" % (transformers, path))
+    return transformers, kernels, path
+
+
 @pytest.fixture
 def hub(tmp_path):
     """The kernels transformers 5.22's `_HUB_KERNEL_MAPPING` names, and an
@@ -112,21 +135,14 @@ def hub(tmp_path):
     return root
 
 
-def transformers_path():
-    path = Path(os.environ.get("PREFLIGHT_REAL_TRANSFORMERS", ROOT / ".venv-real" / "transformers"))
-    if not (path / "transformers").is_dir():
-        pytest.fail("transformers is not installed at %s: run scripts/test-real-kernels.sh" % path)
-    return path
-
-
-def run(program, hub, tmp_path, flag):
+def run(program, hub, tmp_path, pair, flag):
     env = dict(os.environ)
     env.update(
         KERNELS_CACHE=str(hub),
         HF_HUB_OFFLINE="1",
         HF_HOME=str(tmp_path / "hf-home"),
         PREFLIGHT_CACHE=str(tmp_path / "outcomes"),
-        PYTHONPATH=str(transformers_path()),
+        PYTHONPATH=str(pair[2]),
         TRANSFORMERS_NO_ADVISORY_WARNINGS="1",
     )
     env.pop("PREFLIGHT_BIN", None)  # the wheel's own binary
@@ -156,14 +172,29 @@ def test_the_kernel_preflight_wheel_is_installed_here():
     assert Path(kernel_preflight.find_preflight()).is_file()
 
 
-def test_transformers_lazy_load_kernel_without_the_flag_dies_with_the_kernel(hub, tmp_path):
-    code, lines, stderr = run(LAZY, hub, tmp_path, flag=False)
+VERSIONS = """
+import importlib.metadata as m, json, kernels, transformers
+print(json.dumps({"transformers": transformers.__version__, "kernels": m.version("kernels"),
+                  "kernels_from": kernels.__file__}))
+"""
+
+
+def test_each_program_runs_the_pairs_transformers_and_kernels(hub, tmp_path, pair):
+    code, lines, stderr = run(VERSIONS, hub, tmp_path, pair, flag=True)
+    assert code == 0, stderr
+    [line] = lines
+    assert (line["transformers"], line["kernels"]) == pair[:2]
+    assert Path(line["kernels_from"]).is_relative_to(pair[2])
+
+
+def test_transformers_lazy_load_kernel_without_the_flag_dies_with_the_kernel(hub, tmp_path, pair):
+    code, lines, stderr = run(LAZY, hub, tmp_path, pair, flag=False)
     assert code == 1 and lines == [], stderr
     assert "no kernel image is available" in stderr
 
 
-def test_transformers_lazy_load_kernel_with_the_flag_loads_what_works_or_falls_back(hub, tmp_path):
-    code, lines, stderr = run(LAZY, hub, tmp_path, flag=True)
+def test_transformers_lazy_load_kernel_with_the_flag_loads_what_works_or_falls_back(hub, tmp_path, pair):
+    code, lines, stderr = run(LAZY, hub, tmp_path, pair, flag=True)
     assert code == 0, stderr
     assert {line["kernel"]: line["variant"] for line in lines} == {
         "deep-gemm": "torch-universal",
@@ -171,6 +202,10 @@ def test_transformers_lazy_load_kernel_with_the_flag_loads_what_works_or_falls_b
         "sonic-moe": "torch-universal",
         "nvfp4": None,  # transformers' own fallback: lazy_load_kernel returns None
     }
+    # The fallback is the one transformers writes for a kernel with no
+    # build here (`except FileNotFoundError`, which logs this warning), in
+    # both releases.
+    assert "Failed to load kernel nvfp4: " in stderr, stderr
 
 
 TINY_LLAMA = """
@@ -196,8 +231,8 @@ print(json.dumps({"variant": loaded.module.VARIANT, "calls": len(loaded.module.C
 """
 
 
-def test_kernelize_of_a_transformers_model_under_the_flag_uses_the_variant_that_works(hub, tmp_path):
-    code, lines, stderr = run(KERNELIZE, hub, tmp_path, flag=True)
+def test_kernelize_of_a_transformers_model_under_the_flag_uses_the_variant_that_works(hub, tmp_path, pair):
+    code, lines, stderr = run(KERNELIZE, hub, tmp_path, pair, flag=True)
     assert code == 0, stderr
     [line] = lines
     assert line["variant"] == "torch-universal"
@@ -206,8 +241,8 @@ def test_kernelize_of_a_transformers_model_under_the_flag_uses_the_variant_that_
     assert line["calls"] == 3, line
 
 
-def test_kernelize_without_the_flag_dies_with_the_hubs_pick(hub, tmp_path):
-    code, lines, stderr = run(KERNELIZE, hub, tmp_path, flag=False)
+def test_kernelize_without_the_flag_dies_with_the_hubs_pick(hub, tmp_path, pair):
+    code, lines, stderr = run(KERNELIZE, hub, tmp_path, pair, flag=False)
     assert code == 1 and lines == [], stderr
 
 
@@ -223,7 +258,7 @@ print(json.dumps({"logits": list(out.logits.shape)}))
 """
 
 
-def test_kernelize_falls_back_to_the_models_own_forward_when_nothing_works(hub, tmp_path):
-    code, lines, stderr = run(KERNELIZE_NOTHING_WORKS, hub, tmp_path, flag=True)
+def test_kernelize_falls_back_to_the_models_own_forward_when_nothing_works(hub, tmp_path, pair):
+    code, lines, stderr = run(KERNELIZE_NOTHING_WORKS, hub, tmp_path, pair, flag=True)
     assert code == 0, stderr
     assert lines == [{"logits": [1, 3, 64]}]
