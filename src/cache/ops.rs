@@ -90,7 +90,7 @@ impl Cache {
     /// Remove, in every bucket, entries whose subject is gone, entries that
     /// do not parse or do not match their key, files that are not entries,
     /// and stale temp files; every folder of another version; and the JIT
-    /// caches of kernels that are gone, by the same rule ([`Self::prune_jit`]).
+    /// caches of kernels that are gone, by the same rule (see `prune_jit`).
     pub fn prune(&self) -> Result<PruneReport, CacheError> {
         let mut report = PruneReport {
             jit_stores: self.prune_jit()?,
