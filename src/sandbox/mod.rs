@@ -628,6 +628,17 @@ impl Sandbox {
         self
     }
 
+    /// [`Sandbox::jit_caches_of`] in the store `store`, not the process's:
+    /// tests that run beside others, each with a cache of its own.
+    #[cfg(test)]
+    pub(crate) fn jit_caches_in(mut self, store: &Path, key: &str, owner: &Path) -> Sandbox {
+        self.jit = Some(jit::KernelJit {
+            dir: store.join(key),
+            owner: owner.to_path_buf(),
+        });
+        self
+    }
+
     /// The walls a child of this sandbox would get in namespaces, in
     /// order (docs/sandbox.md): what `preflight doctor` prints.
     pub fn plan(&self) -> Result<Plan, SandboxError> {

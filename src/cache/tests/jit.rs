@@ -10,9 +10,12 @@ use std::time::{Duration, SystemTime};
 /// files are `kernel` would (the walls make them before a probe starts),
 /// and plants a compiled entry in each.
 fn probe_store(root: &Path, key: &str, kernel: &Path) {
-    let sandbox = crate::sandbox::Sandbox::new()
-        .unwrap()
-        .jit_caches_of(key, kernel);
+    // The store named outright: the process's store is whichever cache
+    // another test opened last.
+    let sandbox =
+        crate::sandbox::Sandbox::new()
+            .unwrap()
+            .jit_caches_in(&root.join("jit"), key, kernel);
     sandbox.plan().unwrap();
     let dir = root.join("jit").join(key);
     let caches: Vec<_> = fs::read_dir(&dir)
