@@ -330,9 +330,13 @@ fn a_read_only_cache_directory_warns_and_still_answers() {
     } else {
         Command::new(env!("CARGO_BIN_EXE_preflight"))
     };
+    // Without those capabilities the probes' overlays are refused, and a
+    // probe's /tmp is an empty folder (docs/sandbox.md): a checkout's venv
+    // under /tmp would not be there. The venv's own interpreter is.
+    let python = std::fs::canonicalize(common::venv_python()).unwrap();
     let out = cmd
         .args(["warmup", repo.to_str().unwrap(), "--python"])
-        .arg(common::venv_python())
+        .arg(&python)
         .env("PREFLIGHT_CACHE", &cache)
         .env("HOME", tmp.path())
         .output()
