@@ -300,11 +300,7 @@ fn a_node_that_dies_holding_a_lease_delays_the_others_by_the_lease_at_most() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while redis.keys("preflight:lease-v2:*").is_empty() {
-        assert!(Instant::now() < deadline, "node a never took the lease");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    redis.wait_for_a_lease(Duration::from_secs(30), "node a");
     holder.kill().unwrap();
     holder.wait().unwrap();
     let killed = Instant::now();

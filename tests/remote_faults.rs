@@ -142,11 +142,7 @@ fn nodes_waiting_for_a_verdict_ask_for_it_less_and_less_often() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while redis.keys("preflight:lease-v2:*").is_empty() {
-        assert!(Instant::now() < deadline, "the holder never took the lease");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    redis.wait_for_a_lease(Duration::from_secs(30), "the holder");
     redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .exec(&mut redis.connection())

@@ -78,14 +78,7 @@ fn a_node_that_finds_others_probing_starts_no_judge_child() {
     };
     let first = Node::new(&redis, &secret);
     let alone = check(&first);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while redis.keys("preflight:lease-v2:*").is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the first node never took a lease"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    redis.wait_for_a_lease(Duration::from_secs(60), "the first node");
     let second = Node::new(&redis, &secret);
     let waiting = check(&second);
     let probed = |child: Child| -> Vec<String> {

@@ -161,6 +161,16 @@ impl RedisServer {
         keys
     }
 
+    /// Waits until some node holds a lease (a probe of its is under way),
+    /// for at most `within`; `who` names the node in the panic.
+    pub fn wait_for_a_lease(&self, within: Duration, who: &str) {
+        let deadline = Instant::now() + within;
+        while self.keys("preflight:lease-v2:*").is_empty() {
+            assert!(Instant::now() < deadline, "{who} never took the lease");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The value under `key`.
     pub fn get(&self, key: &str) -> Option<Vec<u8>> {
         redis::cmd("GET")
