@@ -861,7 +861,7 @@ impl Sandbox {
     ) -> Result<Plan, SandboxError> {
         let root = std::fs::canonicalize(self.root.path()).map_err(SandboxError::TempDir)?;
         let temp = temp_layers(root.parent());
-        walls::plan(&walls::Wanted {
+        Ok(walls::plan(&walls::Wanted {
             root: &root,
             scratch: limits.scratch,
             env,
@@ -872,8 +872,7 @@ impl Sandbox {
             secrets: &env::credential_files(env),
             jit_store: self.jit.as_ref(),
             harden: mode == Mode::Root,
-        })
-        .map_err(|e| SandboxError::Io("making the kernel's JIT cache folders", e))
+        }))
     }
 
     /// What the reaper needs to build the child's namespaces in `mode`,

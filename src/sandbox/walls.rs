@@ -228,7 +228,7 @@ pub(crate) struct Wanted<'a> {
 /// folder), `/dev/shm`, the read-only binds, the JIT caches (the kernel's
 /// own store, else private), CUDA's MPS pipes read-only, the caller's
 /// writable binds, the hidden paths, the kernel's knobs as root.
-pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
+pub(crate) fn plan(wanted: &Wanted) -> Plan {
     let canonical = |p: &Path| std::fs::canonicalize(p).ok();
     let existing = |paths: &mut dyn Iterator<Item = &Path>| -> Vec<RawPath> {
         let mut found: Vec<RawPath> = paths
@@ -337,10 +337,10 @@ pub(crate) fn plan(wanted: &Wanted) -> std::io::Result<Plan> {
     if wanted.harden {
         walls.push(Wall::Harden);
     }
-    Ok(Plan {
+    Plan {
         walls,
         flat: super::flat::refused(),
-    })
+    }
 }
 
 #[cfg(test)]
