@@ -128,17 +128,30 @@ fn the_walls_hold_for_an_unprivileged_user_too() {
 
 /// Where Linux refuses overlayfs (forced by the test-only switch, which
 /// each probe's reaper takes as the mount's `EPERM`, as `unshare` forces a
-/// refusal of the namespaces): the probe's home folder is an empty private
-/// one, the run says so once, and `doctor`'s plan shows it. With the
-/// overlays, the same kernel sees the host's home through its layer.
+/// refusal of the namespaces): the probe still reads the host's home
+/// folder (and the venv it runs in, under `/tmp` where the checkout is),
+/// writes new names there privately, but cannot change the host's file;
+/// the run says so once, and `doctor`'s plan shows it. With the overlays,
+/// the same kernel writes its private copy of that file.
 #[test]
 fn without_overlays_the_run_says_so_once_and_doctor_shows_it() {
     use kernel_preflight::sandbox::REFUSE_OVERLAY_FOR_TESTS as REFUSE;
     let home = common::fresh_dir("flat-home");
     std::fs::write(home.join("marker"), "the host's").expect("write the marker");
+    // A folder of the host's on the way to a JIT cache of the kernel's
+    // (`~/.cache/torch_extensions`): private, yet its entries are there.
+    std::fs::create_dir_all(home.join(".cache/other")).expect("make ~/.cache/other");
+    std::fs::write(home.join(".cache/other/file"), "cached").expect("write the cached file");
     let looks = kernel(
         "import os\n\
-         assert not os.path.exists(os.path.expanduser('~/marker')), 'the host home shows'\n",
+         home = os.path.expanduser('~')\n\
+         assert open(os.path.join(home, 'marker')).read() == \"the host's\", 'no host home'\n\
+         assert open(os.path.join(home, '.cache/other/file')).read() == 'cached', 'no ~/.cache'\n\
+         os.makedirs(os.path.join(home, '.cache/torch_extensions/x'))\n\
+         open(os.path.join(home, 'new'), 'w').write('mine')\n\
+         try:\n    open(os.path.join(home, 'marker'), 'w').write('changed')\n\
+         except OSError:\n    pass\n\
+         else:\n    raise AssertionError('the host marker took a write')\n",
     );
     let run = |switch: &str| {
         let env = [("HOME", home.as_os_str()), (REFUSE, OsStr::new(switch))];
@@ -152,7 +165,7 @@ fn without_overlays_the_run_says_so_once_and_doctor_shows_it() {
     let (warned, kind, stderr) = run("1");
     assert_eq!((warned, kind), (1, Value::from("pass")), "{stderr}");
     assert!(
-        stderr.contains("/tmp, TMPDIR and home folder are empty private folders"),
+        stderr.contains("sees the host's entries of /tmp, TMPDIR and its home folder read-only"),
         "{stderr}"
     );
     let (warned, kind, stderr) = run("");
@@ -160,7 +173,19 @@ fn without_overlays_the_run_says_so_once_and_doctor_shows_it() {
     assert_ne!(
         kind,
         Value::from("pass"),
-        "the overlay hid the home: {stderr}"
+        "the overlay refused a private copy: {stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&home)
+        .expect("read the home")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let mut left = left;
+    left.sort();
+    assert_eq!(left, [".cache", "marker"], "a probe's write outlived it");
+    assert_eq!(
+        std::fs::read_to_string(home.join("marker")).expect("the marker"),
+        "the host's"
     );
 
     let out = common::preflight_cmd()
@@ -178,7 +203,7 @@ fn without_overlays_the_run_says_so_once_and_doctor_shows_it() {
         .filter_map(Value::as_str)
         .collect();
     let home = std::fs::canonicalize(&home).expect("home");
-    let shown = format!("--bind SCRATCH {}  (empty", home.display());
+    let shown = format!("--bind SCRATCH {}  (the host's entries", home.display());
     assert!(
         walls
             .iter()

@@ -1,10 +1,13 @@
 //! Where Linux refuses overlayfs (an older kernel in a user namespace, a
 //! file system that cannot be a lower layer), a probe's `/tmp`, `TMPDIR`
-//! and home folder are empty private folders instead of the host's seen
-//! through a copy-on-write layer: still nothing a probe writes outlives
-//! it, but a kernel that reads a file there finds none. Found out by the
-//! first probe that meets it and held for the process, so that the run
-//! says it once and `doctor`'s plan shows it.
+//! and home folder are private folders holding the host's entries, each
+//! bound read-only in its place, instead of the host's seen through a
+//! copy-on-write layer: a probe still reads what is there (a venv of a
+//! checkout under `/tmp`, the hub cache in the home folder) and nothing
+//! it writes outlives it, but it cannot change a file or a folder of the
+//! host's there (where an overlay would have let it write a private copy).
+//! Found out by the first probe that meets it and held for the process, so
+//! that the run says it once and `doctor`'s plan shows it.
 
 use std::sync::Mutex;
 
@@ -34,14 +37,14 @@ pub(crate) fn record(reason: String) {
     }
 }
 
-/// The one warning to print when probes got empty private folders in
-/// place of overlays; `None` when they got the overlays.
+/// The one warning to print when probes got private folders in place of
+/// overlays; `None` when they got the overlays.
 pub fn overlay_warning() -> Option<String> {
     refused().map(|reason| {
         format!(
-            "overlayfs refused ({reason}): each probe's /tmp, TMPDIR and home folder \
-             are empty private folders, not the host's seen through a layer; \
-             a kernel that reads a file there finds none"
+            "overlayfs refused ({reason}): each probe sees the host's entries of /tmp, \
+             TMPDIR and its home folder read-only, with new names private to it; \
+             a kernel that writes into a file or folder already there is refused"
         )
     })
 }

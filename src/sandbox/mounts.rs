@@ -92,7 +92,7 @@ pub(crate) struct Built {
     pub(super) copied: Vec<(OsString, u64, i64, i64)>,
     /// The host's `/proc`, until the child has read its own pid there.
     pub(super) host_proc: Option<OwnedFd>,
-    /// Why an overlay was refused and became an empty private folder.
+    /// Why an overlay was refused and became a private folder.
     pub(super) flat: Option<String>,
 }
 
@@ -112,6 +112,9 @@ struct Builder {
     refuse: bool,
     /// Why the first overlay tried was refused.
     refused: Option<String>,
+    /// Where the walls mount something (and the sandbox's folder): below a
+    /// refused overlay these get places of their own, not the host's.
+    targets: Vec<PathBuf>,
 }
 
 /// Builds the probe's view of the file system; see the module docs.
@@ -147,6 +150,7 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
         flat: layout.plan.flat.is_some(),
         refuse: layout.refuse_overlay,
         refused: None,
+        targets: targets(&layout.plan, layout.root.path()),
     };
     for wall in &layout.plan.walls {
         builder.raise(wall)?;
@@ -166,6 +170,21 @@ pub(crate) fn build(layout: &Layout) -> Result<Built, Failed> {
     built.carry_in().map_err(io_at(Step::CopyIn))?;
     nix::unistd::chdir(&built.dir).map_err(at(Step::WorkingDir))?;
     Ok(built)
+}
+
+/// The paths the walls mount something on, and the sandbox's folder.
+fn targets(plan: &Plan, root: &Path) -> Vec<PathBuf> {
+    let mut targets = vec![root.to_path_buf()];
+    for wall in &plan.walls {
+        match wall {
+            Wall::ReadOnly(p)
+            | Wall::Private(p)
+            | Wall::Bind { target: p, .. }
+            | Wall::Hide { path: p, .. } => targets.push(p.path().to_path_buf()),
+            _ => {}
+        }
+    }
+    targets
 }
 
 /// Handles on every host path the plan binds, overlays or reads from.

@@ -133,8 +133,8 @@ pub(crate) enum Report {
     },
     /// Every descendant is dead and reaped; the reaper exits.
     Done,
-    /// Linux refused an overlay: the probe got an empty private folder
-    /// in its place (`super::flat`).
+    /// Linux refused an overlay: the probe got a private folder of the
+    /// host's entries, read-only, in its place (`super::flat`).
     Flat {
         /// Why (`mount overlay: Operation not permitted`).
         reason: String,

@@ -73,7 +73,8 @@ pub(crate) enum Wall {
 pub struct Plan {
     pub(crate) walls: Vec<Wall>,
     /// Why overlays are refused here, when they are ([`super::flat`]):
-    /// each overlay is then an empty private folder.
+    /// each overlay is then a private folder of the host's entries,
+    /// read-only.
     #[serde(default)]
     pub(crate) flat: Option<String>,
 }
@@ -150,7 +151,7 @@ impl fmt::Display for Plan {
                     )?,
                     Some(why) => writeln!(
                         f,
-                        "--bind SCRATCH {}  (empty, gone with the probe: overlayfs refused, {why})",
+                        "--bind SCRATCH {}  (the host's entries read-only, new names gone with the probe: overlayfs refused, {why})",
                         p.path().display()
                     )?,
                 },
