@@ -573,3 +573,71 @@ fn a_transient_outcome_is_reported_and_never_kept() {
     }
     assert!(entry_files(&s.cache).is_empty(), "nothing kept");
 }
+
+/// `check --cached` answers from the cache alone: before any probe every
+/// variant is `skipped` (exit 1) and nothing ran (no outcome was kept, no
+/// namespace was tried); once probed, the same answers as `check`, cached;
+/// with `--no-cache` it is a usage error.
+#[test]
+fn check_cached_answers_from_the_cache_and_probes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repo(tmp.path());
+    let s = Setup::new();
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", repo.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        let out = s.cmd(&args).output().unwrap();
+        let doc: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        (out.status.code(), doc)
+    };
+    let kinds = |doc: &Value| -> Vec<String> {
+        doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["outcome"]["kind"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    let (code, cold) = check(&["--cached"]);
+    assert_eq!(code, Some(1), "{cold:#}");
+    assert_eq!(kinds(&cold), ["skipped", "skipped"], "{cold:#}");
+    assert!(
+        cold["results"][0]["outcome"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in the outcome cache"),
+        "{cold:#}"
+    );
+    assert!(cold["isolation"].is_null(), "nothing was tried: {cold:#}");
+    assert_eq!(entry_files(&s.cache).len(), 0, "nothing was probed");
+
+    let (code, probed) = check(&[]);
+    assert_eq!(code, Some(0), "{probed:#}");
+    // Racy witnesses are not trusted (the cache's rule): the variant files
+    // were written just now.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let (code, warm) = check(&["--cached"]);
+    assert_eq!(code, Some(0), "{warm:#}");
+    assert_eq!(kinds(&warm), kinds(&probed));
+    assert!(
+        warm["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["cached"] == true),
+        "{warm:#}"
+    );
+
+    let out = s
+        .cmd(&["check", repo.to_str().unwrap(), "--cached", "--no-cache"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--cached answers from the outcome cache"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -137,3 +137,43 @@ def run_json(
             done.returncode,
             done.stderr,
         ) from e
+
+
+class Started:
+    """`preflight ARGS --json` started now and answered later (`answer`):
+    a run that overlaps what the caller does meanwhile. Never raises:
+    anything but a document printed with an exit code in `answers` is no
+    answer (None), and the caller runs the command again its own way."""
+
+    def __init__(self, args: Sequence[str], *, answers: Sequence[int] = (0, 1)) -> None:
+        self._answers = tuple(answers)
+        try:
+            self._process: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
+                [str(find_preflight()), *args, "--json"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except (OSError, PreflightError):
+            self._process = None
+
+    def answer(self) -> Optional[Any]:
+        """The document it printed, once it has ended; None when it printed
+        none, failed, or could not be started."""
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        out, _ = process.communicate()
+        if process.returncode not in self._answers:
+            return None
+        try:
+            return json.loads(out)
+        except ValueError:
+            return None
+
+    def discard(self) -> None:
+        """Waits for it without reading its answer (it ends at once: it
+        answers from a cache), so that no process of it is left."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.communicate()

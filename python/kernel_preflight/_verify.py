@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from . import _loader
-from ._binary import PreflightError, run_json
+from ._binary import PreflightError, Started, run_json
 
 if TYPE_CHECKING:
     from ._types import Candidate
@@ -213,7 +213,9 @@ class VerifyingResolver:
         finally:
             FAILED_READS.reset(token)
         if location is not None:
-            self._picks[id(location)] = _Pick(self, location, kernel, backend, leaf)
+            pick = _Pick(self, location, kernel, backend, leaf)
+            pick.ask_the_cache(self.python)
+            self._picks[id(location)] = pick
         return location
 
     def validate_pick(self, location: Any) -> None:
@@ -312,18 +314,60 @@ class _Probes:
         answered from the outcome cache when it holds them), in order."""
         return [_candidate(target, found) for target, found in self.results(variants)]
 
-    def results(self, variants: Sequence[Path]) -> list[tuple[str, Optional[dict]]]:
+    def results(
+        self, variants: Sequence[Path], *, early: Optional["_Early"] = None
+    ) -> list[tuple[str, Optional[dict]]]:
         """`run`'s answers as `check` printed them: each variant's absolute
         path and its result document (None when there was none). A pick
         that passes needs nothing more, so the warm path builds no
         `Candidate` (whose module's dataclasses cost a fresh process more
-        than the rest of the verification: docs/performance.md)."""
+        than the rest of the verification: docs/performance.md). `early`:
+        the cache's answer for one variant, asked while the loader
+        validated it; a pass there is the answer, anything else is probed."""
         if not variants:
             return []
         targets = [os.path.abspath(v) for v in variants]
+        if early is not None:
+            known = early.answer(targets, self)
+            if _passed(known):
+                return [(targets[0], known)]
         doc, _ = run_json(["check", *targets, "--python", self.python], answers=(0, 1), env=self.env())
         found = {os.path.abspath(r["path"]): r for r in doc.get("results", [])}
         return [(target, found.get(target)) for target in targets]
+
+
+class _Early:
+    """What the outcome cache says of a pick on disk, asked as soon as the
+    loader's resolver answered it (`check --cached`: nothing is probed, so
+    nothing of a variant the loader's validators will refuse runs), while
+    the loader goes on to validate it. Warm, the answer is there when the
+    loader installs the pick: the check cost the call no wait."""
+
+    def __init__(self, variant: str, python: str) -> None:
+        self.variant = variant
+        self.python = python
+        self._run: Optional[Started] = Started(["check", variant, "--python", python, "--cached"])
+
+    def answer(self, targets: Sequence[str], probes: "_Probes") -> Optional[dict]:
+        """The cache's result for `targets`, when it is the question asked
+        early (the same single variant, interpreter and environment: no
+        verified dependencies in it); None otherwise."""
+        run, self._run = self._run, None
+        if run is None:
+            return None
+        if list(targets) != [self.variant] or probes.python != self.python or probes.env() is not None:
+            run.discard()
+            return None
+        doc = run.answer()
+        if not isinstance(doc, dict):
+            return None
+        found = [r for r in doc.get("results", []) if os.path.abspath(r.get("path", "")) == self.variant]
+        return found[0] if found else None
+
+    def discard(self) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            run.discard()
 
 
 def _passed(result: Optional[dict]) -> bool:
@@ -392,21 +436,44 @@ class _Pick:
             return False
         return named is not None and os.path.abspath(named) == os.path.abspath(variant)
 
+    def ask_the_cache(self, python: str) -> None:
+        """Starts asking the outcome cache about the pick (`_Early`) when
+        it is on disk already (the loader installs nothing for it) and this
+        process has not verified it yet."""
+        self.early: Optional[_Early] = None
+        if isinstance(self.location, _kernels("resolver").RemoteKernel):
+            return
+        path = getattr(self.location, "variant_path", None)
+        if path is None or not os.path.isdir(path):
+            return
+        identity = _identity(self.location)
+        if any(key[0] == identity and key[1] == self.backend for key in _CHOSEN):
+            return
+        self.early = _Early(os.path.abspath(path), python)
+
     def verify(self, api: Any, probes: _Probes, *, answer_only: bool) -> tuple[Any, Optional[str]]:
+        early, self.early = getattr(self, "early", None), None
         key = (_identity(self.location), self.backend, probes.key())
         known = _CHOSEN.get(key)
         if known is not None:
+            if early is not None:
+                early.discard()
             return known, None
-        installed = self.location.install(api=api)
-        # The loader validates what it installed before it loads it: a
-        # refusal (a digest that does not match) is its own, raised here
-        # before anything of the pick runs, even in a probe.
-        _validate_kernel(installed)
+        try:
+            installed = self.location.install(api=api)
+            # The loader validates what it installed before it loads it: a
+            # refusal (a digest that does not match) is its own, raised
+            # here before anything of the pick runs, even in a probe.
+            _validate_kernel(installed)
+        except BaseException:
+            if early is not None:
+                early.discard()
+            raise
         variant = Path(installed.variant_path)
         remote = self.remote()
         if remote is not None:
             _fetch_benchmarks(api, remote, variant.parent.parent)
-        ((target, result),) = probes.results([variant])
+        ((target, result),) = probes.results([variant], early=early)
         if _passed(result):
             _CHOSEN[key] = installed
             return installed, None

@@ -22,6 +22,10 @@ pub struct Args {
     /// Probe variants for another OS or CPU too.
     #[arg(long)]
     all: bool,
+    /// Answer from the outcome cache alone: a variant it does not hold is
+    /// reported as skipped, and nothing is probed.
+    #[arg(long)]
+    cached: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -30,6 +34,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
+    if args.cached && args.probing.no_cache {
+        return Err(Failure::BadInput(
+            "--cached answers from the outcome cache, which --no-cache turns off".into(),
+        ));
+    }
     let probing = args.probing.validate()?;
     let mut targets = Targets::new();
     for path in &args.targets {
@@ -39,6 +48,7 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     let options = CheckOptions {
         every_platform: args.all,
         judge_embedded: true,
+        cached_only: args.cached,
     };
     let (plan, report) = Watchers::new(Bars::Probes, &args.events)?.watch(|listener| {
         probing.interruptible(|session, cancel| {

@@ -224,18 +224,7 @@ pub fn run(
         results[slot] = Some(result);
     }
     let results: Vec<CheckResult> = results.into_iter().flatten().collect();
-    let passing = plan
-        .targets
-        .iter()
-        .enumerate()
-        .map(|(i, named)| {
-            let mut rows = results.iter().filter(|r| r.target_id == TargetId(i));
-            match named.target {
-                Target::Hub(_) => rows.any(|r| r.outcome.kind.passed()),
-                Target::Native(_) => rows.all(|r| r.outcome.kind.passed()),
-            }
-        })
-        .collect();
+    let passing = passing(plan, &results);
     if let Some(refused) = plan.cache.as_ref().map(cached::refused).filter(|n| *n > 0) {
         warn(
             None,
@@ -267,6 +256,74 @@ pub fn run(
         faults,
         passing,
     }
+}
+
+/// What the outcome cache alone answers of `plan` (`check --cached`): the
+/// cached jobs' results as [`run`] gives them, every other job `skipped`
+/// with the reason; no child, no thread, no claim on a remote lease.
+pub fn from_cache(plan: &Plan, reporter: &dyn Reporter) -> CheckReport {
+    let warnings = Mutex::new(plan.warnings.clone());
+    let mut results = Vec::with_capacity(plan.jobs.len());
+    for job in &plan.jobs {
+        let hit = match (&plan.cache, &job.key, &job.skip) {
+            (Some(cache), Some(key), None) => cached::lookup(cache, key, &job.path, &|why| {
+                reporter.report(RunEvent::Warning {
+                    job: Some(job),
+                    message: &why,
+                });
+                if let Ok(mut w) = warnings.lock() {
+                    w.push(why);
+                }
+            }),
+            _ => None,
+        };
+        let result = match hit {
+            Some(hit) => answered(job, plan, hit, reporter),
+            None => {
+                let mut outcome = Outcome::skipped(
+                    job.skip
+                        .as_deref()
+                        .unwrap_or("not in the outcome cache (--cached probes nothing)"),
+                );
+                if job.skip.is_none() {
+                    outcome.hint =
+                        "run the same `preflight check` without --cached to probe it".into();
+                }
+                let result = row(job, plan, outcome, Default::default(), None, false);
+                reporter.report(RunEvent::Skipped {
+                    job,
+                    result: &result,
+                });
+                result
+            }
+        };
+        results.push(result);
+    }
+    let passing = passing(plan, &results);
+    CheckReport {
+        fingerprint: plan.fingerprint.clone(),
+        results,
+        isolation: None,
+        warnings: warnings.into_inner().unwrap_or_default(),
+        faults: Vec::new(),
+        passing,
+    }
+}
+
+/// Per target, whether it passes: a hub kernel when one variant does, a
+/// native target when every module does.
+fn passing(plan: &Plan, results: &[CheckResult]) -> Vec<bool> {
+    plan.targets
+        .iter()
+        .enumerate()
+        .map(|(i, named)| {
+            let mut rows = results.iter().filter(|r| r.target_id == TargetId(i));
+            match named.target {
+                Target::Hub(_) => rows.any(|r| r.outcome.kind.passed()),
+                Target::Native(_) => rows.all(|r| r.outcome.kind.passed()),
+            }
+        })
+        .collect()
 }
 
 /// The work the executors do beside the first probes

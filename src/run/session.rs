@@ -53,6 +53,10 @@ pub struct CheckOptions {
     /// each job's embedded CUDA images can run on this GPU, before any
     /// launch (`check`; not `select`, `warmup`, `bench`).
     pub judge_embedded: bool,
+    /// Answer from the outcome cache alone (`check --cached`): a job it
+    /// does not hold is `skipped`, and nothing runs, not even the try of
+    /// the namespaces that says what a probe would run in.
+    pub cached_only: bool,
 }
 
 /// Why a session could not answer.
@@ -278,7 +282,7 @@ impl Session {
     ) -> Result<(Plan, CheckReport), SessionError> {
         let (plan, mut report, _) =
             self.answer(targets, options, cancel, &Stream::new(listener))?;
-        if report.isolation.is_none() {
+        if report.isolation.is_none() && !options.cached_only {
             report.isolation = crate::sandbox::isolation();
         }
         Ok((plan, report))
@@ -312,7 +316,10 @@ impl Session {
             .options
             .jobs
             .unwrap_or_else(|| plan.probe_count().min(cpus).clamp(1, 4));
-        let report = super::run(&plan, &executors, jobs, cancel, stream);
+        let report = match options.cached_only {
+            false => super::run(&plan, &executors, jobs, cancel, stream),
+            true => super::from_cache(&plan, stream),
+        };
         for message in executors.after_run() {
             stream.report(RunEvent::Warning {
                 job: None,

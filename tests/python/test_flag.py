@@ -156,6 +156,53 @@ def test_the_second_run_is_answered_from_the_cache(community):
     assert "no kernel image" not in stderr
 
 
+def logging_binary(tmp_path):
+    """A `preflight` that writes each command line it runs to a log, then
+    is the real one: `PREFLIGHT_BIN` for a child, and the log."""
+    from kernel_preflight._binary import find_preflight
+
+    log = tmp_path / "preflight-runs.log"
+    wrapper = tmp_path / "preflight"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{find_preflight()}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+LOAD_RELU = """
+import json, kernels
+print(json.dumps({"variant": kernels.get_kernel("acme/warm", version=1).VARIANT}), flush=True)
+"""
+
+
+def test_warm_the_pick_is_answered_by_the_cache_asked_while_the_loader_validated_it(hub_cache, tmp_path):
+    """Warm, one `check --cached` (started as soon as the loader's resolver
+    answered) answers the pick: no other run of preflight. Cold, that run
+    answers nothing, probes nothing, and the pick is probed as before."""
+    kernel(hub_cache, "acme/warm", sha(7))
+    binary, log = logging_binary(tmp_path)
+    code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+    assert code == 0 and lines == [{"variant": PREFERRED}], stderr
+    cold = log.read_text().splitlines()
+    assert len(cold) == 2 and cold[0].endswith("--cached --json"), cold
+    assert cold[1].startswith("check ") and "--cached" not in cold[1], cold
+    log.unlink()
+    code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+    assert code == 0 and lines == [{"variant": PREFERRED}], stderr
+    warm = log.read_text().splitlines()
+    assert len(warm) == 1 and warm[0].endswith("--cached --json"), warm
+
+
+def test_a_failed_pick_is_probed_and_falls_back_though_the_cache_was_asked_early(hub_cache, tmp_path):
+    """The early question changes nothing of a pick that fails: warm, its
+    cached failure is no pass, so `check` answers it and its fallback."""
+    kernel(hub_cache, "acme/warm", sha(8), preferred=EXIT_1)
+    binary, log = logging_binary(tmp_path)
+    for _ in range(2):
+        code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+        assert code == 0 and lines == [{"variant": FALLBACK}], stderr
+    assert "no kernel image" not in stderr
+
+
 ENTRY_POINTS = """
 import json
 from pathlib import Path
