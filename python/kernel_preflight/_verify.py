@@ -314,23 +314,15 @@ class _Probes:
         answered from the outcome cache when it holds them), in order."""
         return [_candidate(target, found) for target, found in self.results(variants)]
 
-    def results(
-        self, variants: Sequence[Path], *, early: Optional["_Early"] = None
-    ) -> list[tuple[str, Optional[dict]]]:
+    def results(self, variants: Sequence[Path]) -> list[tuple[str, Optional[dict]]]:
         """`run`'s answers as `check` printed them: each variant's absolute
         path and its result document (None when there was none). A pick
         that passes needs nothing more, so the warm path builds no
         `Candidate` (whose module's dataclasses cost a fresh process more
-        than the rest of the verification: docs/performance.md). `early`:
-        the cache's answer for one variant, asked while the loader
-        validated it; a pass there is the answer, anything else is probed."""
+        than the rest of the verification: docs/performance.md)."""
         if not variants:
             return []
         targets = [os.path.abspath(v) for v in variants]
-        if early is not None:
-            known = early.answer(targets, self)
-            if _passed(known):
-                return [(targets[0], known)]
         doc, _ = run_json(["check", *targets, "--python", self.python], answers=(0, 1), env=self.env())
         found = {os.path.abspath(r["path"]): r for r in doc.get("results", [])}
         return [(target, found.get(target)) for target in targets]
@@ -459,21 +451,31 @@ class _Pick:
             if early is not None:
                 early.discard()
             return known, None
+        cached = None
         try:
             installed = self.location.install(api=api)
-            # The loader validates what it installed before it loads it: a
-            # refusal (a digest that does not match) is its own, raised
-            # here before anything of the pick runs, even in a probe.
-            _validate_kernel(installed)
+            variant = Path(installed.variant_path)
+            if early is not None:
+                cached = early.answer([os.path.abspath(variant)], probes)
+            if not _passed(cached):
+                # The loader validates what it installed before it loads
+                # it: a refusal (a digest that does not match) is its own,
+                # raised here before anything of the pick runs, even in a
+                # probe. A cached pass runs nothing: the loader's own check
+                # after this install says it, once (a local kernel's files
+                # are hashed once, not twice).
+                _validate_kernel(installed)
         except BaseException:
             if early is not None:
                 early.discard()
             raise
-        variant = Path(installed.variant_path)
+        if _passed(cached):
+            _CHOSEN[key] = installed
+            return installed, None
         remote = self.remote()
         if remote is not None:
             _fetch_benchmarks(api, remote, variant.parent.parent)
-        ((target, result),) = probes.results([variant], early=early)
+        ((target, result),) = probes.results([variant])
         if _passed(result):
             _CHOSEN[key] = installed
             return installed, None
