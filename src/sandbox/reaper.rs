@@ -242,7 +242,7 @@ impl Reaper {
             let me = libc::getpid();
             let parent = libc::getppid();
             let host_proc = built.as_mut().and_then(Built::take_host_proc);
-            let (child, host_pid) =
+            let (child, host_pid, gate) =
                 fork_child(command, me, setup.namespaces.as_ref(), host_proc.as_ref());
             drop(host_proc);
             let mut reaper = Reaper {
@@ -268,6 +268,11 @@ impl Reaper {
                 pid: child,
                 host_pid,
             });
+            // Only now may the child run its command: nothing it does
+            // (killing this reaper, say) can come before its start is
+            // reported.
+            let _ = nix::unistd::write(&gate, b"g");
+            drop(gate);
             libc::close(FAIL_FD);
             // The parent sees the end of the output once the child and its
             // descendants let go of it: the reaper must not hold it too.
@@ -530,12 +535,16 @@ impl Reaper {
 ///
 /// # Safety
 /// Only in the reaper, which is single-threaded.
+/// Forks the child, which waits at its gate (the returned pipe's write
+/// end: one byte opens it, its closing without one ends the child) before
+/// it runs anything of its command; returns its pid here, and its pid as
+/// the parent sees it where it has a pid namespace of its own.
 unsafe fn fork_child(
     command: &[OsString],
     me: libc::pid_t,
     namespaced: Option<&Namespaced>,
     host_proc: Option<&OwnedFd>,
-) -> (libc::pid_t, Option<i32>) {
+) -> (libc::pid_t, Option<i32>, OwnedFd) {
     let strings = |items: &mut dyn Iterator<Item = Vec<u8>>| -> Vec<CString> {
         items.filter_map(|bytes| CString::new(bytes).ok()).collect()
     };
@@ -555,15 +564,17 @@ unsafe fn fork_child(
     };
     let (argv, envp) = (pointers(&argv_c), pointers(&envp_c));
     let last_cap = privileges::last_cap();
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
     // The child tells when its user namespace exists (and its pid as the
-    // parent sees it) on one pipe, and waits for its id maps on the other.
-    let handshake = namespaced.map(|_| {
-        let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC);
-        match (pipe(), pipe()) {
-            (Ok(ready), Ok(go)) => (ready, go),
-            _ => unsafe { report_failure(FAIL_FD, Step::ProbeUserNamespace) },
-        }
+    // parent sees it) on this pipe…
+    let handshake = namespaced.map(|_| match pipe() {
+        Ok(ready) => ready,
+        Err(_) => unsafe { report_failure(FAIL_FD, Step::ProbeUserNamespace) },
     });
+    // …and waits at its gate for its id maps and its start's report.
+    let Ok((gate_r, gate)) = pipe() else {
+        unsafe { report_failure(FAIL_FD, Step::ReaperFork) }
+    };
     unsafe {
         let pid = libc::fork();
         if pid < 0 {
@@ -576,7 +587,8 @@ unsafe fn fork_child(
             if libc::getppid() != me {
                 libc::_exit(127);
             }
-            if let Some(((_, ready), (go, _))) = &handshake {
+            libc::close(gate.as_raw_fd());
+            if let Some((_, ready)) = &handshake {
                 let host_pid = host_proc.map_or(-1, |proc| own_pid_in(proc));
                 // Before the user namespace exists: it is made with this
                 // as the most its user may hold in it. Never above the hard
@@ -593,12 +605,13 @@ unsafe fn fork_child(
                     report_failure(FAIL_FD, Step::ProbeUserNamespace);
                 }
                 let word = host_pid.to_ne_bytes();
-                let mut byte = 0u8;
-                if libc::write(ready.as_raw_fd(), word.as_ptr().cast(), 4) != 4
-                    || libc::read(go.as_raw_fd(), (&raw mut byte).cast(), 1) != 1
-                {
+                if libc::write(ready.as_raw_fd(), word.as_ptr().cast(), 4) != 4 {
                     libc::_exit(127);
                 }
+            }
+            let mut byte = 0u8;
+            if libc::read(gate_r.as_raw_fd(), (&raw mut byte).cast(), 1) != 1 {
+                libc::_exit(127);
             }
             if libc::setpgid(0, 0) < 0 {
                 report_failure(FAIL_FD, Step::ProcessGroup);
@@ -615,21 +628,22 @@ unsafe fn fork_child(
         }
         // Also from this side, so that no group signal can come before it.
         libc::setpgid(pid, pid);
-        let Some(((ready, ready_w), (go_r, go))) = handshake else {
-            return (pid, None);
+        drop(gate_r);
+        let Some((ready, ready_w)) = handshake else {
+            return (pid, None, gate);
         };
-        drop((ready_w, go_r));
+        drop(ready_w);
         let mut word = [0u8; 4];
         let told = nix::unistd::read(&ready, &mut word) == Ok(4);
-        if told && let Some(ns) = namespaced {
-            if write_id_maps(pid, ns).is_err() {
-                libc::kill(pid, libc::SIGKILL);
-                report_failure(FAIL_FD, Step::ProbeUserMap);
-            }
-            let _ = nix::unistd::write(&go, b"g");
+        if told
+            && let Some(ns) = namespaced
+            && write_id_maps(pid, ns).is_err()
+        {
+            libc::kill(pid, libc::SIGKILL);
+            report_failure(FAIL_FD, Step::ProbeUserMap);
         }
         let host_pid = i32::from_ne_bytes(word);
-        (pid, (told && host_pid > 0).then_some(host_pid))
+        (pid, (told && host_pid > 0).then_some(host_pid), gate)
     }
 }
 
