@@ -4,7 +4,8 @@
 use crate::classify::OutcomeKind;
 use crate::fingerprint::ClassFacts;
 use crate::stats::{
-    Comparison, Rounds, StopCriteria, StopRule, Summary, Verdict, try_compare_rounds,
+    Comparison, PROCESS_BAND, Rounds, SAME_BAND, StopCriteria, StopRule, Summary, Verdict,
+    try_compare_rounds_beyond,
 };
 use serde::{Deserialize, Serialize};
 
@@ -174,7 +175,13 @@ impl BenchReport {
         let reference = self.reference.as_ref().and_then(|r| r.timed()).cloned();
         let vs = |v: &VariantBench, base: &Option<Timed>| {
             let (v, base) = (v.timed()?, base.as_ref()?);
-            try_compare_rounds(v.paired(), base.paired(), seed)
+            // Two processes' host clocks differ by more than their samples
+            // show (`PROCESS_BAND`); device events time the kernel alone.
+            let floor = match (v.timer, base.timer) {
+                (Timer::DeviceEvents, Timer::DeviceEvents) => SAME_BAND,
+                _ => PROCESS_BAND,
+            };
+            try_compare_rounds_beyond(v.paired(), base.paired(), seed, floor)
         };
         for (i, v) in timed.iter_mut().enumerate() {
             v.vs_fastest = if i == 0 { None } else { vs(v, &fastest) };

@@ -150,6 +150,12 @@ pub(super) fn time_all<'p>(
             .count(),
     });
 
+    let slowest = timed
+        .iter()
+        .chain(reference.iter())
+        .filter(|p| p.live())
+        .filter_map(|p| p.setup.as_ref().map(|s| s.estimate_ms))
+        .fold(0.0_f64, f64::max);
     let mut round = turns.next_round;
     // A participant whose stopper is satisfied keeps its place in the
     // rounds until every one's is: then all samples span the same stretch
@@ -159,13 +165,22 @@ pub(super) fn time_all<'p>(
         .chain(reference.iter())
         .any(Participant::wants_more)
     {
-        for p in timed
+        // Each round starts one participant further on, so that no
+        // participant always runs right after the same one (a steady bias
+        // of its place in the round, which pairing by round cannot
+        // cancel, now weighs on every participant in turn).
+        let mut order: Vec<&mut Participant<'p>> = timed
             .iter_mut()
             .chain(reference.iter_mut())
             .filter(|p| p.live())
-        {
+            .collect();
+        if !order.is_empty() {
+            let start = round as usize % order.len();
+            order.rotate_left(start);
+        }
+        for p in order {
             let satisfied = p.stop.is_some();
-            time_round(p, round, options, interrupt)?;
+            time_round(p, round, slowest, options, interrupt)?;
             if let Some(outcome) = &p.excluded {
                 reporter.report(BenchEvent::Excluded {
                     variant: &p.name,
@@ -311,6 +326,7 @@ fn start(
 fn time_round(
     p: &mut Participant,
     round: u32,
+    slowest_ms: f64,
     options: &BenchOptions,
     interrupt: &Cancel,
 ) -> Result<(), BenchError> {
@@ -318,7 +334,7 @@ fn time_round(
         return Ok(());
     };
     let estimate = Duration::from_secs_f64(setup.estimate_ms.max(1e-6) / 1e3);
-    let samples = (ROUND_TARGET.as_secs_f64() / estimate.as_secs_f64()).clamp(1.0, 10_000.0) as u32;
+    let samples = samples_per_round(setup.estimate_ms, slowest_ms);
     let within = (estimate * samples * HANG_FACTOR).max(HANG_FLOOR.min(options.criteria.timeout));
     let started = Instant::now();
     let got = match child.round(round, samples, within) {
@@ -354,6 +370,31 @@ fn time_round(
     }
     Ok(())
 }
+
+/// How many samples a participant whose one call is estimated at
+/// `estimate_ms` takes in a round, when the round's slowest participant's
+/// is `slowest_ms`: as many as fill [`ROUND_TARGET`], except that every
+/// participant within [`SHARED_BATCH`]× of the slowest takes the slowest's
+/// count. A batch's later calls find warmer caches than its first, so two
+/// participants taking 2 and 1 calls a round differ by that alone: two
+/// identical variants whose estimates fell either side of a boundary
+/// (10 ms / 4.99 ms against 10 ms / 5.01 ms) came out 3 % apart, steadily,
+/// and were called "slower". Far apart (a 1 µs kernel beside a 10 ms one)
+/// each keeps its own count: that bias is nothing beside their difference,
+/// and one call a round would starve the fast one of samples.
+fn samples_per_round(estimate_ms: f64, slowest_ms: f64) -> u32 {
+    let fill =
+        |ms: f64| (ROUND_TARGET.as_secs_f64() * 1e3 / ms.max(1e-6)).clamp(1.0, 10_000.0) as u32;
+    if slowest_ms > 0.0 && estimate_ms * SHARED_BATCH >= slowest_ms {
+        fill(slowest_ms)
+    } else {
+        fill(estimate_ms)
+    }
+}
+
+/// How far below the slowest participant's estimate a participant still
+/// takes the slowest's count of samples a round ([`samples_per_round`]).
+const SHARED_BATCH: f64 = 4.0;
 
 /// Close a child and classify how it ended.
 fn end(child: BenchChild, interrupt: &Cancel) -> Result<Outcome, BenchError> {
@@ -394,5 +435,24 @@ pub(super) fn result(p: &Participant, cpu_time: bool) -> VariantBench {
         status,
         vs_fastest: None,
         vs_reference: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::samples_per_round;
+
+    #[test]
+    fn participants_near_the_slowest_take_its_count_far_ones_their_own() {
+        // Two identical variants either side of a boundary: one count.
+        assert_eq!(samples_per_round(4.99, 5.01), samples_per_round(5.01, 5.01));
+        assert_eq!(samples_per_round(4.99, 5.01), 1);
+        // Within 4x of the slowest: the slowest's count.
+        assert_eq!(samples_per_round(1.3, 5.0), 2);
+        // Far below it: its own, to fill the round.
+        assert_eq!(samples_per_round(0.001, 5.0), 10_000);
+        assert_eq!(samples_per_round(1.0, 5.0), 10);
+        // Alone (or no estimate known): its own.
+        assert_eq!(samples_per_round(2.0, 0.0), 5);
     }
 }

@@ -10,8 +10,8 @@ mod stop;
 mod summary;
 
 pub use compare::{
-    Comparison, MIN_PAIRED_ROUNDS, RESAMPLES, Rounds, SAME_BAND, Verdict, compare, compare_rounds,
-    try_compare, try_compare_rounds,
+    Comparison, MIN_PAIRED_ROUNDS, PROCESS_BAND, RESAMPLES, Rounds, SAME_BAND, Verdict, compare,
+    compare_rounds, try_compare, try_compare_rounds, try_compare_rounds_beyond,
 };
 pub use rng::SplitMix64;
 pub use stop::{MAX_SAMPLES, StopCriteria, StopRule, Stopper};
