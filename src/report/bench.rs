@@ -92,22 +92,35 @@ pub fn markdown(report: &BenchReport) -> String {
     out
 }
 
-/// How the variants were timed and compared, one line each.
-pub(super) fn conditions(report: &BenchReport, code: fn(&str) -> String) -> [String; 3] {
-    let mut timers: Vec<&str> = timed(report)
-        .map(|(_, v)| match v.timed().map(|t| t.timer) {
-            Some(Timer::DeviceEvents) => "device events",
-            Some(Timer::CpuTime) => "the process's CPU time",
-            _ => "the host clock",
+/// The clocks the timed variants were timed with, in words, sorted, each
+/// once.
+pub(super) fn timers(report: &BenchReport) -> Vec<&'static str> {
+    let mut timers: Vec<&'static str> = timed(report)
+        .filter_map(|(_, v)| v.timed())
+        .map(|t| match t.timer {
+            Timer::DeviceEvents => "device events",
+            Timer::CpuTime => "the process's CPU time",
+            Timer::HostClock => "the host clock",
         })
         .collect();
     timers.sort_unstable();
     timers.dedup();
-    let flush = if report.flush_l2 {
+    timers
+}
+
+/// Whether the samples were taken after an L2 flush, in words.
+pub(super) fn flush(report: &BenchReport) -> &'static str {
+    if report.flush_l2 {
         "L2 flushed before each sample"
     } else {
         "no L2 flush"
-    };
+    }
+}
+
+/// How the variants were timed and compared, one line each.
+pub(super) fn conditions(report: &BenchReport, code: fn(&str) -> String) -> [String; 3] {
+    let timers = timers(report);
+    let flush = flush(report);
     let c = &report.criteria;
     [
         format!(

@@ -7,9 +7,9 @@
 //! Then the variants that were not timed with their outcome, and a caption
 //! of what was timed, where, when, and the rule that stopped sampling.
 
-use super::bench::{excluded, percent, speedup, stop, time, timed, verdict};
+use super::bench::{excluded, flush, percent, speedup, stop, time, timed, timers, verdict};
 use super::draw::{self, FONTS, fitted, px, text, width, wrap};
-use crate::bench::result::{BenchReport, Timed, Timer, VariantBench};
+use crate::bench::result::{BenchReport, Timed, VariantBench};
 use crate::stats::{Comparison, Verdict};
 use svg::Document;
 use svg::node::element::{Circle, Group, Line, Rectangle};
@@ -227,21 +227,8 @@ fn caption(report: &BenchReport) -> Vec<String> {
         let facts: Vec<String> = facts.into_iter().filter(|f| !f.is_empty()).collect();
         lines.push(format!("machine: {}", facts.join(" · ")));
     }
-    let mut timers: Vec<&str> = timed(report)
-        .filter_map(|(_, v)| v.timed())
-        .map(|t| match t.timer {
-            Timer::DeviceEvents => "device events",
-            Timer::CpuTime => "the process's CPU time",
-            Timer::HostClock => "the host clock",
-        })
-        .collect();
-    timers.sort_unstable();
-    timers.dedup();
-    let flush = if report.flush_l2 {
-        "L2 flushed before each sample"
-    } else {
-        "no L2 flush"
-    };
+    let timers = timers(report);
+    let flush = flush(report);
     let when = report.context.as_ref().map_or_else(String::new, |c| {
         let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(c.finished);
         format!(" · finished {}", super::labels::rfc3339(at))
