@@ -63,50 +63,10 @@ pub fn run(
 ) -> CheckReport {
     use rayon::prelude::*;
     let warnings = Mutex::new(plan.warnings.clone());
-    let warn = |job: Option<&Job>, message: String| {
-        reporter.report(RunEvent::Warning {
-            job,
-            message: &message,
-        });
-        if let Ok(mut w) = warnings.lock() {
-            w.push(message);
-        }
-    };
+    let warn = warner(reporter, &warnings);
     // What the plan or the cache answers needs no thread: a warm `select`
     // never starts the pool.
-    let mut results: Vec<Option<CheckResult>> = Vec::with_capacity(plan.jobs.len());
-    let mut pending = Vec::new();
-    for job in &plan.jobs {
-        if let Some(reason) = &job.skip {
-            let result = row(
-                job,
-                plan,
-                Outcome::skipped(reason),
-                Default::default(),
-                None,
-                false,
-            );
-            reporter.report(RunEvent::Skipped {
-                job,
-                result: &result,
-            });
-            results.push(Some(result));
-            continue;
-        }
-        let hit = match (&plan.cache, &job.key) {
-            (Some(cache), Some(key)) => {
-                cached::lookup(cache, key, &job.path, &|why| warn(Some(job), why))
-            }
-            _ => None,
-        };
-        match hit {
-            Some(hit) => results.push(Some(answered(job, plan, hit, reporter))),
-            None => {
-                results.push(None);
-                pending.push(job);
-            }
-        }
-    }
+    let (mut results, pending) = unprobed(plan, reporter, &warn);
     reporter.report(RunEvent::Probing {
         count: pending.len(),
     });
@@ -248,6 +208,7 @@ pub fn run(
     {
         warn(None, warning);
     }
+    drop(warn);
     CheckReport {
         fingerprint: plan.fingerprint.clone(),
         results,
@@ -258,48 +219,79 @@ pub fn run(
     }
 }
 
+/// What needs no probe: each job's row where the plan skips it or the
+/// cache answers it, in the plan's order (`None` for the others), and the
+/// jobs left to probe.
+fn unprobed<'p>(
+    plan: &'p Plan,
+    reporter: &dyn Reporter,
+    warn: &dyn Fn(Option<&Job>, String),
+) -> (Vec<Option<CheckResult>>, Vec<&'p Job>) {
+    let mut results: Vec<Option<CheckResult>> = Vec::with_capacity(plan.jobs.len());
+    let mut pending = Vec::new();
+    for job in &plan.jobs {
+        if let Some(reason) = &job.skip {
+            results.push(Some(skipped(job, plan, Outcome::skipped(reason), reporter)));
+            continue;
+        }
+        let hit = match (&plan.cache, &job.key) {
+            (Some(cache), Some(key)) => {
+                cached::lookup(cache, key, &job.path, &|why| warn(Some(job), why))
+            }
+            _ => None,
+        };
+        match hit {
+            Some(hit) => results.push(Some(answered(job, plan, hit, reporter))),
+            None => {
+                results.push(None);
+                pending.push(job);
+            }
+        }
+    }
+    (results, pending)
+}
+
+/// A run's warnings: each is reported as it comes and kept in `warnings`.
+fn warner<'a>(
+    reporter: &'a dyn Reporter,
+    warnings: &'a Mutex<Vec<String>>,
+) -> impl Fn(Option<&Job>, String) + Sync + 'a {
+    move |job, message| {
+        reporter.report(RunEvent::Warning {
+            job,
+            message: &message,
+        });
+        if let Ok(mut w) = warnings.lock() {
+            w.push(message);
+        }
+    }
+}
+
+/// A row of a job that was not probed, `outcome` saying why.
+fn skipped(job: &Job, plan: &Plan, outcome: Outcome, reporter: &dyn Reporter) -> CheckResult {
+    let result = row(job, plan, outcome, Default::default(), None, false);
+    reporter.report(RunEvent::Skipped {
+        job,
+        result: &result,
+    });
+    result
+}
+
 /// What the outcome cache alone answers of `plan` (`check --cached`): the
 /// cached jobs' results as [`run`] gives them, every other job `skipped`
 /// with the reason; no child, no thread, no claim on a remote lease.
 pub fn from_cache(plan: &Plan, reporter: &dyn Reporter) -> CheckReport {
     let warnings = Mutex::new(plan.warnings.clone());
-    let mut results = Vec::with_capacity(plan.jobs.len());
-    for job in &plan.jobs {
-        let hit = match (&plan.cache, &job.key, &job.skip) {
-            (Some(cache), Some(key), None) => cached::lookup(cache, key, &job.path, &|why| {
-                reporter.report(RunEvent::Warning {
-                    job: Some(job),
-                    message: &why,
-                });
-                if let Ok(mut w) = warnings.lock() {
-                    w.push(why);
-                }
-            }),
-            _ => None,
-        };
-        let result = match hit {
-            Some(hit) => answered(job, plan, hit, reporter),
-            None => {
-                let mut outcome = Outcome::skipped(
-                    job.skip
-                        .as_deref()
-                        .unwrap_or("not in the outcome cache (--cached probes nothing)"),
-                );
-                if job.skip.is_none() {
-                    outcome.hint =
-                        "run the same `preflight check` without --cached to probe it".into();
-                }
-                let result = row(job, plan, outcome, Default::default(), None, false);
-                reporter.report(RunEvent::Skipped {
-                    job,
-                    result: &result,
-                });
-                result
-            }
-        };
-        results.push(result);
+    let warn = warner(reporter, &warnings);
+    let (mut results, pending) = unprobed(plan, reporter, &warn);
+    for job in pending {
+        let mut outcome = Outcome::skipped("not in the outcome cache (--cached probes nothing)");
+        outcome.hint = "run the same `preflight check` without --cached to probe it".into();
+        results[job.id.0] = Some(skipped(job, plan, outcome, reporter));
     }
+    let results: Vec<CheckResult> = results.into_iter().flatten().collect();
     let passing = passing(plan, &results);
+    drop(warn);
     CheckReport {
         fingerprint: plan.fingerprint.clone(),
         results,
