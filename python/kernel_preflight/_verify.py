@@ -399,6 +399,8 @@ class _Pick:
         self.backend = backend
         self.leaf = leaf
         self.unreadable = unreadable
+        # The outcome cache's answer, asked early (`ask_the_cache`).
+        self.early: Optional[_Early] = None
 
     @property
     def repo_id(self) -> str:
@@ -432,7 +434,6 @@ class _Pick:
         """Starts asking the outcome cache about the pick (`_Early`) when
         it is on disk already (the loader installs nothing for it) and this
         process has not verified it yet."""
-        self.early: Optional[_Early] = None
         if isinstance(self.location, _kernels("resolver").RemoteKernel):
             return
         path = getattr(self.location, "variant_path", None)
@@ -444,7 +445,7 @@ class _Pick:
         self.early = _Early(os.path.abspath(path), python)
 
     def verify(self, api: Any, probes: _Probes, *, answer_only: bool) -> tuple[Any, Optional[str]]:
-        early, self.early = getattr(self, "early", None), None
+        early, self.early = self.early, None
         key = (_identity(self.location), self.backend, probes.key())
         known = _CHOSEN.get(key)
         if known is not None:
