@@ -8,15 +8,33 @@ use std::path::Path;
 /// without waiting: opening a FIFO for reading blocks until a writer comes,
 /// and reading a device may never end. `ErrorKind::InvalidInput`, "not a
 /// regular file", for those.
+///
+/// Recorded as a `stat` ([`crate::seen::stat`]) when a record is being
+/// made: what is read from an ordinary file is vouched for by its `stat`.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let found = open_regular_seen(path);
+    if crate::seen::recording() {
+        // Refused (a folder, a FIFO) or absent: what is there.
+        let meta = match &found {
+            Ok((_, m)) => Some(m.clone()),
+            Err(_) => std::fs::metadata(path).ok(),
+        };
+        crate::seen::stat(path, meta.as_ref());
+    }
+    found.map(|(file, _)| file)
+}
+
+/// [`open_regular`], and the open file's `stat`.
+fn open_regular_seen(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
-    let kind = file.metadata()?.file_type();
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
     if kind.is_file() {
-        return Ok(file);
+        return Ok((file, meta));
     }
     let what = if kind.is_fifo() {
         "a FIFO"
@@ -38,9 +56,17 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 /// [`open_regular`]), one read, close. `fs::read` also asks for the size
 /// and reads once more to see the end, which on a warm `select` over many
 /// variants is a measurable share of the time.
+///
+/// Recorded ([`crate::seen::content`]) when a record is being made.
 pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    let found = read_small_seen(path);
+    crate::seen::content(path, found.as_ref().ok().map(|(m, b)| (m, b.as_slice())));
+    found.map(|(_, bytes)| bytes)
+}
+
+fn read_small_seen(path: &Path) -> std::io::Result<(std::fs::Metadata, Vec<u8>)> {
     const FIRST: usize = 16 * 1024;
-    let mut file = open_regular(path)?;
+    let (mut file, meta) = open_regular_seen(path)?;
     let mut buf = vec![0u8; FIRST];
     let mut len = 0;
     loop {
@@ -53,7 +79,7 @@ pub fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
         buf.resize(buf.len() * 2, 0);
     }
     buf.truncate(len);
-    Ok(buf)
+    Ok((meta, buf))
 }
 
 /// [`read_small`] as text; bytes that are not UTF-8 are an error, as for
@@ -71,7 +97,15 @@ pub fn read_small_text(path: impl AsRef<Path>) -> std::io::Result<String> {
 /// a `readlink` each: a venv's interpreter took 17. Without `/proc`, or
 /// when the kernel's name for the file is not a plain path, it falls back
 /// to `canonicalize`.
+///
+/// Recorded ([`crate::seen::resolved`]) when a record is being made.
 pub fn canonicalize(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let found = canonicalize_unseen(path);
+    crate::seen::resolved(path, found.as_deref().ok());
+    found
+}
+
+fn canonicalize_unseen(path: &Path) -> std::io::Result<std::path::PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::io::AsRawFd;
     let file = std::fs::OpenOptions::new()

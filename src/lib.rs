@@ -23,6 +23,7 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod sandbox;
+pub mod seen;
 pub mod stats;
 pub mod text;
 pub mod variant;

@@ -128,7 +128,7 @@ fn listed_from_record(
         return None;
     }
     for (rel, old) in &record.folders {
-        let meta = fs::metadata(variant.join(path_of(rel)?)).ok()?;
+        let meta = crate::seen::metadata(&variant.join(path_of(rel)?)).ok()?;
         if Seen::of(&meta) != *old {
             return None;
         }
@@ -138,7 +138,7 @@ fn listed_from_record(
         .keys()
         .map(|rel| {
             let path = variant.join(path_of(rel)?);
-            let meta = fs::metadata(&path).ok()?;
+            let meta = crate::seen::metadata(&path).ok()?;
             Some((rel.clone(), path, meta))
         })
         .collect()
@@ -208,7 +208,8 @@ fn walk(
     out: &mut Vec<(String, PathBuf, fs::Metadata)>,
     folders: &mut BTreeMap<String, FolderStat>,
 ) -> std::io::Result<()> {
-    let meta = fs::metadata(dir)?;
+    // Its `stat` vouches for its listing, each file's for its content.
+    let meta = crate::seen::metadata(dir)?;
     folders.insert(
         name_key(dir.strip_prefix(root).unwrap_or(dir)),
         Seen::of(&meta),
@@ -225,6 +226,7 @@ fn walk(
         } else {
             entry.metadata()?
         };
+        crate::seen::stat(&path, Some(&meta));
         if meta.is_dir() {
             walk(root, &path, out, folders)?;
         } else if meta.is_file() {

@@ -55,6 +55,11 @@ use std::path::{Path, PathBuf};
 /// The folder of the root that holds each kernel's own JIT caches.
 const JIT: &str = "jit";
 
+/// The folder of the root where the Python package keeps the tickets of
+/// `check --cached --ticket` (`kernel_preflight/_ticket.py`): shortcuts to
+/// outcomes, removed with them.
+pub const TICKETS: &str = "tickets";
+
 const TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
 # This file is a cache directory tag created by kernel-preflight.\n\
 # For information about cache directory tags see https://bford.info/cachedir/\n";
@@ -137,7 +142,7 @@ impl Cache {
     /// `PREFLIGHT_CACHE` names another: it is evidence all the same.
     pub fn from_env() -> Cache {
         let var = |k: &str| {
-            std::env::var_os(k)
+            crate::seen::env_var_os(k)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };

@@ -77,9 +77,16 @@ impl Cache {
     /// caches; the root and its `CACHEDIR.TAG` stay.
     pub fn clear(&self) -> Result<ClearReport, CacheError> {
         let mut report = ClearReport::default();
-        let jit = self.root.join(JIT);
-        let jit = std::fs::symlink_metadata(&jit).is_ok().then_some(jit);
-        for folder in self.bucket_folders().into_iter().map(|(f, _)| f).chain(jit) {
+        let extra = [JIT, super::TICKETS]
+            .map(|name| self.root.join(name))
+            .into_iter()
+            .filter(|f| std::fs::symlink_metadata(f).is_ok());
+        for folder in self
+            .bucket_folders()
+            .into_iter()
+            .map(|(f, _)| f)
+            .chain(extra)
+        {
             report.files += count_files(&folder);
             remove_all(&folder)?;
             report.folders.push(folder);
@@ -112,6 +119,7 @@ impl Cache {
         for shelf in [loose, Shelf::BENCH] {
             self.prune_files(shelf, &mut report)?;
         }
+        report.entries += self.prune_tickets();
         for (folder, current) in self.bucket_folders() {
             if !current {
                 remove_all(&folder)?;
@@ -132,6 +140,53 @@ impl Cache {
             }
         }
         Ok(report)
+    }
+
+    /// Remove the tickets that no binary can use any more: made by a
+    /// binary that is gone or replaced, or not a ticket at all. (One whose
+    /// other inputs changed is left: the package writes it anew.)
+    fn prune_tickets(&self) -> usize {
+        #[derive(serde::Deserialize)]
+        struct Binary {
+            path: PathBuf,
+            stat: crate::seen::Stat,
+        }
+        #[derive(serde::Deserialize)]
+        struct Ticket {
+            binary: Binary,
+        }
+        let holds = |path: &Path| {
+            let Ok(bytes) = crate::fs::read_small(path) else {
+                return false;
+            };
+            serde_json::from_slice::<Ticket>(&bytes).is_ok_and(|t| {
+                std::fs::metadata(&t.binary.path)
+                    .is_ok_and(|m| crate::seen::Stat::of(&m) == t.binary.stat)
+            })
+        };
+        let mut removed = 0;
+        let shards = std::fs::read_dir(self.root.join(super::TICKETS));
+        for shard in shards.into_iter().flatten().flatten() {
+            for file in std::fs::read_dir(shard.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let path = file.path();
+                let stale = if path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(".ticket-"))
+                {
+                    remove_if_stale(&path)
+                } else if holds(&path) {
+                    false
+                } else {
+                    std::fs::remove_file(&path).is_ok()
+                };
+                removed += usize::from(stale);
+            }
+        }
+        removed
     }
 
     /// Remove the JIT caches of each kernel whose files are gone, as an

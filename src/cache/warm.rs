@@ -81,13 +81,13 @@ impl Witness {
     pub fn take(path: &Path) -> Witness {
         Witness {
             path: path.to_path_buf(),
-            seen: std::fs::metadata(path).ok().map(|m| Seen::of(&m)),
+            seen: crate::seen::metadata(path).ok().map(|m| Seen::of(&m)),
         }
     }
 
     /// Whether a `stat` now shows the same (one system call).
     pub fn holds(&self) -> bool {
-        let now = std::fs::metadata(&self.path).ok();
+        let now = crate::seen::metadata(&self.path).ok();
         match (&self.seen, now) {
             (None, None) => true,
             // A folder recorded as such must still be one, and the same.

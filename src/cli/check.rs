@@ -26,6 +26,11 @@ pub struct Args {
     /// reported as skipped, and nothing is probed.
     #[arg(long)]
     cached: bool,
+    /// With --cached: write to FILE, beside a cached pass of one variant,
+    /// every input the answer depended on, for the Python package to
+    /// re-check without running preflight (removed when there is none).
+    #[arg(long, value_name = "FILE", requires = "cached")]
+    ticket: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -34,6 +39,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Answer, Failure> {
+    if args.ticket.is_some() {
+        // Before anything of the check is read.
+        kernel_preflight::run::ticket::begin();
+    }
     if args.cached && args.probing.no_cache {
         return Err(Failure::BadInput(
             "--cached answers from the outcome cache, which --no-cache turns off".into(),
@@ -55,6 +64,19 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             session.check(targets.into_vec(), &options, cancel, listener)
         })
     })?;
+    if let Some(path) = &args.ticket {
+        let argv = without_ticket(
+            std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned()),
+        );
+        match kernel_preflight::run::ticket::finish(path, &argv, &report) {
+            Ok(None) => {}
+            Ok(Some(why)) => eprintln!("preflight: no ticket: {why}"),
+            // The answer stands; only the shortcut to it is lost.
+            Err(why) => eprintln!("preflight: warning: {why}"),
+        }
+    }
     if args.json {
         emit_json(&report);
     } else {
@@ -65,4 +87,21 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
     } else {
         Answer::No
     })
+}
+
+/// The arguments with `--ticket FILE` (or `--ticket=FILE`) left out.
+fn without_ticket(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for arg in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if arg == "--ticket" {
+            skip = true;
+        } else if !arg.starts_with("--ticket=") {
+            out.push(arg);
+        }
+    }
+    out
 }

@@ -161,7 +161,7 @@ pub fn inspect_path(path: &Path) -> Result<Vec<FileImages>, InspectError> {
         path: path.to_path_buf(),
         problem,
     };
-    let meta = std::fs::metadata(path).map_err(|e| err(e.into()))?;
+    let meta = crate::seen::metadata(path).map_err(|e| err(e.into()))?;
     if !meta.is_dir() {
         return Ok(vec![inspect_file(path)?]);
     }
@@ -185,14 +185,16 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), InspectError> {
         path: dir.to_path_buf(),
         problem: e.into(),
     };
-    for entry in std::fs::read_dir(dir).map_err(err)? {
+    let entries = std::fs::read_dir(dir).map_err(err)?;
+    crate::seen::listing(dir, None);
+    for entry in entries {
         let entry = entry.map_err(err)?;
         let path = entry.path();
         let file_type = entry.file_type().map_err(err)?;
         if file_type.is_dir() {
             collect(&path, out)?;
         } else if is_candidate(&entry.file_name().to_string_lossy())
-            && (file_type.is_file() || path.is_file())
+            && (file_type.is_file() || crate::seen::is_file(&path))
         {
             out.push(path);
         }

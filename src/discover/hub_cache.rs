@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// `HF_HOME/hub`, else `~/.cache/huggingface/hub`.
 pub fn cache_root() -> PathBuf {
     let var = |k: &str| {
-        std::env::var_os(k)
+        crate::seen::env_var_os(k)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };

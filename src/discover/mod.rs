@@ -245,7 +245,7 @@ pub struct Located {
 
 /// Where the variants of a hub kernel behind a path lie.
 pub fn locate_hub(target: &Path) -> Result<Located, DiscoverError> {
-    let meta = std::fs::metadata(target).map_err(|e| match e.kind() {
+    let meta = crate::seen::metadata(target).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => DiscoverError::NotFound(target.to_path_buf()),
         _ => DiscoverError::Unreadable {
             path: target.to_path_buf(),
@@ -354,6 +354,7 @@ fn list_variants(dir: &Path) -> Result<(Vec<FoundVariant>, Vec<String>), Discove
         .map_err(unreadable)?
         .collect::<Result<_, _>>()
         .map_err(unreadable)?;
+    crate::seen::listing(dir, None);
     entries.sort_by_key(|e| e.file_name());
     let mut variants = Vec::new();
     let mut warnings = Vec::new();
@@ -362,9 +363,9 @@ fn list_variants(dir: &Path) -> Result<(Vec<FoundVariant>, Vec<String>), Discove
         let name = entry.file_name().to_string_lossy().into_owned();
         // The listing tells folders apart; only a symlink needs a stat.
         let is_dir = match entry.file_type() {
-            Ok(t) if t.is_symlink() => path.is_dir(),
+            Ok(t) if t.is_symlink() => crate::seen::is_dir(&path),
             Ok(t) => t.is_dir(),
-            Err(_) => path.is_dir(),
+            Err(_) => crate::seen::is_dir(&path),
         };
         if !is_dir {
             if !name.starts_with('.') {

@@ -105,7 +105,7 @@ pub fn read_lock(path: &Path) -> Result<Vec<Pinned>, ProjectError> {
 /// `get_kernel(repo, version=N)` loads), by repo id.
 pub fn read_project(dir: &Path) -> Result<Vec<Pinned>, ProjectError> {
     let path = dir.join("pyproject.toml");
-    if !path.exists() {
+    if !crate::seen::exists(&path) {
         return Err(ProjectError::NoPyproject(dir.to_path_buf()));
     }
     let text = read_regular(&path)?;
@@ -145,7 +145,7 @@ fn read_regular(path: &Path) -> Result<String, ProjectError> {
         path: path.to_path_buf(),
         source,
     };
-    if !std::fs::metadata(path).map_err(unreadable)?.is_file() {
+    if !crate::seen::metadata(path).map_err(unreadable)?.is_file() {
         return Err(ProjectError::NotAFile(path.to_path_buf()));
     }
     crate::fs::read_small_text(path).map_err(unreadable)

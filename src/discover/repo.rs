@@ -27,7 +27,7 @@ impl KernelRepo {
 
     /// The repo at `dir`, when it has a `build/` folder.
     pub fn at(dir: &Path) -> Option<KernelRepo> {
-        dir.join(VARIANTS).is_dir().then(|| KernelRepo {
+        crate::seen::is_dir(&dir.join(VARIANTS)).then(|| KernelRepo {
             dir: dir.to_path_buf(),
         })
     }
@@ -66,12 +66,9 @@ impl KernelRepo {
     /// Whether `benchmarks/` holds a script the hub's convention runs
     /// (`benchmark*.py`): then the repo's own benchmarks are its smoke.
     pub fn has_benchmark_scripts(&self) -> bool {
-        std::fs::read_dir(self.benchmarks()).is_ok_and(|entries| {
-            entries.flatten().any(|e| {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                name.starts_with("benchmark") && name.ends_with(".py")
-            })
+        crate::seen::names(&self.benchmarks()).iter().any(|name| {
+            let name = name.to_string_lossy();
+            name.starts_with("benchmark") && name.ends_with(".py")
         })
     }
 }
@@ -85,6 +82,7 @@ pub fn benchmark_sources(benchmarks: &Path) -> std::io::Result<Vec<PathBuf>> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "py"))
         .collect();
+    crate::seen::listing(benchmarks, None);
     scripts.sort();
     Ok(scripts)
 }

@@ -39,6 +39,12 @@ pub const IGNORED_SUFFIXES: [&str; 6] = [
 /// The recorded variables that are set (an empty value counts as set: it is
 /// not the same as unset for `CUDA_VISIBLE_DEVICES`).
 pub(crate) fn detect(src: &Sources) -> BTreeMap<String, String> {
+    for name in ENV_VARS {
+        src.raw_var(name);
+    }
+    for prefix in ENV_PREFIXES {
+        crate::seen::prefix(prefix, &src.env);
+    }
     src.env
         .iter()
         .filter(|(k, _)| {

@@ -78,7 +78,7 @@ pub struct Stat {
 impl Stat {
     /// The `stat` of a file, following symbolic links.
     pub fn of(path: &Path) -> Option<Stat> {
-        let m = std::fs::metadata(path).ok()?;
+        let m = crate::seen::metadata(path).ok()?;
         Some(Stat {
             size: m.size(),
             mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
@@ -133,6 +133,7 @@ impl<'a> ToolAnswers<'a> {
         {
             return hit;
         }
+        crate::seen::taint("a tool was asked its version");
         let (version, problem, keep) = match measure() {
             Asked::Version(v) => (Some(v), None, true),
             Asked::Failed(e) => (None, Some(e), true),

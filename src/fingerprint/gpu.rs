@@ -100,10 +100,7 @@ pub(crate) fn detect(src: &Sources) -> Result<Gpus, FingerprintError> {
         None => scan_pci(&src.sys_root, &src.proc_root, &src.dev_root),
     };
     devices.sort_by(|a, b| a.pci_bus_id.cmp(&b.pci_bus_id));
-    apply_visible(
-        &mut devices,
-        src.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
-    );
+    apply_visible(&mut devices, src.raw_var("CUDA_VISIBLE_DEVICES"));
     let mut gpus = Gpus {
         driver,
         devices,
@@ -214,13 +211,11 @@ fn looks_like_version(word: &str) -> bool {
 /// reads per GPU with it; the class leaves out the NVSwitch bridges the
 /// driver binds too.
 fn scan_pci(sys: &Path, proc: &Path, dev: &Path) -> Vec<Gpu> {
-    let Ok(entries) = std::fs::read_dir(sys.join("bus/pci/drivers/nvidia")) else {
-        return Vec::new();
-    };
+    let entries = crate::seen::names(&sys.join("bus/pci/drivers/nvidia"));
     let devices = sys.join("bus/pci/devices");
     let mut gpus = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_ascii_lowercase();
+    for entry in entries {
+        let name = entry.to_string_lossy().to_ascii_lowercase();
         // Beside the devices: `bind`, `unbind`, `new_id`, `module`, ….
         if !looks_like_bus_id(&name) {
             continue;
@@ -262,12 +257,12 @@ fn scan_pci(sys: &Path, proc: &Path, dev: &Path) -> Vec<Gpu> {
 /// on first use), and there every GPU counts.
 fn reachable(proc: &Path, dev: &Path, bus_id: &str, minor: Option<u32>) -> bool {
     let listed = proc.join("driver/nvidia/gpus");
-    if listed.is_dir() && !listed.join(bus_id).is_dir() {
+    if crate::seen::is_dir(&listed) && !crate::seen::is_dir(&listed.join(bus_id)) {
         return false;
     }
     match minor {
-        Some(minor) if dev.join("nvidiactl").exists() => {
-            dev.join(format!("nvidia{minor}")).exists()
+        Some(minor) if crate::seen::exists(&dev.join("nvidiactl")) => {
+            crate::seen::exists(&dev.join(format!("nvidia{minor}")))
         }
         _ => true,
     }

@@ -64,6 +64,16 @@ pub(crate) fn detect(src: &Sources) -> Result<Host, FingerprintError> {
 /// and flags: a machine with hundreds of cores costs no more than one
 /// with one, and this one a third less than reading 8 KiB.
 fn cpuinfo(proc: &Path) -> (Option<String>, Vec<String>) {
+    if crate::seen::recording() {
+        // Its first block holds the CPU's clock of the moment: what vouches
+        // for the model and flags is the boot, within which they stay.
+        let witness = if proc == Path::new("/proc") {
+            proc.join("sys/kernel/random/boot_id")
+        } else {
+            proc.join("cpuinfo")
+        };
+        let _ = crate::fs::read_small(&witness);
+    }
     let Ok(file) = std::fs::File::open(proc.join("cpuinfo")) else {
         return (None, Vec::new());
     };
@@ -121,7 +131,32 @@ fn glibc_version() -> Option<String> {
     // SAFETY: gnu_get_libc_version returns a pointer to a static,
     // NUL-terminated string owned by glibc.
     let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+    if crate::seen::recording() {
+        witness_libc();
+    }
     version.to_str().ok().map(str::to_string)
+}
+
+/// Record the `stat` of the C library this process loaded (an upgraded
+/// glibc is another version for the next process).
+#[cfg(target_env = "gnu")]
+fn witness_libc() {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address and fills `info`; the name it
+    // gives is owned by the dynamic loader and valid while libc is loaded
+    // (for the whole process).
+    let found =
+        unsafe { libc::dladdr(libc::gnu_get_libc_version as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        crate::seen::taint("the C library's file cannot be found");
+        return;
+    }
+    // SAFETY: as above, a NUL-terminated string of the loader's.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = std::path::PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name.to_bytes()),
+    );
+    let _ = crate::seen::metadata(&path);
 }
 
 #[cfg(not(target_env = "gnu"))]

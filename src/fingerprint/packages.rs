@@ -100,7 +100,7 @@ pub(crate) fn torch_build(site_packages: &[PathBuf]) -> TorchBuild {
     let torch = site_packages
         .iter()
         .map(|d| d.join("torch"))
-        .find(|t| t.join("version.py").is_file());
+        .find(|t| crate::seen::is_file(&t.join("version.py")));
     let text = torch
         .as_ref()
         .and_then(|t| crate::fs::read_small_text(t.join("version.py")).ok())
@@ -136,7 +136,8 @@ fn cmake_abi(torch: &Path) -> Option<bool> {
 fn library_abi(torch: &Path) -> Option<bool> {
     const LIMIT: u64 = 64 << 20;
     let path = torch.join("lib/libc10.so");
-    if std::fs::metadata(&path).ok()?.len() > LIMIT {
+    // Its `stat` vouches for the bytes read next.
+    if crate::seen::metadata(&path).ok()?.len() > LIMIT {
         return None;
     }
     let bytes = std::fs::read(path).ok()?;

@@ -264,7 +264,7 @@ fn check_named(interpreter: &Path, tools: &ToolAnswers) -> Result<String, Finger
 /// Ask `python` for its version (`3.11.2`).
 fn ask_python(python: &Path) -> Asked {
     use std::os::unix::fs::PermissionsExt;
-    if std::fs::metadata(python).is_ok_and(|m| m.permissions().mode() & 0o111 == 0) {
+    if crate::seen::metadata(python).is_ok_and(|m| m.permissions().mode() & 0o111 == 0) {
         return Asked::Failed("not executable".into());
     }
     match child::ask(python, &["-E", "-s", "-S", "-c", ASK_PYTHON], ASK_TIMEOUT) {
@@ -337,7 +337,7 @@ fn interpreter(src: &Sources) -> Result<Option<(PathBuf, PythonVia)>, Fingerprin
             if let Some(p) = ["python", "python3"]
                 .iter()
                 .map(|n| bin.join(n))
-                .find(|p| p.is_file())
+                .find(|p| crate::seen::is_file(p))
             {
                 return Ok(Some((p, via)));
             }
@@ -377,7 +377,7 @@ fn pyenv_target(src: &Sources, shim: &Path) -> Option<PathBuf> {
         .join(version)
         .join("bin")
         .join(shim.file_name()?);
-    target.is_file().then_some(target)
+    crate::seen::is_file(&target).then_some(target)
 }
 
 /// A given interpreter: a path, or a bare name looked up on `PATH`.
@@ -386,11 +386,11 @@ fn resolve_given(
     p: &Path,
     via: PythonVia,
 ) -> Result<(PathBuf, PythonVia), FingerprintError> {
-    let found = if p.components().count() == 1 && !p.is_file() {
+    let found = if p.components().count() == 1 && !crate::seen::is_file(p) {
         src.var("PATH")
             .and_then(|path| on_path(path, &p.to_string_lossy()))
     } else {
-        Some(p.to_path_buf()).filter(|p| p.is_file())
+        Some(p.to_path_buf()).filter(|p| crate::seen::is_file(p))
     };
     found
         .map(|f| (f, via))
@@ -401,7 +401,7 @@ fn on_path(path: &str, name: &str) -> Option<PathBuf> {
     super::sources::path_dirs(path)
         .into_iter()
         .map(|d| d.join(name))
-        .find(|p| p.is_file())
+        .find(|p| crate::seen::is_file(p))
 }
 
 struct PyvenvCfg {
@@ -458,11 +458,10 @@ fn minor_from_name(real_path: &Path) -> Option<String> {
 
 /// The one `lib/python3.X` folder of a prefix, when there is exactly one.
 fn minor_from_lib(prefix: &Path) -> Option<String> {
-    let mut found = std::fs::read_dir(prefix.join("lib"))
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
+    let mut found = crate::seen::names(&prefix.join("lib"))
+        .into_iter()
+        .filter_map(|name| {
+            let name = name.into_string().ok()?;
             let v = name.strip_prefix("python")?.to_string();
             let (a, b) = v.split_once('.')?;
             (a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok()).then_some(v)

@@ -52,10 +52,15 @@ impl Sources {
 
     /// A variable's value; unset and empty are the same.
     pub(crate) fn var(&self, key: &str) -> Option<&str> {
-        self.env
-            .get(key)
-            .map(String::as_str)
-            .filter(|v| !v.is_empty())
+        self.raw_var(key).filter(|v| !v.is_empty())
+    }
+
+    /// A variable's value as it is (empty is not unset), recorded
+    /// ([`crate::seen::var`]).
+    pub(crate) fn raw_var(&self, key: &str) -> Option<&str> {
+        let value = self.env.get(key).map(String::as_str);
+        crate::seen::var(key, value);
+        value
     }
 
     /// An override: `Ok(None)` when unset, `Ok(Some(None))` for `none`.
@@ -101,12 +106,7 @@ impl Listings {
         if let Some(names) = self.0.borrow().get(dir) {
             return std::rc::Rc::clone(names);
         }
-        let names: std::rc::Rc<[std::ffi::OsString]> = std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name())
-            .collect();
+        let names: std::rc::Rc<[std::ffi::OsString]> = crate::seen::names(dir).into();
         self.0
             .borrow_mut()
             .insert(dir.to_path_buf(), std::rc::Rc::clone(&names));
@@ -119,7 +119,7 @@ impl Listings {
 /// where canonicalizing a path costs a `readlink` per component.
 pub(crate) fn place_id(path: &std::path::Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    crate::seen::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// The folders of a `PATH` value in order, each once: a folder named twice

@@ -123,7 +123,7 @@ pub(crate) fn detect(
         // One `stat` tells whether the root was seen already and whether it
         // is a folder. A root that does not exist is still described (its
         // problem is a fact).
-        let meta = std::fs::metadata(&c.root).ok();
+        let meta = crate::seen::metadata(&c.root).ok();
         if let Some(m) = &meta
             && !seen.insert((m.dev(), m.ino()))
         {
@@ -210,7 +210,7 @@ fn cuda_home(src: &Sources) -> Option<PathBuf> {
     let default = src
         .var("PREFLIGHT_CUDA_DEFAULT_ROOT")
         .unwrap_or("/usr/local/cuda");
-    Path::new(default).is_dir().then(|| PathBuf::from(default))
+    crate::seen::is_dir(Path::new(default)).then(|| PathBuf::from(default))
 }
 
 impl Toolkits {
@@ -277,20 +277,17 @@ fn candidates(src: &Sources, site_packages: &[PathBuf]) -> Vec<Candidate> {
     let default = src
         .var("PREFLIGHT_CUDA_DEFAULT_ROOT")
         .unwrap_or("/usr/local/cuda");
-    if Path::new(default).is_dir() {
+    if crate::seen::is_dir(Path::new(default)) {
         push(PathBuf::from(default), FoundVia::DefaultRoot, None);
     }
     for site in site_packages {
         let nvidia = site.join("nvidia");
-        let Ok(entries) = std::fs::read_dir(&nvidia) else {
-            continue;
-        };
         // Newest layout first: cu14, cu13, … then the CUDA 11 / 12
         // `cuda_nvcc` layout.
-        let mut layouts: Vec<(u32, String)> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
+        let mut layouts: Vec<(u32, String)> = crate::seen::names(&nvidia)
+            .into_iter()
+            .filter_map(|name| {
+                let name = name.into_string().ok()?;
                 let rank = if name == "cuda_nvcc" {
                     0
                 } else {
@@ -319,12 +316,12 @@ fn root_of(nvcc: &Path) -> PathBuf {
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::seen::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// `is_dir`: whether the root is a folder, as its `stat` in [`detect`] said.
 fn describe(c: &Candidate, is_dir: bool, tools: &ToolAnswers, listings: &Listings) -> Toolkit {
-    let file = |rel: &str| Some(c.root.join(rel)).filter(|p| p.is_file());
+    let file = |rel: &str| Some(c.root.join(rel)).filter(|p| crate::seen::is_file(p));
     let nvcc = file("bin/nvcc");
     let ptxas = file("bin/ptxas");
     let mut problem = None;

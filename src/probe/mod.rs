@@ -186,12 +186,12 @@ fn evidence(executor: ExecutorKind, run: RunReport, channel: &Path, made: Made) 
 pub fn find_python(python: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        crate::seen::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
     if python.components().count() > 1 {
         return executable(python).then(|| python.to_path_buf());
     }
-    std::env::var_os("PATH").and_then(|paths| {
+    crate::seen::env_var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join(python))
             .find(|p| executable(p))

@@ -25,6 +25,7 @@ pub mod resolve;
 mod result;
 pub mod select;
 mod session;
+pub mod ticket;
 pub mod warmup;
 
 pub use cached::{

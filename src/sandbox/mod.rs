@@ -456,6 +456,7 @@ impl Sandbox {
                 exhausted: Vec::new(),
             });
         }
+        crate::seen::taint("a child process ran");
         let mut env: BTreeMap<OsString, OsString> = scrubbed_env().into_iter().collect();
         // The parent's PWD would name a directory the child is not in.
         for name in ["TMPDIR", "PWD"] {

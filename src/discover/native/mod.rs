@@ -26,7 +26,7 @@ pub const DEFAULT_ITERATIONS: u32 = 10;
 
 /// Whether `dir` is a native target (holds a `preflight.toml`).
 pub fn is_native_target(dir: &Path) -> bool {
-    dir.join(MANIFEST).is_file()
+    crate::seen::is_file(&dir.join(MANIFEST))
 }
 
 /// A `preflight.toml` that cannot be used: the file, where in it, and why.
