@@ -145,11 +145,13 @@ class Started:
     anything but a document printed with an exit code in `answers` is no
     answer (None), and the caller runs the command again its own way."""
 
-    def __init__(self, args: Sequence[str], *, answers: Sequence[int] = (0, 1)) -> None:
+    def __init__(
+        self, args: Sequence[str], *, answers: Sequence[int] = (0, 1), binary: Optional[Path] = None
+    ) -> None:
         self._answers = tuple(answers)
         try:
             self._process: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
-                [str(find_preflight()), *args, "--json"],
+                [str(binary or find_preflight()), *args, "--json"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

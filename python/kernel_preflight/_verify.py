@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from . import _loader
-from ._binary import PreflightError, Started, run_json
+from ._binary import PreflightError, Started, find_preflight, run_json
 
 if TYPE_CHECKING:
     from ._types import Candidate
@@ -333,24 +333,42 @@ class _Early:
     loader's resolver answered it (`check --cached`: nothing is probed, so
     nothing of a variant the loader's validators will refuse runs), while
     the loader goes on to validate it. Warm, the answer is there when the
-    loader installs the pick: the check cost the call no wait."""
+    loader installs the pick: the check cost the call no wait. Warmer
+    still, the command's ticket answers in this process and no child
+    starts at all (`_ticket`)."""
 
     def __init__(self, variant: str, python: str) -> None:
+        from . import _ticket
+
         self.variant = variant
         self.python = python
-        self._run: Optional[Started] = Started(["check", variant, "--python", python, "--cached"])
+        self._run: Optional[Started] = None
+        self._doc: Optional[Any] = None
+        args = ["check", variant, "--python", python, "--cached"]
+        try:
+            binary = str(find_preflight())
+        except PreflightError:
+            return
+        self._doc = _ticket.answer(binary, [*args, "--json"])
+        if self._doc is None:
+            ticket = _ticket.path_for(binary, [*args, "--json"])
+            extra = ["--ticket", ticket] if ticket is not None else []
+            self._run = Started([*args, *extra], binary=Path(binary))
 
     def answer(self, targets: Sequence[str], probes: "_Probes") -> Optional[dict]:
         """The cache's result for `targets`, when it is the question asked
         early (the same single variant, interpreter and environment: no
         verified dependencies in it); None otherwise."""
         run, self._run = self._run, None
-        if run is None:
+        doc, self._doc = self._doc, None
+        if run is None and doc is None:
             return None
         if list(targets) != [self.variant] or probes.python != self.python or probes.env() is not None:
-            run.discard()
+            if run is not None:
+                run.discard()
             return None
-        doc = run.answer()
+        if run is not None:
+            doc = run.answer()
         if not isinstance(doc, dict):
             return None
         found = [r for r in doc.get("results", []) if os.path.abspath(r.get("path", "")) == self.variant]
@@ -358,6 +376,7 @@ class _Early:
 
     def discard(self) -> None:
         run, self._run = self._run, None
+        self._doc = None
         if run is not None:
             run.discard()
 

@@ -7,7 +7,10 @@ exactly as plain `kernels`, dying where `kernels` dies."""
 from __future__ import annotations
 
 import json
+import os
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 from conftest import EXIT_1, MISSING_DEPENDENCY, RELU_BENCHMARK, SEGFAULT, run_python, sha, variant_files
@@ -174,22 +177,57 @@ print(json.dumps({"variant": kernels.get_kernel("acme/warm", version=1).VARIANT}
 """
 
 
-def test_warm_the_pick_is_answered_by_the_cache_asked_while_the_loader_validated_it(hub_cache, tmp_path):
+def age(*roots: Path) -> None:
+    """Every file and folder under `roots` last changed a minute ago: a
+    `stat` taken now is settled (a ticket trusts no file changed within the
+    last 2 s)."""
+    ago = time.time() - 60
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in files + dirs:
+                os.utime(os.path.join(folder, name), (ago, ago), follow_symlinks=False)
+        os.utime(root, (ago, ago))
+
+
+def test_warm_the_pick_is_answered_by_the_cache_asked_while_the_loader_validated_it(
+    hub_cache, tmp_path, outcome_cache
+):
     """Warm, one `check --cached` (started as soon as the loader's resolver
-    answered) answers the pick: no other run of preflight. Cold, that run
-    answers nothing, probes nothing, and the pick is probed as before."""
+    answered) answers the pick and leaves a ticket; warmer, the ticket
+    answers in the process and no preflight runs at all. Cold, the early
+    run answers nothing, probes nothing, and the pick is probed as before."""
     kernel(hub_cache, "acme/warm", sha(7))
     binary, log = logging_binary(tmp_path)
     code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
     assert code == 0 and lines == [{"variant": PREFERRED}], stderr
     cold = log.read_text().splitlines()
-    assert len(cold) == 2 and cold[0].endswith("--cached --json"), cold
+    assert len(cold) == 2 and " --cached --ticket " in cold[0], cold
     assert cold[1].startswith("check ") and "--cached" not in cold[1], cold
     log.unlink()
+    age(hub_cache.root, outcome_cache)
     code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
     assert code == 0 and lines == [{"variant": PREFERRED}], stderr
     warm = log.read_text().splitlines()
-    assert len(warm) == 1 and warm[0].endswith("--cached --json"), warm
+    assert len(warm) == 1 and " --cached --ticket " in warm[0] and warm[0].endswith("--json"), warm
+    ticket = warm[0].split(" --ticket ")[1].split()[0]
+    assert os.path.isfile(ticket), warm
+    # The cache took the aged files' new times in; the next run's ticket
+    # is the one that holds.
+    age(outcome_cache)
+    run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+    age(outcome_cache)
+    run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+    log.unlink()
+    for _ in range(2):
+        code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+        assert code == 0 and lines == [{"variant": PREFERRED}], stderr
+        assert not log.exists(), log.read_text()
+    # A changed variant file: the ticket does not hold, preflight answers.
+    variant = hub_cache.folder("acme/warm") / "snapshots" / sha(7) / "build" / PREFERRED / "__init__.py"
+    variant.write_text(variant.read_text() + "\n")
+    code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
+    assert code == 0 and lines == [{"variant": PREFERRED}], stderr
+    assert log.exists() and " --cached --ticket " in log.read_text().splitlines()[0], stderr
 
 
 def test_a_failed_pick_is_probed_and_falls_back_though_the_cache_was_asked_early(hub_cache, tmp_path):
