@@ -14,6 +14,7 @@
 //! <root>/fingerprints-v2/tools/<ab>/<key>.json    tool versions, by the tool's path
 //! <root>/bench-v1/<ab>/<key>.json                 bench results
 //! <root>/jit/<key>/kernel, <root>/jit/<key>/<cache>/  each kernel's own JIT caches
+//! <root>/tickets/<ab>/<key>.json                 the Python flag's tickets (`check --cached --ticket`)
 //! ```
 //!
 //! `jit/` is the sandbox's store (`crate::sandbox::keep_jit_caches_in`):
