@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-import time
-from pathlib import Path
 
 import pytest
-from conftest import EXIT_1, MISSING_DEPENDENCY, RELU_BENCHMARK, SEGFAULT, run_python, sha, variant_files
+from conftest import EXIT_1, MISSING_DEPENDENCY, RELU_BENCHMARK, SEGFAULT, age, run_python, sha, variant_files
 
 PREFERRED, FALLBACK = "torch-cpu", "torch-universal"
 
@@ -175,18 +173,6 @@ LOAD_RELU = """
 import json, kernels
 print(json.dumps({"variant": kernels.get_kernel("acme/warm", version=1).VARIANT}), flush=True)
 """
-
-
-def age(*roots: Path) -> None:
-    """Every file and folder under `roots` last changed a minute ago: a
-    `stat` taken now is settled (a ticket trusts no file changed within the
-    last 2 s)."""
-    ago = time.time() - 60
-    for root in roots:
-        for folder, dirs, files in os.walk(root):
-            for name in files + dirs:
-                os.utime(os.path.join(folder, name), (ago, ago), follow_symlinks=False)
-        os.utime(root, (ago, ago))
 
 
 def test_warm_the_pick_is_answered_by_the_cache_asked_while_the_loader_validated_it(

@@ -15,20 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import variant_files
+from conftest import age, variant_files
 
 from kernel_preflight import _ticket
 from kernel_preflight._binary import find_preflight
-
-
-def age(*roots: Path) -> None:
-    """Everything under `roots` last changed a minute ago (settled)."""
-    ago = time.time() - 60
-    for root in roots:
-        for folder, dirs, files in os.walk(root):
-            for name in files + dirs:
-                os.utime(os.path.join(folder, name), (ago, ago), follow_symlinks=False)
-        os.utime(root, (ago, ago))
 
 
 class Ticketed:
