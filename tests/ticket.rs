@@ -14,6 +14,8 @@ use std::process::Command;
 
 struct Setup {
     cache: PathBuf,
+    /// Variables every command of the setup runs with.
+    env: Vec<(String, PathBuf)>,
     variant: PathBuf,
     ticket: PathBuf,
     _tmp: tempfile::TempDir,
@@ -23,12 +25,12 @@ impl Setup {
     /// One passing variant, probed once, everything aged so that each
     /// `stat` is settled.
     fn probed() -> Setup {
-        Setup::probed_in("", "tiny")
+        Setup::probed_in("", "tiny", Vec::new())
     }
 
     /// [`Setup::probed`] with the repo (of the kernel `tiny`) at
     /// `root/name` under the scratch folder.
-    fn probed_in(root: &str, name: &str) -> Setup {
+    fn probed_in(root: &str, name: &str, env: Vec<(String, PathBuf)>) -> Setup {
         let tmp = tempfile::tempdir().unwrap();
         let made = kernel_repo(
             &tmp.path().join(root),
@@ -41,6 +43,7 @@ impl Setup {
         std::fs::rename(&made, &repo).unwrap();
         let s = Setup {
             cache: fresh_dir("cache"),
+            env,
             variant: repo.join("build").join(&variant_names(1)[0]),
             ticket: tmp.path().join("tickets/t.json"),
             _tmp: tmp,
@@ -66,7 +69,8 @@ impl Setup {
             .arg(common::venv_python())
             .arg("--json")
             .args(extra)
-            .env("PREFLIGHT_CACHE", &self.cache);
+            .env("PREFLIGHT_CACHE", &self.cache)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -135,7 +139,7 @@ fn a_ticket_names_every_path_the_run_read() {
 #[test]
 fn a_ticket_names_every_path_the_run_read_in_a_hub_cache() {
     let sha = "0123456789abcdef0123456789abcdef01234567";
-    let s = Setup::probed_in("hub/kernels--acme--tiny/snapshots", sha);
+    let s = Setup::probed_in("hub/kernels--acme--tiny/snapshots", sha, Vec::new());
     let refs = tmp_root(&s).join("hub/kernels--acme--tiny/refs");
     std::fs::create_dir_all(&refs).unwrap();
     std::fs::write(refs.join("main"), sha).unwrap();
@@ -143,9 +147,64 @@ fn a_ticket_names_every_path_the_run_read_in_a_hub_cache() {
     audit(&s);
 }
 
+#[test]
+fn a_ticket_names_every_path_the_run_read_on_a_machine_with_a_gpu() {
+    // The machine's files as the fingerprint reads them, one GPU bound to
+    // the nvidia driver: what this test machine has none of.
+    let machine = common::fresh_dir("machine");
+    let bus = "0000:17:00.0";
+    let write = |rel: &str, text: &str| {
+        let path = machine.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("sys/module/nvidia/version", "570.86.15\n");
+    write(&format!("sys/bus/pci/devices/{bus}/class"), "0x030200\n");
+    write(&format!("sys/bus/pci/devices/{bus}/device"), "0x2335\n");
+    std::fs::create_dir_all(machine.join("sys/bus/pci/drivers/nvidia").join(bus)).unwrap();
+    write(
+        "proc/driver/nvidia/version",
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Fri Jan 24 2025\n",
+    );
+    write(
+        &format!("proc/driver/nvidia/gpus/{bus}/information"),
+        "Model: \t\t NVIDIA H200\nGPU UUID: \t GPU-1\nDevice Minor: \t 0\n",
+    );
+    write(
+        "proc/cpuinfo",
+        "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: avx2 fma\n\n",
+    );
+    write("dev/nvidiactl", "");
+    write("dev/nvidia0", "");
+    let env = ["sys", "proc", "dev"]
+        .iter()
+        .zip([
+            "PREFLIGHT_SYSFS_ROOT",
+            "PREFLIGHT_PROCFS_ROOT",
+            "PREFLIGHT_DEVFS_ROOT",
+        ])
+        .map(|(dir, var)| (var.to_string(), machine.join(dir)))
+        .collect();
+    let s = Setup::probed_in("", "tiny", env);
+    let ticket = audit(&s);
+    let reads = ticket["reads"].as_array().unwrap();
+    let kind = |k: &str| reads.iter().filter(|r| r["read"] == k).count();
+    // The GPU's files were read, and kept by their bytes, the node by its
+    // kind, the driver's folder by its names.
+    assert!(kind("content") >= 5, "{ticket:#}");
+    assert!(kind("kind") >= 2 && kind("listing") >= 1, "{ticket:#}");
+    let version = machine.join("sys/module/nvidia/version");
+    assert!(
+        reads
+            .iter()
+            .any(|r| r["read"] == "content" && r["path"] == version.to_str().unwrap()),
+        "{ticket:#}"
+    );
+}
+
 /// Run the ticketed command under `strace`: every path it read is one of
-/// the ticket's reads.
-fn audit(s: &Setup) {
+/// the ticket's reads. The ticket.
+fn audit(s: &Setup) -> Value {
     let strace = ["/usr/bin/strace", "/bin/strace"]
         .into_iter()
         .find(|p| Path::new(p).is_file())
@@ -164,7 +223,7 @@ fn audit(s: &Setup) {
         .args(["-e", "trace=%file,readlink"])
         .arg(inner.get_program())
         .args(inner.get_args())
-        .env("PREFLIGHT_CACHE", &s.cache)
+        .envs(inner.get_envs().filter_map(|(k, v)| Some((k, v?))))
         // Where cargo's test runner points the dynamic loader: its search,
         // before the program starts, is no read of the program's.
         .env_remove("LD_LIBRARY_PATH");
@@ -212,6 +271,7 @@ fn audit(s: &Setup) {
         argv.contains(&"--cached") && argv.contains(&"--json"),
         "{argv:?}"
     );
+    ticket
 }
 
 #[test]
