@@ -411,3 +411,118 @@ pub fn names(path: &Path) -> Vec<OsString> {
     listing(path, found.as_deref());
     found.unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recorder is one per process: the tests that record take turns.
+    /// (Other tests of this binary may read through the helpers meanwhile,
+    /// or run a child: a record is looked at only for its own folder, and
+    /// a refusal only for being one.)
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn recorded(live: &[PathBuf], f: impl FnOnce()) -> Result<Vec<Read>, String> {
+        let _turn = TURN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        start(live);
+        f();
+        finish(crate::cache::warm::now_ns())
+    }
+
+    fn path_of(read: &Read) -> Option<&str> {
+        match read {
+            Read::Stat { path, .. }
+            | Read::Content { path, .. }
+            | Read::Listing { path, .. }
+            | Read::Kind { path, .. }
+            | Read::Resolved { path, .. } => Some(path),
+            Read::Var { .. } | Read::Prefix { .. } => None,
+        }
+    }
+
+    fn aged(path: &Path) {
+        let ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .or_else(|_| std::fs::File::open(path))
+            .unwrap()
+            .set_modified(ago)
+            .unwrap();
+    }
+
+    #[test]
+    fn an_ordinary_file_is_kept_by_its_stat_a_live_one_by_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join("sys");
+        std::fs::create_dir_all(live.join("b")).unwrap();
+        std::fs::write(live.join("a"), "550.54\n").unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        aged(&plain);
+        let reads = recorded(std::slice::from_ref(&live), || {
+            crate::fs::read_small(&plain).unwrap();
+            crate::fs::read_small(&live.join("a")).unwrap();
+            assert!(is_dir(&live.join("b")));
+            names(&live);
+            // Twice: kept once.
+            crate::fs::read_small(&plain).unwrap();
+            let _ = crate::fs::read_small(&dir.path().join("absent"));
+        })
+        .unwrap();
+        let root = dir.path().to_str().unwrap();
+        let reads: Vec<Read> = reads
+            .into_iter()
+            .filter(|r| path_of(r).is_some_and(|p| p.starts_with(root)))
+            .collect();
+        let text = |p: &Path| p.to_str().unwrap().to_string();
+        assert_eq!(reads.len(), 5, "{reads:#?}");
+        assert!(
+            matches!(&reads[0], Read::Stat { path, seen: Some(s) } if *path == text(&plain) && s.size == Some(1))
+        );
+        assert_eq!(
+            reads[1],
+            Read::Content {
+                path: text(&live.join("a")),
+                bytes: Some("NTUwLjU0Cg==".into())
+            }
+        );
+        assert_eq!(
+            reads[2],
+            Read::Kind {
+                path: text(&live.join("b")),
+                kind: Some("dir".into())
+            }
+        );
+        assert_eq!(
+            reads[3],
+            Read::Listing {
+                path: text(&live),
+                names: Some(vec!["a".into(), "b".into()])
+            }
+        );
+        assert!(matches!(&reads[4], Read::Stat { seen: None, .. }));
+    }
+
+    #[test]
+    fn a_fresh_file_a_taint_or_nothing_recorded_makes_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("fresh");
+        std::fs::write(&fresh, "x").unwrap();
+        let found = recorded(&[], || {
+            crate::fs::read_small(&fresh).unwrap();
+        });
+        assert!(found.is_err(), "{found:?}");
+        let found = recorded(&[], || taint("a child process ran"));
+        assert!(found.is_err(), "{found:?}");
+        let _turn = TURN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        assert!(finish(0).is_err(), "not recording");
+        // Not recording: the helpers only read.
+        assert!(!recording());
+        assert!(is_file(&fresh));
+    }
+}

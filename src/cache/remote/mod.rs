@@ -164,6 +164,8 @@ impl Remote {
         &self,
         mut command: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, Unavailable> {
+        // What the store says is no file this process can vouch for.
+        crate::seen::taint("the fleet's remote store was asked");
         if self.settings.secret.is_none() {
             return Err(self.warn_once(format!(
                 "{} is not set, and an unauthenticated entry is never trusted: nothing is read \
