@@ -314,16 +314,29 @@ class _Probes:
         answered from the outcome cache when it holds them), in order."""
         return [_candidate(target, found) for target, found in self.results(variants)]
 
-    def results(self, variants: Sequence[Path]) -> list[tuple[str, Optional[dict]]]:
+    def results(
+        self, variants: Sequence[Path], *, verdicts: Optional[str] = None
+    ) -> list[tuple[str, Optional[dict]]]:
         """`run`'s answers as `check` printed them: each variant's absolute
         path and its result document (None when there was none). A pick
         that passes needs nothing more, so the warm path builds no
         `Candidate` (whose module's dataclasses cost a fresh process more
-        than the rest of the verification: docs/performance.md)."""
+        than the rest of the verification: docs/performance.md).
+        `verdicts`: the hub's acceptance of some of them as this process's
+        loader judged it, one JSON line each (`_verdict`)."""
         if not variants:
             return []
         targets = [os.path.abspath(v) for v in variants]
-        doc, _ = run_json(["check", *targets, "--python", self.python], answers=(0, 1), env=self.env())
+        args = ["check", *targets, "--python", self.python]
+        if verdicts is None:
+            doc, _ = run_json(args, answers=(0, 1), env=self.env())
+        else:
+            import tempfile
+
+            with tempfile.NamedTemporaryFile("w", prefix="preflight-verdicts-", suffix=".jsonl") as f:
+                f.write(verdicts)
+                f.flush()
+                doc, _ = run_json([*args, "--verdicts", f.name], answers=(0, 1), env=self.env())
         found = {os.path.abspath(r["path"]): r for r in doc.get("results", [])}
         return [(target, found.get(target)) for target in targets]
 
@@ -495,7 +508,10 @@ class _Pick:
         remote = self.remote()
         if remote is not None:
             _fetch_benchmarks(api, remote, variant.parent.parent)
-        ((target, result),) = probes.results([variant])
+        # The loader has judged its pick (its validators, and from 0.18 its
+        # digest check, just passed): the probe takes that verdict rather
+        # than importing the loader again to judge it (`_verdict`).
+        ((target, result),) = probes.results([variant], verdicts=_verdict(installed))
         if _passed(result):
             _CHOSEN[key] = installed
             return installed, None
@@ -677,6 +693,35 @@ def _validate(metadata: Any, variant: str, *, arch: bool) -> None:
         validators.append(validate.ArchValidator())
     for validator in validators:
         validator.validate_metadata(metadata=metadata, variant=variant)
+
+
+def _verdict(kernel: Any) -> Optional[str]:
+    """The hub's acceptance of an installed pick as a probe would judge it
+    (`probes/python/hub_bridge.py`, `by_kernels`: the loader's parser, its
+    default metadata validators and its arch check, and from 0.18 its
+    digest check, which `_validate_kernel` has just run), decided here with
+    this process's loader: one line of the judge's format
+    (`probes/python/judge.py`), or None when any of them refuses or cannot
+    be asked (the probe then judges it, and says why). Warnings are not
+    said twice: the loader said them when it validated its pick."""
+    import json
+
+    release = _loader.current()
+    validate = release.module("validate")
+    variant = os.path.abspath(kernel.variant_path)
+    path = os.path.join(variant, "metadata.json")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        metadata = release.native().Metadata.read_from_file(path)
+        name = os.path.basename(os.path.normpath(variant))
+        with release.muted(validate):
+            for validator in [*validate.default_metadata_validators(), validate.ArchValidator()]:
+                validator.validate_metadata(metadata=metadata, variant=name)
+    except Exception:
+        return None
+    who = "kernels " + str(sys.modules["kernels"].__version__)
+    return json.dumps({"variant": variant, "metadata": raw.decode("latin-1"), "who": who, "refused": None}) + "\n"
 
 
 def _validate_kernel(kernel: Any) -> None:

@@ -31,6 +31,11 @@ pub struct Args {
     /// re-check without running preflight (removed when there is none).
     #[arg(long, value_name = "FILE", requires = "cached")]
     ticket: Option<PathBuf>,
+    /// The hub's acceptance as the caller's own loader judged it, one JSON
+    /// line per variant (the Python flag's; probes/python/judge.py): each
+    /// probe replays the line of its variant instead of judging it again.
+    #[arg(long, value_name = "FILE", hide = true)]
+    verdicts: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -48,7 +53,16 @@ pub fn run(args: Args) -> Result<Answer, Failure> {
             "--cached answers from the outcome cache, which --no-cache turns off".into(),
         ));
     }
-    let probing = args.probing.validate()?;
+    let mut probing = args.probing.validate()?;
+    if let Some(path) = &args.verdicts {
+        let bytes = kernel_preflight::fs::read_small(path).map_err(|e| {
+            Failure::BadInput(format!(
+                "--verdicts {}: {e}",
+                kernel_preflight::fs::shown(path)
+            ))
+        })?;
+        probing = probing.with_verdicts(&bytes);
+    }
     let mut targets = Targets::new();
     for path in &args.targets {
         targets.add(path.display().to_string(), path)?;

@@ -146,6 +146,14 @@ impl From<SessionError> for Failure {
 }
 
 impl Probing {
+    /// These probes taking the hub's acceptance from `verdicts`
+    /// ([`Session::with_verdicts`]).
+    pub fn with_verdicts(self, verdicts: &[u8]) -> Probing {
+        Probing {
+            session: self.session.with_verdicts(verdicts),
+        }
+    }
+
     /// The library's session the arguments made.
     pub fn session(&self) -> &Session {
         &self.session

@@ -41,6 +41,16 @@ impl Verdicts {
     pub(super) fn get(&self) -> Option<&[u8]> {
         self.0.get().map(Vec::as_slice)
     }
+
+    /// A slot that holds `given` from the start (a judge of the run then
+    /// leaves nothing: its variants judge themselves, as when it stops).
+    fn given(given: Option<&[u8]>) -> Verdicts {
+        let slot = OnceLock::new();
+        if let Some(bytes) = given {
+            let _ = slot.set(bytes.to_vec());
+        }
+        Verdicts(Arc::new(slot))
+    }
 }
 
 impl PythonExecutor {
@@ -50,7 +60,7 @@ impl PythonExecutor {
     /// reaches another run.
     pub fn judging(&self) -> PythonExecutor {
         PythonExecutor {
-            verdicts: Verdicts::default(),
+            verdicts: Verdicts::given(self.given.as_deref()),
             ..self.clone()
         }
     }

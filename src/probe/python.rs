@@ -89,6 +89,10 @@ pub struct PythonExecutor {
     pub env: Vec<(OsString, OsString)>,
     /// What [`PythonExecutor::judge_ahead`] left for this executor's probes.
     pub(super) verdicts: Verdicts,
+    /// The hub's acceptance, judged by the caller's own loader before it
+    /// asked ([`PythonExecutor::given_verdicts`]): the verdicts every run
+    /// of this executor starts with.
+    pub(super) given: Option<std::sync::Arc<[u8]>>,
     /// The fork server its probes are forked from, when forking is on
     /// ([`PythonExecutor::forked`]).
     pub(super) forking: Option<Forking>,
@@ -104,7 +108,21 @@ impl PythonExecutor {
             python: python.into(),
             env: Vec::new(),
             verdicts: Verdicts::default(),
+            given: None,
             forking: None,
+        }
+    }
+
+    /// This executor, its probes replaying `verdicts` (the judge's format,
+    /// one JSON line per variant: `probes/python/judge.py`) where they name
+    /// the variant and the very bytes of its `metadata.json`, instead of
+    /// judging the hub's acceptance themselves: what the caller's own
+    /// loader decided, with the same `kernels`, just before it asked
+    /// (`check --verdicts`).
+    pub fn given_verdicts(self, verdicts: std::sync::Arc<[u8]>) -> PythonExecutor {
+        PythonExecutor {
+            given: Some(verdicts),
+            ..self
         }
     }
 

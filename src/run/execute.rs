@@ -71,10 +71,26 @@ impl Executors {
     /// line a new executor adds. One that cannot be made is missing, and
     /// said so only to a plan that needs it ([`Executors::ready_for`]).
     pub fn for_machine(fingerprint: &Fingerprint, python: Option<&std::path::Path>) -> Executors {
+        Executors::for_machine_given(fingerprint, python, None)
+    }
+
+    /// [`Executors::for_machine`], the python executor's probes replaying
+    /// `verdicts` ([`PythonExecutor::given_verdicts`]).
+    pub fn for_machine_given(
+        fingerprint: &Fingerprint,
+        python: Option<&std::path::Path>,
+        verdicts: Option<std::sync::Arc<[u8]>>,
+    ) -> Executors {
         let python = python
             .map(std::path::Path::to_path_buf)
             .or_else(|| probe::find_python(&fingerprint.python.as_ref()?.interpreter))
-            .map(|python| PythonExecutor::for_machine(python, fingerprint))
+            .map(|python| {
+                let executor = PythonExecutor::for_machine(python, fingerprint);
+                match verdicts {
+                    Some(v) => executor.given_verdicts(v),
+                    None => executor,
+                }
+            })
             .ok_or(ExecutorsError::NoPython);
         Executors::new()
             .with_made(python)

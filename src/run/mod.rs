@@ -26,6 +26,7 @@ mod result;
 pub mod select;
 mod session;
 pub mod ticket;
+mod verdicts;
 pub mod warmup;
 
 pub use cached::{

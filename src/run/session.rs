@@ -118,6 +118,9 @@ pub struct Session {
     options: SessionOptions,
     pub(super) cache: Arc<Cache>,
     fingerprint: OnceLock<Fingerprint>,
+    /// The hub's acceptance as the caller's own loader judged it
+    /// ([`Session::with_verdicts`]).
+    verdicts: Option<Arc<[u8]>>,
 }
 
 impl Session {
@@ -129,6 +132,7 @@ impl Session {
             options,
             cache: Arc::new(cache),
             fingerprint: OnceLock::new(),
+            verdicts: None,
         }
     }
 
@@ -145,6 +149,21 @@ impl Session {
     /// GPU wake-up), its tool versions kept in the cache.
     pub fn fast_fingerprint(&self) -> Result<Fingerprint, SessionError> {
         Ok(Fingerprint::fast(&self.sources(), self.cache.as_ref())?)
+    }
+
+    /// This session, its probes taking the hub's acceptance of a variant
+    /// from `verdicts` (the judge's format, one JSON line per variant:
+    /// `probes/python/judge.py`) instead of judging it again, where a line
+    /// names the variant, the very bytes of its `metadata.json`, and the
+    /// `kernels` of the probed interpreter as its judge (`check
+    /// --verdicts`: the Python flag hands over what the caller's loader
+    /// decided just before it asked). Any other line is left out, and its
+    /// variant judged in its probe as always.
+    pub fn with_verdicts(self, verdicts: &[u8]) -> Session {
+        Session {
+            verdicts: Some(verdicts.into()),
+            ..self
+        }
     }
 
     /// The options the session was made with.
@@ -209,6 +228,7 @@ impl Session {
             },
             cache: Arc::clone(&self.cache),
             fingerprint: OnceLock::new(),
+            verdicts: self.verdicts.clone(),
         }
     }
 
@@ -263,7 +283,11 @@ impl Session {
     /// describes ([`Executors::for_machine`], with the session's
     /// interpreter).
     pub(crate) fn executors(&self, fingerprint: &Fingerprint) -> Executors {
-        Executors::for_machine(fingerprint, self.options.python.as_deref())
+        let given = self
+            .verdicts
+            .as_deref()
+            .and_then(|v| super::verdicts::admitted(v, fingerprint));
+        Executors::for_machine_given(fingerprint, self.options.python.as_deref(), given)
     }
 
     /// Plan `targets` and answer every job, from the cache or by probing,

@@ -189,6 +189,8 @@ def test_warm_the_pick_is_answered_by_the_cache_asked_while_the_loader_validated
     cold = log.read_text().splitlines()
     assert len(cold) == 2 and " --cached --ticket " in cold[0], cold
     assert cold[1].startswith("check ") and "--cached" not in cold[1], cold
+    # The loader judged its pick: the probe takes that verdict.
+    assert " --verdicts " in cold[1], cold
     log.unlink()
     age(hub_cache.root, outcome_cache)
     code, lines, stderr = run(LOAD_RELU, flag="1", env={"PREFLIGHT_BIN": str(binary)})
