@@ -1,5 +1,6 @@
 //! What `KERNEL_PREFLIGHT=1` costs a user of `kernels`, side by side with
-//! plain `kernels` (0.17.2) in the same run, interleaved:
+//! plain `kernels` (the release of the bench's interpreter: `.venv`'s 0.17.2
+//! unless `PREFLIGHT_BENCH_PYTHON` names another) in the same run, interleaved:
 //!
 //! 1. a Python start-up (`python -c pass`) in an environment where
 //!    kernel-preflight is installed and the variable is unset, against the
@@ -7,9 +8,10 @@
 //!    1 ms more);
 //! 2. a fresh process that imports `kernels` and calls `get_kernel` of a
 //!    kernel whose outcomes are cached (warm), with the variable and
-//!    without it (target: at most 10 ms more);
-//! 3. the same with an empty outcome cache each time (cold: one probe of
-//!    each variant of the snapshot).
+//!    without it (target: at most 2 ms more);
+//! 3. `kernel_preflight.get_kernel` warm, against plain `kernels.get_kernel`;
+//! 4. the same as 2 with an empty outcome cache each time (cold: the pick
+//!    probed once).
 //!
 //! The environments are made here: two virtual environments of the test
 //! environment's interpreter that see `.venv`'s packages (`kernels` 0.17.2,
@@ -129,6 +131,16 @@ const LOAD: &str = "import time\n\
     import kernels\n\
     t1 = time.perf_counter()\n\
     kernels.get_kernel('acme/relu', version=1)\n\
+    t2 = time.perf_counter()\n\
+    print(t1 - t0, t2 - t1)\n";
+
+/// [`LOAD`] through the package's own `kernel_preflight.get_kernel` (with
+/// the variable unset: the call verifies by itself).
+const LOAD_OURS: &str = "import time\n\
+    t0 = time.perf_counter()\n\
+    import kernels, kernel_preflight\n\
+    t1 = time.perf_counter()\n\
+    kernel_preflight.get_kernel('acme/relu', version=1)\n\
     t2 = time.perf_counter()\n\
     print(t1 - t0, t2 - t1)\n";
 
@@ -289,6 +301,19 @@ fn main() {
         "the same, whole processes (ms)",
         &["plain kernels", "KERNEL_PREFLIGHT=1 (warm)"],
         WALL_CPU,
+        samples,
+    );
+
+    let samples = inside(
+        &[&|| command(&hooked, LOAD, false, &hub, &warm), &|| {
+            command(&hooked, LOAD_OURS, false, &hub, &warm)
+        }],
+        rounds,
+    );
+    report(
+        "kernel_preflight.get_kernel(...) in a fresh process, outcomes cached (ms, timed inside the process)",
+        &["plain kernels.get_kernel", "kernel_preflight.get_kernel"],
+        ["import", "call"],
         samples,
     );
 

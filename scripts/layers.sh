@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # layer of each top-level module; utilities (-1) may be used by anyone
 # and may use only other utilities.
 declare -A layer=(
-  [fs]=-1 [hash]=-1 [sandbox]=-1 [stats]=-1 [text]=-1
+  [fs]=-1 [hash]=-1 [sandbox]=-1 [seen]=-1 [stats]=-1 [text]=-1
   [variant]=0 [discover]=1 [fingerprint]=2 [declared]=3 [protocol]=4
   [probe]=5 [classify]=6 [cache]=7 [run]=8 [doctor]=9 [bench]=9 [labels]=9 [report]=9
 )

@@ -16,7 +16,7 @@
 //!
 //! - an ordinary file or folder: its `stat` (size, modification and status
 //!   change times, inode, device), trusted only when taken well after the
-//!   file last changed ([`crate::cache::warm::RACY_NS`]);
+//!   file last changed ([`RACY_NS`]);
 //! - under `/sys`, `/proc` and `/dev` (or their test stand-ins), whose
 //!   times say nothing of their content: the bytes read, the names listed,
 //!   the kind of file found;
@@ -40,6 +40,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Format of a [`Read`] list; a reader that knows another one ignores the
 /// ticket.
 pub const SCHEMA: u32 = 1;
+
+/// A `stat` taken this soon after its file changed is not trusted (git's
+/// "racy" rule): a change within one tick of the file system's clock could
+/// hide behind an equal modification time. The outcome cache's warm
+/// records follow the same rule.
+pub const RACY_NS: i128 = 2_000_000_000;
+
+/// The wall clock in ns since the epoch, as file times count.
+pub fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
 
 /// One read and what it found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -172,7 +185,7 @@ pub fn finish(now_ns: i128) -> Result<Vec<Read>, String> {
             path,
             seen: Some(s),
         } = &read
-            && now_ns - s.mtime_ns < crate::cache::warm::RACY_NS
+            && now_ns - s.mtime_ns < RACY_NS
         {
             return Err(format!("{path} changed too recently to be vouched for"));
         }
@@ -428,7 +441,7 @@ mod tests {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         start(live);
         f();
-        finish(crate::cache::warm::now_ns())
+        finish(super::now_ns())
     }
 
     fn path_of(read: &Read) -> Option<&str> {

@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 /// Format of [`WarmParts`] and [`WarmRecord`]; part of every key.
 const SCHEMA: u32 = 2;
 
-/// A `stat` taken this soon after its file changed is not trusted: see the
-/// module documentation.
-pub const RACY_NS: i128 = 2_000_000_000;
+/// The wall clock and the "racy" rule, shared with tickets
+/// ([`crate::seen`]).
+pub use crate::seen::{RACY_NS, now_ns};
 
 /// What identifies a file's (or a folder's) content without reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,13 +110,6 @@ impl Witness {
     pub fn settled(&self, taken_ns: i128) -> bool {
         self.seen.is_none_or(|s| taken_ns - s.mtime_ns >= RACY_NS)
     }
-}
-
-/// The wall clock in ns since the epoch, as file times count.
-pub fn now_ns() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// What a warm record is keyed by: everything that decides the plan of a

@@ -61,7 +61,7 @@ pub fn finish(
     argv: &[String],
     report: &CheckReport,
 ) -> Result<Option<String>, String> {
-    let recorded = seen::finish(crate::cache::warm::now_ns());
+    let recorded = seen::finish(seen::now_ns());
     let answer = match report.results.as_slice() {
         [one] if one.cached && one.outcome.kind.passed() && report.faults.is_empty() => Ok(()),
         [_] => Err("the answer is not a cached pass".to_string()),
