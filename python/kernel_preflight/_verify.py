@@ -140,6 +140,14 @@ def _tree_class() -> type:
             node.resolver = resolver
             return node
 
+        def validate_metadata(self, *args: Any, **kwargs: Any) -> None:
+            """The loader's own validation of the tree's metadata; once it
+            passed, each pick remembers the validator that accepted it."""
+            super().validate_metadata(*args, **kwargs)
+            validator = args[0] if args else next(iter(kwargs.values()), None)
+            if self.resolver is not None and validator is not None:
+                self.resolver.accepted(self.location, validator)
+
         def validate_picks(self) -> None:
             """The validators every loading entry point applies, on each
             kernel's pick (has_kernel answers for get_kernel)."""
@@ -217,6 +225,12 @@ class VerifyingResolver:
             pick.ask_the_cache(self.python)
             self._picks[id(location)] = pick
         return location
+
+    def accepted(self, location: Any, validator: Any) -> None:
+        """The loader's `validator` accepted the pick `location`."""
+        pick = self._picks.get(id(location))
+        if pick is not None:
+            pick.accepted_by = validator
 
     def validate_pick(self, location: Any) -> None:
         """The loader's default validators on a pick; a refusal is a
@@ -433,6 +447,9 @@ class _Pick:
         self.unreadable = unreadable
         # The outcome cache's answer, asked early (`ask_the_cache`).
         self.early: Optional[_Early] = None
+        # The loader's metadata validator that accepted the pick, once it
+        # did (`VerifyingResolver.accepted`).
+        self.accepted_by: Any = None
 
     @property
     def repo_id(self) -> str:
@@ -511,7 +528,7 @@ class _Pick:
         # The loader has judged its pick (its validators, and from 0.18 its
         # digest check, just passed): the probe takes that verdict rather
         # than importing the loader again to judge it (`_verdict`).
-        ((target, result),) = probes.results([variant], verdicts=_verdict(installed))
+        ((target, result),) = probes.results([variant], verdicts=_verdict(installed, self.accepted_by))
         if _passed(result):
             _CHOSEN[key] = installed
             return installed, None
@@ -695,30 +712,37 @@ def _validate(metadata: Any, variant: str, *, arch: bool) -> None:
         validator.validate_metadata(metadata=metadata, variant=variant)
 
 
-def _verdict(kernel: Any) -> Optional[str]:
+def _verdict(kernel: Any, validator: Any) -> Optional[str]:
     """The hub's acceptance of an installed pick as a probe would judge it
     (`probes/python/hub_bridge.py`, `by_kernels`: the loader's parser, its
     default metadata validators and its arch check, and from 0.18 its
-    digest check, which `_validate_kernel` has just run), decided here with
-    this process's loader: one line of the judge's format
-    (`probes/python/judge.py`), or None when any of them refuses or cannot
-    be asked (the probe then judges it, and says why). Warnings are not
-    said twice: the loader said them when it validated its pick."""
+    digest check), when this process's loader has just decided exactly
+    that: `validator` (what accepted the pick's metadata) includes each of
+    those validators, and the digest check, where the release has one, ran
+    in `_validate_kernel`. One line of the judge's format
+    (`probes/python/judge.py`), or None when the loader checked less (an
+    entry point without the arch check): the probe then judges it."""
     import json
 
     release = _loader.current()
     validate = release.module("validate")
+    checked: set = set()
+    pending = [validator]
+    while pending:
+        v = pending.pop()
+        inner = getattr(v, "validators", None)
+        if isinstance(inner, (list, tuple)):
+            pending.extend(inner)
+        else:
+            checked.add(type(v))
+    needed = {type(v) for v in validate.default_metadata_validators()} | {validate.ArchValidator}
+    if validator is None or not needed <= checked:
+        return None
     variant = os.path.abspath(kernel.variant_path)
-    path = os.path.join(variant, "metadata.json")
     try:
-        with open(path, "rb") as f:
+        with open(os.path.join(variant, "metadata.json"), "rb") as f:
             raw = f.read()
-        metadata = release.native().Metadata.read_from_file(path)
-        name = os.path.basename(os.path.normpath(variant))
-        with release.muted(validate):
-            for validator in [*validate.default_metadata_validators(), validate.ArchValidator()]:
-                validator.validate_metadata(metadata=metadata, variant=name)
-    except Exception:
+    except OSError:
         return None
     who = "kernels " + str(sys.modules["kernels"].__version__)
     return json.dumps({"variant": variant, "metadata": raw.decode("latin-1"), "who": who, "refused": None}) + "\n"
