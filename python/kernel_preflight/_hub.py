@@ -15,9 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Optional, Sequence, Union
 
-from ._api import PathOrRepo, resolve, warmup_fetching
-from ._errors import KernelLoadError
-from ._types import KernelSummary
+# `get_kernel` needs none of these: a verified load in a fresh process does
+# not pay for the API's dataclasses (docs/performance.md).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._api import PathOrRepo
+    from ._types import KernelSummary
 
 Trust = Union[bool, list[str]]
 
@@ -119,6 +122,8 @@ def download(
         accepted = [v.variant_str for v in variants.resolve_variants(found, None)[0]]
     else:
         names = sorted(v.variant_str for v in found)
+        from ._api import resolve
+
         accepted = [d.variant for d in resolve(variants=names, python=python) if d.accepted]
     patterns = [f"build/{name}/*" for name in accepted] + ["benchmarks/*"]
     return Path(
@@ -210,6 +215,8 @@ def warmup(
 
     A lock file or project that cannot be read raises what `kernels`
     raises for it (`FileNotFoundError`, `ValueError`), naming the file."""
+    from ._api import warmup_fetching
+
     return warmup_fetching(
         _download if download else None,
         targets,
