@@ -64,7 +64,7 @@ pub enum Read {
         /// The path as it was asked.
         path: String,
         /// What the `stat` showed.
-        seen: Option<Stat>,
+        seen: Option<Seen>,
     },
     /// A live file's content (base64): `None` when it could not be read.
     Content {
@@ -110,34 +110,39 @@ pub enum Read {
     },
 }
 
-/// What identifies an ordinary file's (or folder's) content without
-/// reading it.
+/// What identifies a file's (or a folder's) content without reading it:
+/// what a ticket keeps of an ordinary file, and what the outcome cache's
+/// warm records keep of theirs (`cache::warm`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stat {
-    /// Whether it is a folder.
-    pub dir: bool,
-    /// Size in bytes (files only: a folder's says nothing).
+pub struct Seen {
+    /// Size in bytes; `None` for a folder, whose listing the modification
+    /// time and inode vouch for.
     pub size: Option<u64>,
-    /// Modification time, ns since the epoch.
+    /// Modification time (ns since the epoch).
     pub mtime_ns: i128,
-    /// Status change time, ns since the epoch.
-    pub ctime_ns: i128,
-    /// Inode.
+    /// Inode: a file replaced by a rename (an atomic write) is another one.
     pub ino: u64,
-    /// Device.
+    /// Status change time (ns since the epoch): a file rewritten in place
+    /// with its size and modification time put back still shows here,
+    /// since no call sets it.
+    #[serde(default)]
+    pub ctime_ns: i128,
+    /// The device: the same inode number on another file system is
+    /// another file.
+    #[serde(default)]
     pub dev: u64,
 }
 
-impl Stat {
-    /// What `meta` (a `stat` following links) shows.
-    pub fn of(meta: &std::fs::Metadata) -> Stat {
+impl Seen {
+    /// What `meta` (a `stat` following links) shows; a folder's size is
+    /// left out.
+    pub fn of(meta: &std::fs::Metadata) -> Seen {
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Stat {
-            dir: meta.is_dir(),
+        Seen {
             size: (!meta.is_dir()).then_some(meta.len()),
             mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
             ino: meta.ino(),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
             dev: meta.dev(),
         }
     }
@@ -278,7 +283,7 @@ pub fn stat(path: &Path, meta: Option<&std::fs::Metadata>) {
         } else {
             Read::Stat {
                 path: path_text,
-                seen: meta.map(Stat::of),
+                seen: meta.map(Seen::of),
             }
         }
     });
@@ -298,8 +303,8 @@ pub fn content(path: &Path, found: Option<(&std::fs::Metadata, &[u8])>) {
         } else {
             // Not read (a folder, a FIFO, nothing): what is there now.
             let seen = match found {
-                Some((m, _)) => Some(Stat::of(m)),
-                None => std::fs::metadata(&path_text).ok().map(|m| Stat::of(&m)),
+                Some((m, _)) => Some(Seen::of(m)),
+                None => std::fs::metadata(&path_text).ok().map(|m| Seen::of(&m)),
             };
             Read::Stat {
                 path: path_text,

@@ -97,10 +97,10 @@ def _same_stat(path: str, seen: Optional[dict]) -> bool:
         return seen is None
     if seen is None:
         return False
+    # A folder's size says nothing of it: `preflight` keeps none.
     folder = stat.S_ISDIR(now.st_mode)
     return (
-        seen["dir"] == folder
-        and seen["size"] == (None if folder else now.st_size)
+        seen["size"] == (None if folder else now.st_size)
         and seen["mtime_ns"] == now.st_mtime_ns
         and seen["ctime_ns"] == now.st_ctime_ns
         and seen["ino"] == now.st_ino

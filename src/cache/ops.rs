@@ -149,7 +149,7 @@ impl Cache {
         #[derive(serde::Deserialize)]
         struct Binary {
             path: PathBuf,
-            stat: crate::seen::Stat,
+            stat: crate::seen::Seen,
         }
         #[derive(serde::Deserialize)]
         struct Ticket {
@@ -161,7 +161,7 @@ impl Cache {
             };
             serde_json::from_slice::<Ticket>(&bytes).is_ok_and(|t| {
                 std::fs::metadata(&t.binary.path)
-                    .is_ok_and(|m| crate::seen::Stat::of(&m) == t.binary.stat)
+                    .is_ok_and(|m| crate::seen::Seen::of(&m) == t.binary.stat)
             })
         };
         let mut removed = 0;

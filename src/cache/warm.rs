@@ -21,7 +21,6 @@ use crate::classify::{Outcome, Timings};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Format of [`WarmParts`] and [`WarmRecord`]; part of every key.
@@ -29,43 +28,7 @@ const SCHEMA: u32 = 2;
 
 /// The wall clock and the "racy" rule, shared with tickets
 /// ([`crate::seen`]).
-pub use crate::seen::{RACY_NS, now_ns};
-
-/// What identifies a file's (or a folder's) content without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Seen {
-    /// Size in bytes; `None` for a folder, whose listing the modification
-    /// time and inode vouch for.
-    pub size: Option<u64>,
-    /// Modification time (ns since the epoch).
-    pub mtime_ns: i128,
-    /// Inode: a file replaced by a rename (an atomic write) is another one.
-    pub ino: u64,
-    /// Status change time (ns since the epoch): a file rewritten in place
-    /// with its size and modification time put back still shows here,
-    /// since no call sets it.
-    #[serde(default)]
-    pub ctime_ns: i128,
-    /// The device: the same inode number on another file system is
-    /// another file.
-    #[serde(default)]
-    pub dev: u64,
-}
-
-impl Seen {
-    /// What `meta` (a `stat` following links) shows; `folder`: leave the
-    /// size out.
-    pub fn of(meta: &std::fs::Metadata) -> Seen {
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Seen {
-            size: (!meta.is_dir()).then_some(meta.len()),
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ino: meta.ino(),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-            dev: meta.dev(),
-        }
-    }
-}
+pub use crate::seen::{RACY_NS, Seen, now_ns};
 
 /// A path and what a `stat` of it showed: `None`, that it did not exist.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,7 @@ use std::path::Path;
 #[derive(Serialize)]
 struct Binary {
     path: String,
-    stat: seen::Stat,
+    stat: seen::Seen,
 }
 
 /// What `--ticket` writes.
@@ -69,7 +69,7 @@ pub fn finish(
     };
     let binary = crate::fs::current_exe()
         .and_then(|exe| {
-            let stat = seen::Stat::of(&std::fs::metadata(&exe).ok()?);
+            let stat = seen::Seen::of(&std::fs::metadata(&exe).ok()?);
             let path = exe.to_str()?.to_string();
             Some(Binary { path, stat })
         })
